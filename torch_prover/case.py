@@ -1,0 +1,218 @@
+"""The Case type: one op, one set of inputs, everything the engine needs to prove it.
+
+A case is plain data (a frozen dataclass). Quirks of an op live here, as fields with
+a required reason, never as ``if op == ...`` in the engine.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+DEFAULT_OPSET = 25
+"""Newest opset torch 2.13's exporter produces correctly (26-28 silently give opset 18)."""
+TORCHSCRIPT_MAX_OPSET = 20
+"""Newest opset the TorchScript exporter supports."""
+
+VERDICTS = ("agree", "disagree", "proposed", "inconclusive")
+
+
+class CaseError(Exception):
+    """A broken case: bad definition, export failure, crash. Not a tag disagreement."""
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Spec:
+    """One PyTorch input, made from a seed.
+
+    kind: "float" (random normal, or uniform in [low, high)), "int" (uniform integers in
+    [low, high)), "bool", "fixed" (``value`` exactly, for indices, permutations...),
+    "custom" (``make(generator, float_dtype) -> Tensor``).
+    Floating tensors get ``requires_grad`` unless ``requires_grad=False``.
+    """
+
+    kind: str
+    shape: tuple[int, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    dtype: torch.dtype | None = None
+    value: Any = None
+    make: Callable[[torch.Generator, torch.dtype], torch.Tensor] | None = None
+    requires_grad: bool = True
+
+    def build(self, gen: torch.Generator, float_dtype: torch.dtype) -> torch.Tensor:
+        if self.kind == "float":
+            dtype = self.dtype or float_dtype
+            if self.low is None:
+                t = torch.randn(self.shape, generator=gen, dtype=torch.float64)
+            else:
+                t = torch.rand(self.shape, generator=gen, dtype=torch.float64)
+                t = self.low + (self.high - self.low) * t
+            return t.to(dtype)
+        if self.kind == "int":
+            return torch.randint(int(self.low or 0), int(self.high), self.shape, generator=gen,
+                                 dtype=self.dtype or torch.int64)
+        if self.kind == "bool":
+            return torch.rand(self.shape, generator=gen) < 0.5
+        if self.kind == "fixed":
+            t = torch.as_tensor(self.value, dtype=self.dtype)
+            return t.to(float_dtype) if t.is_floating_point() and self.dtype is None else t
+        if self.kind == "custom":
+            return self.make(gen, float_dtype)
+        raise CaseError(f"unknown input kind {self.kind!r}")
+
+
+def F(*shape: int, low: float | None = None, high: float | None = None,
+      dtype: torch.dtype | None = None, requires_grad: bool = True) -> Spec:
+    """A floating input: standard normal, or uniform in [low, high)."""
+    return Spec("float", tuple(shape), low, high, dtype, requires_grad=requires_grad)
+
+
+def I(*shape: int, high: int, low: int = 0, dtype: torch.dtype = torch.int64) -> Spec:
+    """An integer input, uniform in [low, high)."""
+    return Spec("int", tuple(shape), low, high, dtype)
+
+
+def B(*shape: int) -> Spec:
+    """A boolean input."""
+    return Spec("bool", tuple(shape))
+
+
+def T(value: Any, dtype: torch.dtype | None = None) -> Spec:
+    """A fixed input (same on every seed): indices, permutations, shapes."""
+    return Spec("fixed", value=value, dtype=dtype)
+
+
+def Custom(make: Callable[[torch.Generator, torch.dtype], torch.Tensor]) -> Spec:
+    """An input made by ``make(generator, float_dtype)``: SPD matrices, sorted values..."""
+    return Spec("custom", make=make)
+
+
+# --------------------------------------------------------------------------- expectations
+@dataclass(frozen=True)
+class Expect:
+    """A declared deviation from the default expectation (agree, or proposed for unknown tags).
+
+    The reason is required: a reviewer reads it next to the verdict.
+    """
+
+    verdict: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise CaseError(f"Expect verdict must be one of {VERDICTS}, not {self.verdict!r}")
+        if not self.reason.strip():
+            raise CaseError("Expect needs a non-empty reason")
+
+
+# --------------------------------------------------------------------------- the case
+@dataclass(frozen=True)
+class Case:
+    """One proof case.
+
+    model: a function of the tensor inputs (``def f(x, shape): ...``), an ``nn.Module``
+        subclass with a no-argument constructor, or a no-argument factory returning a
+        module. Non-tensor arguments (Python ints, tuples) belong inside it: they export
+        as constants, which is itself evidence.
+    inputs: one Spec per tensor input, in call order.
+    input_names: names of the ONNX graph inputs (default x0, x1, ...).
+    expect: deviations keyed "input 1" / "output 0" with a reason, for parameters whose
+        verdict is not agree/proposed.
+    unexercised: parameters this case deliberately does not exercise, keyed like expect,
+        with the reason (another case may exercise them).
+    export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
+        each needing a reason in ``notes``.
+    float_dtype: float64 by default so numeric checks can be tight; a case whose op the
+        runtimes lack in float64 says float32 and why in ``notes``.
+    """
+
+    op: str
+    name: str
+    model: Callable[..., Any]
+    inputs: tuple[Spec, ...]
+    input_names: tuple[str, ...] | None = None
+    domain: str = ""
+    exporter: str = "dynamo"
+    opset: int | None = None
+    dynamic: bool = False
+    export_options: Mapping[str, Any] = field(default_factory=dict)
+    float_dtype: torch.dtype = torch.float64
+    expect: Mapping[str, Expect] = field(default_factory=dict)
+    unexercised: Mapping[str, str] = field(default_factory=dict)
+    kind: str = "natural"
+    translation: Mapping[Any, Any] | None = None
+    fwd_tol: float | None = None
+    vjp_tol: float | None = None
+    notes: str = ""
+    seeds: tuple[int, ...] = (0, 1)
+
+    def __post_init__(self) -> None:
+        if self.exporter not in ("dynamo", "torchscript"):
+            raise CaseError(f"{self.name}: exporter must be 'dynamo' or 'torchscript'")
+        if self.kind not in ("natural", "reference"):
+            raise CaseError(f"{self.name}: kind must be 'natural' or 'reference'")
+        if self.input_names is not None and len(self.input_names) != len(self.inputs):
+            raise CaseError(f"{self.name}: {len(self.input_names)} input_names for "
+                            f"{len(self.inputs)} inputs")
+        for key in list(self.expect) + list(self.unexercised):
+            io, _, idx = key.partition(" ")
+            if io not in ("input", "output") or not idx.isdigit():
+                raise CaseError(f"{self.name}: key {key!r} must look like 'input 1' or 'output 0'")
+        if len(self.seeds) < 2:
+            raise CaseError(f"{self.name}: needs at least two seeds")
+        if self.export_options and not self.notes:
+            raise CaseError(f"{self.name}: export_options need a reason in notes")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.input_names or tuple(f"x{i}" for i in range(len(self.inputs)))
+
+    @property
+    def export_opset(self) -> int:
+        if self.opset is not None:
+            return self.opset
+        return DEFAULT_OPSET if self.exporter == "dynamo" else TORCHSCRIPT_MAX_OPSET
+
+    def build_module(self) -> torch.nn.Module:
+        """A fresh module, parameters seeded so every run is identical."""
+        torch.manual_seed(0)
+        m = self.model
+        if inspect.isclass(m) and issubclass(m, torch.nn.Module):
+            module = m()
+        elif isinstance(m, torch.nn.Module):
+            raise CaseError(f"{self.name}: pass the Module class or a factory, not an instance")
+        else:
+            try:
+                params = inspect.signature(m).parameters
+            except (TypeError, ValueError):
+                params = {}
+            if len(params) == 0:
+                module = m()
+                if not isinstance(module, torch.nn.Module):
+                    raise CaseError(f"{self.name}: a no-argument model must return an nn.Module")
+            else:
+                module = FunctionModule(m)
+        return module.to(self.float_dtype).eval()
+
+    def build_inputs(self, seed: int) -> tuple[torch.Tensor, ...]:
+        gen = torch.Generator().manual_seed(seed)
+        return tuple(s.build(gen, self.float_dtype) for s in self.inputs)
+
+    def replace(self, **changes: Any) -> "Case":
+        return dataclasses.replace(self, **changes)
+
+
+class FunctionModule(torch.nn.Module):
+    """Wraps a plain function so it can be exported as a module."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        return self.fn(*args)

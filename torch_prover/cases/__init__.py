@@ -1,0 +1,60 @@
+"""The catalogue. Every module in this package may define ``CASES = [Case(...), ...]``.
+
+Cases are discovered by walking the package (no registration side effects, no hand
+list). Names are unique; ops are checked against onnx.defs.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import pkgutil
+
+import onnx.defs
+
+from ..case import Case, CaseError
+
+
+@functools.lru_cache(maxsize=1)
+def all_cases() -> tuple[Case, ...]:
+    found: list[Case] = []
+    seen: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for case in getattr(module, "CASES", ()):
+            if not isinstance(case, Case):
+                raise CaseError(f"cases/{info.name}.py: CASES holds a {type(case).__name__}, not a Case")
+            if case.name in seen:
+                raise CaseError(f"case name {case.name!r} is defined twice "
+                                f"(cases/{seen[case.name]}.py and cases/{info.name}.py)")
+            if not onnx.defs.has(case.op, case.domain):
+                raise CaseError(f"cases/{info.name}.py: case {case.name!r} names op {case.op!r}, "
+                                f"which onnx.defs does not know")
+            seen[case.name] = info.name
+            found.append(case)
+    return tuple(found)
+
+
+def cases_for(op: str) -> list[Case]:
+    return [c for c in all_cases() if c.op == op]
+
+
+def find_case(op: str, name: str | None = None) -> Case:
+    """The named case of op (or its first case); CaseError naming what exists otherwise."""
+    mine = cases_for(op)
+    if not mine:
+        raise CaseError(f"no case for op {op!r} in the catalogue")
+    if name is None:
+        return mine[0]
+    for c in mine:
+        if c.name == name:
+            return c
+    raise CaseError(f"op {op} has no case {name!r}; its cases: {', '.join(c.name for c in mine)}")
+
+
+def closest_ops(op: str, n: int = 3) -> list[str]:
+    from ..tags import all_ops
+    return difflib.get_close_matches(op, all_ops(), n=n, cutoff=0.5) or \
+        difflib.get_close_matches(op.capitalize(), all_ops(), n=n, cutoff=0.4)

@@ -1,0 +1,25 @@
+"""Gather, TopK, Where: ops with an integer or boolean input beside the data."""
+import torch
+
+from ..case import B, Case, F, I
+
+
+def gather_rows(data, indices):
+    return torch.index_select(data, 0, indices)
+
+
+def topk_3(x):
+    return torch.topk(x, 3, dim=-1)
+
+
+def where(cond, x, y):
+    return torch.where(cond, x, y)
+
+
+CASES = [
+    Case("Gather", "gather_index_select", gather_rows, (F(5, 3), I(4, high=5)),
+         ("data", "indices")),
+    Case("TopK", "topk_values_indices", topk_3, (F(2, 6),), ("x",)),
+    Case("Where", "where_bool_condition", where, (B(3, 4), F(3, 4), F(3, 4)),
+         ("condition", "x", "y")),
+]

@@ -1,0 +1,18 @@
+"""Concat and Split: variadic inputs and variadic outputs."""
+import torch
+
+from ..case import Case, F
+
+
+def cat3(a, b, c):
+    return torch.cat([a, b, c], dim=1)
+
+
+def split_2_3(x):
+    return torch.split(x, [2, 3], dim=1)
+
+
+CASES = [
+    Case("Concat", "concat_three", cat3, (F(2, 1), F(2, 2), F(2, 3)), ("a", "b", "c")),
+    Case("Split", "split_sizes", split_2_3, (F(3, 5),), ("x",)),
+]
