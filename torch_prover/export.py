@@ -101,10 +101,22 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
     return Exported(model, exporter, opset, tuple(input_names), tuple(output_names))
 
 
+def output_name(j: int) -> str:
+    """ONNX graph output name of PyTorch output ``j`` (the exporter is told these names)."""
+    return f"y{j}"
+
+
+def output_index(name: str) -> int:
+    return int(name.removeprefix("y"))
+
+
 def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor],
                 n_outputs: int) -> Exported:
+    options = dict(case.export_options)
+    if case.translation:
+        options["custom_translation_table"] = dict(case.translation)
     return export_module(module, args, exporter=case.exporter, opset=case.export_opset,
                          input_names=case.names,
-                         output_names=[f"y{j}" for j in range(n_outputs)],
-                         dynamic=case.dynamic, options=dict(case.export_options),
+                         output_names=[output_name(j) for j in range(n_outputs)],
+                         dynamic=case.dynamic, options=options,
                          label=f"{case.op}/{case.name}: ")

@@ -1,0 +1,77 @@
+"""Attribution by dependency: clean, through glue, parameters, and the ambiguous shapes."""
+import torch
+
+from torch_prover.case import Case, F, I
+from torch_prover.export import export_case
+from torch_prover.mapping import map_node
+
+
+def _map(case):
+    module = case.build_module()
+    args = case.build_inputs(0)
+    out = module(*args)
+    n = len(out) if isinstance(out, tuple) else 1
+    exported = export_case(case, module, args, n)
+    tracked = list(case.names) + [k for k, _ in module.named_parameters()]
+    return map_node(exported.model, case.op, case.domain, tracked)
+
+
+def add(a, b):
+    return a + b
+
+
+def add_self(a):
+    return a + a
+
+
+def add_and_bypass(a, b):
+    return a + b, torch.exp(a)
+
+
+def gather(data, idx):
+    return torch.index_select(data, 0, idx)
+
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def test_clean_binary_mapping():
+    m = _map(Case("Add", "m_add", add, (F(2, 3), F(2, 3)), ("a", "b")))
+    assert not m.problems
+    assert [(a.kind, a.source) for a in m.inputs] == [("tensor", "a"), ("tensor", "b")]
+    assert [a.source for a in m.outputs] == ["y0"]
+
+
+def test_one_tensor_feeding_two_inputs_is_ambiguous():
+    m = _map(Case("Add", "m_self", add_self, (F(3),), ("a",)))
+    assert len(m.problems) == 2 and "feeds inputs 0, 1" in m.problems[0]
+
+
+def test_bypass_around_the_node_is_ambiguous():
+    m = _map(Case("Add", "m_bypass", add_and_bypass, (F(3), F(3)), ("a", "b")))
+    assert m.inputs[0].problem and "without passing through the Add node" in m.inputs[0].problem
+    assert m.inputs[1].problem is None
+
+
+def test_glue_node_path_is_recorded():
+    m = _map(Case("Gather", "m_gather", gather, (F(4, 2), I(3, high=4)), ("data", "idx")))
+    assert not m.problems
+    assert m.inputs[1].source == "idx" and m.inputs[1].path == ("Reshape",)
+    assert m.inputs[1].dtype == "int64"
+
+
+def test_parameters_and_absent_optional_input():
+    m = _map(Case("Conv", "m_conv", Conv, (F(1, 1, 4, 4),), ("x",)))
+    assert [(a.kind, a.source) for a in m.inputs[:2]] == [("tensor", "x"), ("tensor", "conv.weight")]
+    assert len(m.inputs) == 2 or m.inputs[2].kind == "absent"
+
+
+def test_missing_target_node_is_invalid():
+    m = _map(Case("Mul", "m_nomul", add, (F(3), F(3))))
+    assert m.invalid and "no Mul nodes" in m.invalid

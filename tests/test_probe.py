@@ -1,0 +1,93 @@
+"""Every evidence class of DESIGN §1, each shown by a real case."""
+import torch
+import torch.nn.functional as Fn
+
+from torch_prover.case import B, Case, F, I
+from torch_prover.probe import probe
+
+
+def _ev(case):
+    r = probe(case)
+    return ({e.label: e.evidence for e in r.inputs}, {k: e.evidence for k, e in r.params.items()},
+            [e.evidence for e in r.outputs])
+
+
+def reshape(x):
+    return torch.reshape(x, (-1,))
+
+
+def floor(x):
+    return torch.floor(x)
+
+
+def shape(x):
+    return torch._shape_as_tensor(x)
+
+
+def topk(x):
+    return torch.topk(x, 2)
+
+
+def detached(x):
+    return x * 2, torch.ones(3, dtype=x.dtype)
+
+
+def mixed_floor(x, y):
+    return torch.floor(x) + y
+
+
+class Lin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def test_grad_and_param_grad():
+    ins, params, outs = _ev(Case("Gemm", "t_lin", Lin, (F(4, 3),)))
+    assert ins == {"x0": "grad"} and params == {"lin.weight": "grad", "lin.bias": "grad"}
+    assert outs == ["grad"]
+
+
+def test_zero_grad_on_every_seed():
+    ins, _, outs = _ev(Case("Floor", "t_floor", floor, (F(3, 4, low=-2.5, high=2.5),)))
+    assert ins == {"x0": "zero-grad"} and outs == ["zero-grad"]
+
+
+def test_zero_grad_input_beside_a_grad_input():
+    ins, _, _ = _ev(Case("Floor", "t_mixed", mixed_floor, (F(3), F(3))))
+    assert ins == {"x0": "zero-grad", "x1": "grad"}
+
+
+def test_no_grad_and_integer_output():
+    ins, _, outs = _ev(Case("Shape", "t_shape", shape, (F(2, 3),)))
+    assert ins == {"x0": "no-grad"} and outs == ["integer"]
+
+
+def test_integer_and_bool_inputs():
+    def gather(data, idx, cond):
+        return torch.where(cond, data.index_select(0, idx), 0.0)
+    ins, _, _ = _ev(Case("Gather", "t_gather", gather, (F(4, 3), I(4, high=4), B(4, 3))))
+    assert ins == {"x0": "grad", "x1": "integer", "x2": "integer"}
+
+
+def test_topk_indices_integer_output():
+    _, _, outs = _ev(Case("TopK", "t_topk", topk, (F(5),)))
+    assert outs == ["grad", "integer"]
+
+
+def test_detached_output():
+    _, _, outs = _ev(Case("Mul", "t_detached", detached, (F(3),)))
+    assert outs == ["grad", "detached"]
+
+
+def test_refusing_backward_is_no_grad():
+    """PyTorch refuses a derivative: that is attributed to the one input, not a crash."""
+    def zeta(x, q):
+        return torch.special.zeta(x, q)
+    case = Case("Add", "t_refuse", zeta, (F(3, low=2.0, high=3.0), F(3, low=1.0, high=2.0)))
+    r = probe(case)
+    assert [e.evidence for e in r.inputs] == ["no-grad", "grad"]
+    assert "not implemented" in r.inputs[0].detail

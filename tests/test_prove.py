@@ -1,0 +1,99 @@
+"""End-to-end proofs of the issue-2 ops, an injected wrong tag, determinism."""
+import dataclasses
+import hashlib
+import json
+
+import onnx
+import pytest
+
+from torch_prover.case import Case, F
+from torch_prover.cases import find_case
+from torch_prover.cases.arithmetic import add_self
+from torch_prover.prove import prove_case
+from torch_prover.tags import schema_tags
+
+from conftest import param
+
+# (case, {(io, index): (evidence, tag, verdict)}) -- the tags are ONNX's, read at opset 25
+EXPECTED = {
+    "reshape_basic": {("input", 0): ("grad", "differentiable", "agree"),
+                      ("input", 1): ("constant", "non-differentiable", "agree"),
+                      ("output", 0): ("grad", "differentiable", "agree")},
+    "shape_dynamic": {("input", 0): ("no-grad", "non-differentiable", "agree"),
+                      ("output", 0): ("integer", "non-differentiable", "agree")},
+    "floor_basic": {("input", 0): ("zero-grad", "non-differentiable", "agree"),
+                    ("output", 0): ("zero-grad", "non-differentiable", "agree")},
+    "topk_values_indices": {("input", 0): ("grad", "differentiable", "agree"),
+                            ("input", 1): ("constant", "non-differentiable", "agree"),
+                            ("output", 0): ("grad", "differentiable", "agree"),
+                            ("output", 1): ("integer", "non-differentiable", "agree")},
+    "conv2d_bias": {("input", 0): ("grad", "differentiable", "agree"),
+                    ("input", 1): ("grad", "differentiable", "agree"),
+                    ("input", 2): ("grad", "differentiable", "agree")},
+    "gather_index_select": {("input", 0): ("grad", "differentiable", "agree"),
+                            ("input", 1): ("integer", "non-differentiable", "agree")},
+    "where_bool_condition": {("input", 0): ("integer", "non-differentiable", "agree"),
+                             ("input", 1): ("grad", "differentiable", "agree"),
+                             ("input", 2): ("grad", "differentiable", "agree")},
+    "concat_three": {("input", 2): ("grad", "differentiable", "agree")},
+    "split_sizes": {("input", 1): ("constant", "non-differentiable", "agree"),
+                    ("output", 1): ("grad", "differentiable", "agree")},
+    "tile_2x3": {("input", 1): ("constant", "non-differentiable", "agree")},
+    "add_broadcast": {("input", 1): ("grad", "differentiable", "agree")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_issue2_cases(proof_of, name):
+    proof = proof_of(name)
+    assert proof.invalid is None
+    for (io, index), (evidence, tag, verdict) in EXPECTED[name].items():
+        p = param(proof, io, index)
+        assert (p.evidence, p.tag, p.verdict) == (evidence, tag, verdict), p.reason
+    assert proof.status == "proved"
+
+
+def test_model_is_checked_and_recorded(proof_of):
+    proof = proof_of("conv2d_bias")
+    onnx.checker.check_model(proof.model)
+    assert [n.op_type for n in proof.model.graph.node].count("Conv") == 1
+    rec = proof.record()
+    assert rec["model"]["sha256"] == hashlib.sha256(proof.model_bytes).hexdigest()
+    assert {p["source"] for p in rec["parameters"] if p["io"] == "input"} == {
+        "x", "param conv.weight", "param conv.bias"}
+
+
+def test_same_seed_same_record():
+    case = find_case("Reshape")
+    a, b = prove_case(case).record(), prove_case(case).record()
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_ambiguous_wrapper_is_invalid_never_agree():
+    proof = prove_case(Case("Add", "add_self", add_self, (F(3, 4),), ("a",)))
+    assert proof.status == "invalid" and "feeds inputs 0, 1" in proof.invalid
+    assert all(p.verdict == "inconclusive" for p in proof.parameters)
+    assert proof.failures
+
+
+def test_injected_wrong_tag_disagrees():
+    """Flip Reshape's `data` tag; the same evidence must now say disagree."""
+    def flipped(op, opset, domain):
+        tags = schema_tags(op, opset, domain)
+        data = dataclasses.replace(tags.inputs[0], tag="non-differentiable")
+        return dataclasses.replace(tags, inputs=(data,) + tags.inputs[1:])
+    proof = prove_case(find_case("Reshape"), tags=flipped)
+    p = param(proof, "input", 0)
+    assert p.verdict == "disagree" and "schema says non-differentiable" in p.reason
+    assert proof.status == "disagree" and proof.failures
+
+
+def test_unknown_tag_is_proposed():
+    def unknown(op, opset, domain):
+        tags = schema_tags(op, opset, domain)
+        return dataclasses.replace(tags, outputs=tuple(
+            dataclasses.replace(f, tag="unknown") for f in tags.outputs))
+    proof = prove_case(find_case("TopK"), tags=unknown)
+    assert param(proof, "output", 0).verdict == "proposed"
+    assert "propose differentiable" in param(proof, "output", 0).reason
+    assert "propose non-differentiable" in param(proof, "output", 1).reason

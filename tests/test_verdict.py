@@ -1,0 +1,44 @@
+"""verdict.decide is pure: evidence x tag x numeric gate -> verdict."""
+import pytest
+
+from torch_prover.verdict import Gate, decide, supported_tag
+
+
+def d(evidence, tag, **kw):
+    kw.setdefault("detail", "nonzero gradient")
+    kw.setdefault("dtype", "float64")
+    return decide(evidence=evidence, tag=tag, subject="x", **kw)[0]
+
+
+@pytest.mark.parametrize("evidence,dtype,supports", [
+    ("grad", "float64", "differentiable"), ("zero-grad", "float64", "non-differentiable"),
+    ("no-grad", "float64", "non-differentiable"), ("integer", "int64", "non-differentiable"),
+    ("constant", "int64", "non-differentiable"), ("constant", "float32", None),
+    ("absent", None, None), ("detached", "float64", "non-differentiable")])
+def test_supported_tag(evidence, dtype, supports):
+    assert supported_tag(evidence, dtype) == supports
+
+
+def test_agree_disagree_proposed():
+    assert d("grad", "differentiable") == "agree"
+    assert d("grad", "non-differentiable") == "disagree"
+    assert d("grad", "unknown") == "proposed"
+    assert d("integer", "differentiable", dtype="int64") == "disagree"
+    assert d("zero-grad", "differentiable") == "disagree"
+
+
+def test_not_exercised_is_inconclusive_never_agree():
+    assert d("absent", "differentiable", dtype=None) == "inconclusive"
+    assert d("constant", "differentiable", dtype="float32") == "inconclusive"
+
+
+def test_numeric_gate():
+    assert d("grad", "differentiable", gate=Gate("failed", "fd 1 vs 2")) == "inconclusive"
+    assert d("grad", "differentiable", gate=Gate("passed", "ok")) == "agree"
+    assert d("grad", "differentiable", gate=Gate("no-runtime", "none")) == "agree"
+    assert d("grad", "differentiable", gate=Gate("no-runtime", "none"), reference=True) == "inconclusive"
+    assert d("grad", "differentiable", gate=Gate("off", "off"), reference=True) == "inconclusive"
+
+
+def test_ambiguous_wins():
+    assert d("grad", "differentiable", problem="x feeds inputs 0, 1") == "inconclusive"

@@ -1,0 +1,208 @@
+"""Graph mapping: which PyTorch tensor became each input and output of the target ONNX node.
+
+Attribution is by data dependency, not by trusting names or positions: each node input
+is traced back to the graph inputs and module parameters (initializers) it depends on,
+through any glue nodes; each node output forward to the graph outputs it reaches.
+Anything that cannot be attributed cleanly makes the case *invalid* (DESIGN §1.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import onnx
+
+ABSENT, CONSTANT, TENSOR = "absent", "constant", "tensor"
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Where one node input (or output) comes from (or goes to)."""
+
+    io: str                 # "input" | "output"
+    index: int
+    kind: str               # absent | constant | tensor
+    source: str | None      # graph input / initializer / graph output name
+    dtype: str | None       # ONNX elem type name of the node value, when known
+    path: tuple[str, ...]   # op types of glue nodes between source and the node
+    problem: str | None = None   # set when the attribution is ambiguous
+
+
+@dataclass(frozen=True)
+class Mapping:
+    node_name: str
+    inputs: tuple[Attribution, ...]
+    outputs: tuple[Attribution, ...]
+    invalid: str | None = None    # whole-case problem (no / several target nodes)
+
+    @property
+    def problems(self) -> list[str]:
+        found = [self.invalid] if self.invalid else []
+        return found + [a.problem for a in self.inputs + self.outputs if a.problem]
+
+
+def _elem_type(t: int) -> str:
+    return onnx.helper.tensor_dtype_to_np_dtype(t).name if t else "unknown"
+
+
+def _subgraph_names(node: onnx.NodeProto) -> set[str]:
+    """Names read inside a node's subgraphs (If/Loop/Scan bodies capture outer values)."""
+    names: set[str] = set()
+    for attr in node.attribute:
+        graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+        for g in graphs:
+            for n in g.node:
+                names.update(n.input)
+                names |= _subgraph_names(n)
+    return names
+
+
+def _node_inputs(node: onnx.NodeProto) -> list[str]:
+    return [n for n in node.input if n] + sorted(_subgraph_names(node))
+
+
+class _Graph:
+    def __init__(self, model: onnx.ModelProto):
+        g = model.graph
+        self.graph = g
+        self.producer: dict[str, int] = {}
+        for i, n in enumerate(g.node):
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        self.consumers: dict[str, list[int]] = {}
+        for i, n in enumerate(g.node):
+            for name in _node_inputs(n):
+                self.consumers.setdefault(name, []).append(i)
+        self.graph_inputs = [i.name for i in g.input]
+        self.initializers = {t.name: t for t in g.initializer}
+        self.outputs = [o.name for o in g.output]
+        self.types: dict[str, str] = {}
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model).graph
+        except Exception:
+            inferred = g
+        for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output):
+            if vi.type.HasField("tensor_type"):
+                self.types[vi.name] = _elem_type(vi.type.tensor_type.elem_type)
+        for t in g.initializer:
+            self.types[t.name] = _elem_type(t.data_type)
+        for n in g.node:
+            if n.op_type == "Constant" and n.output:
+                for a in n.attribute:
+                    if a.name == "value" and a.HasField("t"):
+                        self.types[n.output[0]] = _elem_type(a.t.data_type)
+
+    def roots(self, value: str, tracked: set[str], memo: dict) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Tracked sources ``value`` depends on, and the op types of the nodes on the way."""
+        if value in memo:
+            return memo[value]
+        if value in tracked:
+            memo[value] = (frozenset([value]), ())
+            return memo[value]
+        if value not in self.producer:
+            memo[value] = (frozenset(), ())   # untracked initializer or constant-free input
+            return memo[value]
+        node = self.graph.node[self.producer[value]]
+        found: set[str] = set()
+        path: list[str] = []
+        for name in _node_inputs(node):
+            r, p = self.roots(name, tracked, memo)
+            found |= r
+            if r:
+                path.extend(p)
+        path.append(node.op_type)
+        memo[value] = (frozenset(found), tuple(dict.fromkeys(path)))
+        return memo[value]
+
+    def reachable_outputs(self, start: Iterable[str], skip_node: int | None) -> set[str]:
+        """Graph outputs reachable from ``start`` values without going through ``skip_node``."""
+        seen: set[str] = set()
+        stack = list(start)
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for c in self.consumers.get(v, []):
+                if c != skip_node:
+                    stack.extend(o for o in self.graph.node[c].output if o)
+        return {o for o in self.outputs if o in seen}
+
+
+def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> Mapping:
+    """Attribute the inputs and outputs of the single ``op`` node of ``model``.
+
+    ``tracked`` names the graph inputs and initializers that are PyTorch tensors with
+    an identity of their own (case inputs, module parameters); everything else that
+    feeds the node is a constant.
+    """
+    g = _Graph(model)
+    domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
+    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains | {""}
+               and (n.domain in domains)]
+    if len(targets) != 1:
+        ops = sorted({n.op_type for n in g.graph.node})
+        what = "no" if not targets else f"{len(targets)}"
+        return Mapping("", (), (), invalid=f"the exported graph has {what} {op} node"
+                       f"{'s' if len(targets) != 1 else ''} (it has: {', '.join(ops) or 'no nodes'})")
+    t = targets[0]
+    node = g.graph.node[t]
+    tracked = set(tracked) & (set(g.graph_inputs) | set(g.initializers))
+    memo: dict = {}
+    inputs: list[Attribution] = []
+    feeding: dict[str, list[int]] = {}
+    for i, name in enumerate(node.input):
+        if not name:
+            inputs.append(Attribution("input", i, ABSENT, None, None, ()))
+            continue
+        roots, path = g.roots(name, tracked, memo)
+        dtype = g.types.get(name)
+        if not roots:
+            inputs.append(Attribution("input", i, CONSTANT, None, dtype, path))
+        elif len(roots) == 1:
+            (src,) = roots
+            feeding.setdefault(src, []).append(i)
+            inputs.append(Attribution("input", i, TENSOR, src, dtype, path))
+        else:
+            inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
+                                      problem=f"input {i} depends on several tensors "
+                                              f"({', '.join(sorted(roots))})"))
+    # a tensor feeding two node inputs, or reaching the outputs around the node, is ambiguous
+    problems: dict[int, str] = {}
+    for src, idxs in feeding.items():
+        if len(idxs) > 1:
+            for i in idxs:
+                problems[i] = (f"{src} feeds inputs {', '.join(map(str, idxs))} of the {op} node; "
+                               "its gradient cannot be attributed to one of them")
+        bypass = g.reachable_outputs([src], skip_node=t)
+        if bypass:
+            for i in idxs:
+                problems.setdefault(i, f"{src} reaches graph output {', '.join(sorted(bypass))} "
+                                       f"without passing through the {op} node")
+    inputs = [a if a.index not in problems else
+              Attribution(a.io, a.index, a.kind, a.source, a.dtype, a.path, problems[a.index])
+              for a in inputs]
+    outputs: list[Attribution] = []
+    node_outs = list(node.output)
+    for j, name in enumerate(node_outs):
+        if not name:
+            outputs.append(Attribution("output", j, ABSENT, None, None, ()))
+            continue
+        reached = sorted(g.reachable_outputs([name], skip_node=None),
+                         key=g.outputs.index)
+        dtype = g.types.get(name)
+        if not reached:
+            outputs.append(Attribution("output", j, ABSENT, None, dtype, (),
+                                       ))
+            continue
+        problem = None
+        if len(reached) > 1:
+            problem = f"output {j} of the {op} node reaches several graph outputs ({', '.join(reached)})"
+        else:
+            others = [o for k, o in enumerate(node_outs) if o and k != j
+                      and reached[0] in g.reachable_outputs([o], skip_node=None)]
+            if others:
+                problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
+        outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem))
+    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs))

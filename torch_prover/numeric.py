@@ -1,0 +1,186 @@
+"""Numeric confirmation: the exported ONNX model computes PyTorch's forward and derivative.
+
+Runs the model in onnxruntime, or in onnx.reference.ReferenceEvaluator where
+onnxruntime cannot load or run it (an op, opset or float64 kernel it lacks), and says
+which ran. The derivative check is a central finite difference of the ONNX model along a
+seeded random direction v, compared with PyTorch's vector-Jacobian product:
+``<dy, (f(x+hv) - f(x-hv)) / 2h>`` vs ``<grad_x, v>``.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+
+# float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
+STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
+FWD_TOL = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+VJP_TOL = {"float64": 1e-6, "float32": 1e-2, "float16": 1e-1, "bfloat16": 1e-1}
+
+
+@dataclass(frozen=True)
+class VjpCheck:
+    source: str         # graph input or initializer name
+    fd: float           # <dy, (f(x+hv) - f(x-hv)) / 2h>
+    analytic: float     # <grad, v>
+    rel_err: float
+    ok: bool
+
+
+@dataclass(frozen=True)
+class NumericResult:
+    runtime: str | None           # "onnxruntime" | "reference" | None
+    why: str                      # why a runtime was skipped / none could run
+    forward_max_abs_err: float | None
+    forward_ok: bool
+    forward_detail: str
+    vjp: dict[str, VjpCheck] = field(default_factory=dict)
+    step: float | None = None
+    fwd_tol: float | None = None
+    vjp_tol: float | None = None
+
+    def vjp_ok(self, source: str) -> bool | None:
+        c = self.vjp.get(source)
+        return None if c is None else c.ok
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
+
+
+class _Runner:
+    """Runs the model with optional initializer overrides, through one runtime."""
+
+    def __init__(self, model: onnx.ModelProto, kind: str):
+        self.model = model
+        self.kind = kind
+        self._base = self._session(model)
+
+    def _session(self, model: onnx.ModelProto):
+        if self.kind == "onnxruntime":
+            import onnxruntime as ort
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            # no graph rewrites: we check the op as exported, not ORT's fused version
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                        providers=["CPUExecutionProvider"])
+            return lambda feeds: sess.run(None, feeds)
+        from onnx.reference import ReferenceEvaluator
+        ev = ReferenceEvaluator(model)
+        return lambda feeds: ev.run(None, feeds)
+
+    def run(self, feeds: dict[str, np.ndarray], overrides: dict[str, np.ndarray] | None = None):
+        if not overrides:
+            return self._base(feeds)
+        m = copy.deepcopy(self.model)
+        for t in m.graph.initializer:
+            if t.name in overrides:
+                t.CopyFrom(onnx.numpy_helper.from_array(overrides[t.name], t.name))
+        return self._session(m)(feeds)
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, bool]:
+    """Max abs error over float outputs; exact match required for integer/bool outputs."""
+    worst, detail, exact_ok = 0.0, "", True
+    for j, (g, w) in enumerate(zip(got, want)):
+        w = _np(w)
+        g = np.asarray(g)
+        if g.shape != w.shape:
+            return float("inf"), f"output {j}: shape {g.shape} vs PyTorch {w.shape}", False
+        if np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.complexfloating):
+            if w.size:
+                both_nan = np.isnan(g) & np.isnan(w)
+                diff = np.where(both_nan, 0.0, np.abs(g.astype(np.float64) - w.astype(np.float64)))
+                err = float(np.nan_to_num(diff, nan=np.inf).max())
+                if err > worst:
+                    worst, detail = err, f"output {j}"
+        elif not np.array_equal(g, w):
+            exact_ok = False
+            detail = f"output {j} ({w.dtype}) differs in {int((g != w).sum())} of {w.size} elements"
+    return worst, detail, exact_ok
+
+
+def _choose_runtime(model, feeds, want) -> tuple[_Runner | None, list, str]:
+    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
+    reasons = []
+    for kind in ("onnxruntime", "reference"):
+        try:
+            runner = _Runner(model, kind)
+            got = runner.run(feeds)
+            return runner, got, "; ".join(reasons)
+        except Exception as exc:
+            reasons.append(f"{kind}: {_first_line(exc)}")
+    return None, [], "; ".join(reasons)
+
+
+def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
+          expected_outputs: list[torch.Tensor], dy: list[torch.Tensor | None],
+          grads: dict[str, torch.Tensor], zero_grads: set[str], initializers: set[str],
+          float_dtype: str, seed: int = 0, fwd_tol: float | None = None,
+          vjp_tol: float | None = None) -> NumericResult:
+    """Forward check of ``model`` against PyTorch's outputs, then one FD-vs-VJP check per
+    tensor in ``grads`` (graph input or initializer name -> PyTorch gradient).
+    ``zero_grads`` lists sources whose PyTorch gradient is identically zero: their FD must
+    vanish too."""
+    runner, got, why = _choose_runtime(model, feeds, expected_outputs)
+    if runner is None:
+        return NumericResult(None, f"no runtime could run the model ({why})", None, False,
+                             "not run")
+    fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
+    vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)
+    h = STEP.get(float_dtype, 1e-3)
+    err, where, exact_ok = _forward_error(got, expected_outputs)
+    fwd_ok = exact_ok and err <= fwd_tol * max(1.0, max(
+        (float(t.abs().max()) for t in expected_outputs if t.is_floating_point() and t.numel()),
+        default=1.0))
+    detail = f"max abs error {err:.3g} ({where})" if where else f"max abs error {err:.3g}"
+    if not exact_ok:
+        detail = where
+    init_values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+                   if t.name in initializers}
+    gen = torch.Generator().manual_seed(20_000 + seed)
+    checks: dict[str, VjpCheck] = {}
+    for source, grad in sorted(grads.items()):
+        base = feeds[source] if source in feeds else init_values.get(source)
+        if base is None:
+            continue
+        v = torch.randn(base.shape, generator=gen, dtype=torch.float64).numpy()
+
+        def shifted(sign: float) -> list:
+            moved = (base.astype(np.float64) + sign * h * v).astype(base.dtype)
+            if source in feeds:
+                return runner.run({**feeds, source: moved})
+            return runner.run(feeds, {source: moved})
+
+        try:
+            plus, minus = shifted(1.0), shifted(-1.0)
+        except Exception as exc:
+            checks[source] = VjpCheck(source, float("nan"), float("nan"), float("inf"), False)
+            detail += f"; perturbing {source} failed: {_first_line(exc)}"
+            continue
+        fd = 0.0
+        for j, d in enumerate(dy):
+            if d is None or j >= len(plus):
+                continue
+            diff = (np.asarray(plus[j], dtype=np.float64) - np.asarray(minus[j], dtype=np.float64))
+            fd += float(np.sum(_np(d).astype(np.float64) * diff) / (2 * h))
+        analytic = float(np.sum(_np(grad).astype(np.float64) * v))
+        scale = float(np.linalg.norm(v)) * max(
+            (float(np.linalg.norm(_np(d))) for d in dy if d is not None), default=1.0)
+        denom = max(abs(analytic), abs(fd), 1e-3 * scale * vjp_tol)
+        rel = abs(fd - analytic) / denom if denom else 0.0
+        if source in zero_grads:
+            rel = abs(fd) / (scale or 1.0)   # must vanish: relative to |dy||v|
+        checks[source] = VjpCheck(source, fd, analytic, rel, bool(rel <= vjp_tol))
+    return NumericResult(runner.kind, why, err, fwd_ok, detail, checks, h, fwd_tol, vjp_tol)

@@ -1,0 +1,114 @@
+"""Schema tags: what ONNX says about each input and output of an operator.
+
+Three explicit states -- differentiable, non-differentiable, unknown -- read from
+onnx.defs for the schema version in force at a given opset (and the latest one).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import onnx.defs
+
+DIFF, NONDIFF, UNKNOWN = "differentiable", "non-differentiable", "unknown"
+TAG_STATES = (DIFF, NONDIFF, UNKNOWN)
+
+_CATEGORY = {
+    onnx.defs.OpSchema.DifferentiationCategory.Differentiable: DIFF,
+    onnx.defs.OpSchema.DifferentiationCategory.NonDifferentiable: NONDIFF,
+    onnx.defs.OpSchema.DifferentiationCategory.Unknown: UNKNOWN,
+}
+_OPTION = {
+    onnx.defs.OpSchema.FormalParameterOption.Single: "single",
+    onnx.defs.OpSchema.FormalParameterOption.Optional: "optional",
+    onnx.defs.OpSchema.FormalParameterOption.Variadic: "variadic",
+}
+_NON_DIFF_TYPE_PREFIXES = ("tensor(int", "tensor(uint", "tensor(bool", "tensor(string",
+                           "seq(tensor(int", "seq(tensor(uint", "seq(tensor(bool", "seq(tensor(string")
+
+
+@dataclass(frozen=True)
+class Formal:
+    """One formal parameter of a schema."""
+
+    io: str          # "input" | "output"
+    position: int    # index among the schema's formal parameters
+    name: str
+    tag: str         # one of TAG_STATES
+    option: str      # single | optional | variadic
+    types: tuple[str, ...]
+
+    @property
+    def non_differentiable_by_type(self) -> bool:
+        """All allowed types are integer/bool/string: no gradient can flow, case or not."""
+        return bool(self.types) and all(t.startswith(_NON_DIFF_TYPE_PREFIXES) for t in self.types)
+
+
+@dataclass(frozen=True)
+class SchemaTags:
+    op: str
+    domain: str
+    since_version: int
+    inputs: tuple[Formal, ...]
+    outputs: tuple[Formal, ...]
+    source: str = "onnx.defs"
+
+    def formal(self, io: str, index: int) -> Formal | None:
+        """The formal parameter behind node input/output ``index`` (variadic: the last one)."""
+        formals = self.inputs if io == "input" else self.outputs
+        if index < len(formals):
+            return formals[index]
+        if formals and formals[-1].option == "variadic":
+            return formals[-1]
+        return None
+
+
+def _formals(io: str, params, type_map: dict[str, tuple[str, ...]]) -> tuple[Formal, ...]:
+    return tuple(
+        Formal(io, i, p.name, _CATEGORY[p.differentiation_category], _OPTION[p.option],
+               type_map.get(p.type_str, (p.type_str,)))
+        for i, p in enumerate(params))
+
+
+def _from_schema(s: onnx.defs.OpSchema) -> SchemaTags:
+    type_map = {c.type_param_str: tuple(sorted(c.allowed_type_strs)) for c in s.type_constraints}
+    return SchemaTags(s.name, s.domain, s.since_version,
+                      _formals("input", s.inputs, type_map), _formals("output", s.outputs, type_map))
+
+
+class UnknownOpError(LookupError):
+    """An op name onnx.defs does not know; the message names the closest ones."""
+
+
+def schema_tags(op: str, opset: int | None = None, domain: str = "") -> SchemaTags:
+    """Tags of ``op`` for the schema in force at ``opset`` (latest when None)."""
+    try:
+        if opset is None:
+            return _from_schema(onnx.defs.get_schema(op, domain))
+        return _from_schema(onnx.defs.get_schema(op, opset, domain))
+    except onnx.defs.SchemaError:
+        import difflib
+        close = difflib.get_close_matches(op, all_ops(), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownOpError(f"unknown ONNX op {op!r}" +
+                             (f" at opset {opset}" if opset and onnx.defs.has(op, domain) else "")
+                             + hint) from None
+
+
+@functools.lru_cache(maxsize=1)
+def all_ops() -> tuple[str, ...]:
+    """Every op of the default (ai.onnx) domain of the installed onnx, deprecated ones
+    (Scatter, Upsample) included: their tags still stand in older opsets."""
+    return tuple(sorted({s.name for s in onnx.defs.get_all_schemas_with_history()
+                         if s.domain in ("", "ai.onnx")}))
+
+
+def canonical_op(op: str) -> str:
+    """Accept any capitalisation (``reshape`` -> ``Reshape``); raise UnknownOpError otherwise."""
+    if op in all_ops():
+        return op
+    by_lower = {o.lower(): o for o in all_ops()}
+    if op.lower() in by_lower:
+        return by_lower[op.lower()]
+    schema_tags(op)  # raises with suggestions
+    return op
