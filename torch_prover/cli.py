@@ -6,6 +6,7 @@ a broken case -- always with a one-line message that says what to do.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -39,11 +40,148 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
+    v = sub.add_parser("verify-all", help="prove every catalogue case and report all tags")
+    v.add_argument("--ops", help="comma-separated ops (default: every op with a case)")
+    v.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)),
+                   help="parallel workers (default: 2)")
+    v.add_argument("--out", default="models", help="evidence directory (default: ./models)")
+    v.add_argument("--no-write", action="store_true", help="do not write evidence files")
+    v.add_argument("--report", metavar="FILE", help="write the report here (format: --format)")
+    v.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text")
+    v.add_argument("--tags-from", metavar="OPERATORS_MD",
+                   help="read tags from an ONNX Operators.md instead of the installed onnx")
+    v.add_argument("--waivers", metavar="FILE", help="TOML file of known disagreements")
+    v.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
+    v.add_argument("--no-cache", action="store_true", help="recompute every case")
+    v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
+    v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
+
+    c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why not")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+
+    r = sub.add_parser("run", help="run a classic proof script unmodified and prove what it exports")
+    r.add_argument("script", help="path of the proof script (the style of ONNX's Method 1)")
+    r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
+    r.add_argument("--tags-from", metavar="OPERATORS_MD", help="read tags from an Operators.md")
+    r.add_argument("--out", default="models", help="evidence directory (default: ./models)")
+    r.add_argument("--no-write", action="store_true", help="do not write evidence files")
+    r.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
+    r.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+
+    s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")
+    s.add_argument("op")
+    s.add_argument("--case", help="case name (default: the op's first case)")
+    s.add_argument("-o", "--output", help="write to this file instead of stdout")
+
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
     t.add_argument("--format", choices=("text", "json"), default="text")
     return parser
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torch-prover"
+
+
+def _tag_source(path: str | None):
+    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
+    if not path:
+        return None, "onnx.defs", ""
+    from .operators_md import OperatorsMd
+    doc = OperatorsMd.from_file(path)
+    import hashlib
+    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _selected_cases(ops_arg: str | None):
+    from .cases import all_cases, all_missing, cases_for
+    from .tags import canonical_op
+    if not ops_arg:
+        return list(all_cases())
+    chosen = []
+    for name in [o.strip() for o in ops_arg.split(",") if o.strip()]:
+        op = canonical_op(name)
+        mine = cases_for(op)
+        if not mine:
+            category, reason = all_missing().get(op, ("not yet written", "no case yet"))
+            raise UsageError(f"no case for op {op} ({category}: {reason})")
+        chosen.extend(mine)
+    return chosen
+
+
+class _Progress:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.on = stream.isatty()
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.on:
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                          f"{label[:40]:<40}")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _cmd_verify_all(args: argparse.Namespace) -> int:
+    from .batch import BatchOptions, run_batch
+    from .coverage import coverage
+    from .evidence import write_index, write_text
+    from . import waivers as waivers_mod
+    cases = _selected_cases(args.ops)
+    waivers = []
+    if args.waivers:
+        try:
+            waivers = waivers_mod.load(args.waivers)
+        except waivers_mod.WaiverError as exc:
+            raise UsageError(str(exc)) from None
+    tags, label, fingerprint = _tag_source(args.tags_from)
+    out = None if args.no_write else Path(args.out)
+    opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
+                        out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
+                        tags=tags, tag_source=label, tag_fingerprint=fingerprint,
+                        progress=_Progress())
+    result = run_batch(cases, opts)
+    waived, stale = waivers_mod.apply(waivers, result.records)
+    rep = report.batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
+                              result.cache_hits)
+    if out is not None and not args.ops:
+        write_index(out, rep)
+    if args.format == "json":
+        text = report.to_json(rep)
+    elif args.format == "markdown":
+        text = report.batch_markdown(rep)
+    elif args.format == "html":
+        from .html_report import render_html
+        text = render_html(rep)
+    else:
+        text = report.batch_text(rep)
+    if args.report:
+        write_text(Path(args.report), text)
+        sys.stdout.write(report.batch_text(rep))
+        print(f"report written to {args.report}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    s = rep["summary"]
+    return EXIT_FINDING if (s["unwaived_disagreements"] or s["failed_cases"]
+                            or s["invalid_cases"]) else EXIT_OK
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from .coverage import coverage, coverage_text
+    entries = coverage()
+    if args.format == "json":
+        sys.stdout.write(report.to_json({"format": 1, "ops": entries}))
+    else:
+        sys.stdout.write(coverage_text(entries))
+    return EXIT_OK
 
 
 def _cmd_tags(args: argparse.Namespace) -> int:
@@ -97,7 +235,18 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     return worst
 
 
-COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags}
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .script_runner import cmd_run
+    return cmd_run(args)
+
+
+def _cmd_script(args: argparse.Namespace) -> int:
+    from .script_gen import cmd_script
+    return cmd_script(args)
+
+
+COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
+            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -101,3 +101,159 @@ def tags_json(tags: SchemaTags) -> dict[str, Any]:
 
 def to_json(obj: Any) -> str:
     return json.dumps(obj, indent=2) + "\n"
+
+
+# ----------------------------------------------------------------------------- batch reports
+VERDICTS = ("agree", "disagree", "proposed", "inconclusive")
+_CPP = {"differentiable": "OpSchema::Differentiable",
+        "non-differentiable": "OpSchema::NonDifferentiable"}
+
+
+def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
+    """Aggregate the records of one op's cases into (status, reason)."""
+    statuses = [r["status"] for r in records]
+    names = ", ".join(r["case"] for r in records)
+    for status, label in (("error", "error"), ("invalid", "invalid"), ("disagree", "disagrees")):
+        hit = [r for r in records if r["status"] == status]
+        if hit:
+            r = hit[0]
+            why = r.get("error") or r.get("invalid") or next(
+                (f"{p['io']} {p['index']} {p['name']}: {p['reason']}" for p in r["parameters"]
+                 if p["verdict"] == "disagree"), "")
+            return label, why
+    if any(p["verdict"] == "proposed" for r in records for p in r["parameters"]):
+        return "proposed", f"evidence proposes tags for unknown parameters ({names})"
+    if all(s == "inconclusive" for s in statuses):
+        return "inconclusive", f"no parameter decided ({names})"
+    return "proved", f"every tag agrees ({names})"
+
+
+def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
+                 wall_time_s: float, waived: dict | None = None, stale: list | None = None,
+                 cache_hits: int = 0) -> dict[str, Any]:
+    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op."""
+    waived = waived or {}
+    by_op: dict[str, list] = {}
+    for r in records:
+        by_op.setdefault(r["op"], []).append(r)
+    ops = []
+    for e in coverage_entries:
+        recs = by_op.get(e["op"])
+        if recs:
+            status, reason = op_status(recs)
+        elif e["status"] == "covered":
+            status, reason = "not run", "not selected in this run"
+        else:
+            status, reason = "missing", f"{e['reason_category']}: {e['reason']}"
+        ops.append({"op": e["op"], "status": status, "reason": reason})
+    counts = {v: 0 for v in VERDICTS}
+    for r in records:
+        for p in r["parameters"]:
+            counts[p["verdict"]] += 1
+    disagreements = [(r, p) for r in records for p in r["parameters"] if p["verdict"] == "disagree"]
+    unwaived = [(r, p) for r, p in disagreements
+                if (r["case"], p["io"], p["index"]) not in waived]
+    summary = {
+        "ops_total": len(coverage_entries),
+        "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
+        "ops_run": len(by_op),
+        "cases": len(records), "cache_hits": cache_hits,
+        "parameters": counts,
+        "disagreements": len(disagreements), "unwaived_disagreements": len(unwaived),
+        "invalid_cases": sum(r["status"] == "invalid" for r in records),
+        "failed_cases": sum(r["status"] == "error" for r in records),
+        "stale_waivers": [w.label() for w in (stale or [])],
+        "waived": [{"case": k[0], "parameter": f"{k[1]} {k[2]}", "reason": w.reason}
+                   for k, w in sorted(waived.items())],
+        "wall_time_s": round(wall_time_s, 2),
+    }
+    return {"format": 1, "summary": summary, "cases": records, "ops": ops}
+
+
+def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Proposed tags for unknown parameters, one per (op, version, parameter)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for r in report["cases"]:
+        for p in r["parameters"]:
+            if p["verdict"] != "proposed":
+                continue
+            tag = p["reason"].rsplit("propose ", 1)[-1]
+            key = (r["op"], r.get("latest_schema_version"), p["io"], p["name"])
+            seen.setdefault(key, {"op": r["op"], "version": r.get("latest_schema_version"),
+                                  "io": p["io"], "index": p["index"], "name": p["name"],
+                                  "tag": tag, "cpp": _CPP.get(tag, tag), "case": r["case"],
+                                  "evidence": p["evidence"], "source": p["source"]})
+    return list(seen.values())
+
+
+def batch_text(report: dict[str, Any]) -> str:
+    s = report["summary"]
+    c = s["parameters"]
+    lines = [f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} run "
+             f"in {s['cases']} cases ({s['cache_hits']} from cache)",
+             f"parameters: {c['agree']} agree, {c['disagree']} disagree "
+             f"({s['unwaived_disagreements']} unwaived), {c['proposed']} proposed, "
+             f"{c['inconclusive']} inconclusive",
+             f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
+             f"wall time {s['wall_time_s']:.1f} s"]
+    for r in report["cases"]:
+        if r["status"] == "error":
+            lines.append(f"  FAILED   {r['op']}/{r['case']}: {r['error']}")
+        elif r["status"] == "invalid":
+            lines.append(f"  INVALID  {r['invalid']}")
+    waived = {(w["case"], w["parameter"]) for w in s["waived"]}
+    for r in report["cases"]:
+        for p in r["parameters"]:
+            if p["verdict"] == "disagree":
+                mark = "waived  " if (r["case"], f"{p['io']} {p['index']}") in waived else "DISAGREE"
+                lines.append(f"  {mark} {r['op']} {p['io']} {p['index']} ({p['name']}): tag "
+                             f"{p['tag']}, evidence {p['evidence']} - {p['reason']} "
+                             f"[torch-prover prove {r['op']} --case {r['case']}]")
+    for w in s["stale_waivers"]:
+        lines.append(f"  stale waiver: {w} matches no disagreement any more")
+    return "\n".join(lines) + "\n"
+
+
+def batch_markdown(report: dict[str, Any]) -> str:
+    """A PR or issue description: disagreements first, then proposals, then the op table."""
+    s = report["summary"]
+    c = s["parameters"]
+    out = ["# ONNX differentiability tags, checked by torch_prover", "",
+           f"{s['ops_covered']} of {s['ops_total']} ai.onnx operators have a proof case; "
+           f"{s['cases']} cases ran. Parameters: **{c['disagree']} disagree**, {c['agree']} agree, "
+           f"{c['proposed']} proposed for unknown tags, {c['inconclusive']} inconclusive. "
+           f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases.", ""]
+    dis = [(r, p) for r in report["cases"] for p in r["parameters"] if p["verdict"] == "disagree"]
+    out += [f"## Disagreements ({len(dis)})", ""]
+    if not dis:
+        out += ["None: every exercised tag agrees with the evidence.", ""]
+    waived = {(w["case"], w["parameter"]): w["reason"] for w in s["waived"]}
+    for r, p in dis:
+        w = waived.get((r["case"], f"{p['io']} {p['index']}"))
+        out += [f"### `{r['op']}` {p['io']} {p['index']} `{p['name']}`: tagged {p['tag']}"
+                + (" (waived)" if w else ""), "",
+                f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
+                f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
+                f"schema {r['op']}-{r.get('schema_version')})",
+                f"- {p['reason']}",
+                f"- reproduce: `torch-prover prove {r['op']} --case {r['case']}`"]
+        if w:
+            out.append(f"- waived: {w}")
+        out.append("")
+    props = proposals(report)
+    out += [f"## Proposed tags for unknown parameters ({len(props)})", ""]
+    if props:
+        out += ["| op | version | parameter | proposed tag | evidence (case) |", "|---|---|---|---|---|"]
+        for q in props:
+            out.append(f"| `{q['op']}` | {q['version']} | {q['io']} {q['index']} `{q['name']}` | "
+                       f"`{q['cpp']}` | {q['evidence']} from `{q['source']}` ({q['case']}) |")
+        out.append("")
+    bad = [r for r in report["cases"] if r["status"] in ("error", "invalid")]
+    if bad:
+        out += [f"## Failed or invalid cases ({len(bad)})", ""]
+        out += [f"- `{r['op']}/{r['case']}`: {r.get('error') or r.get('invalid')}" for r in bad]
+        out.append("")
+    out += ["## Per-op status", "", "| op | status | detail |", "|---|---|---|"]
+    for o in report["ops"]:
+        out.append(f"| `{o['op']}` | {o['status']} | {o['reason'].replace('|', '/')} |")
+    return "\n".join(out) + "\n"

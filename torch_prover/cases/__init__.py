@@ -15,14 +15,47 @@ import onnx.defs
 from ..case import Case, CaseError
 
 
+MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package not installable here",
+                      "exporter cannot produce it", "not yet written")
+
+
+def case_modules():
+    """Every catalogue module, in name order."""
+    return [importlib.import_module(f"{__name__}.{info.name}")
+            for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+            if not info.name.startswith("_")]
+
+
+def module_of(case: Case) -> str:
+    """Name of the catalogue module defining ``case`` (its cache fingerprint uses it)."""
+    return _module_index()[case.name]
+
+
+@functools.lru_cache(maxsize=1)
+def _module_index() -> dict[str, str]:
+    return {c.name: m.__name__ for m in case_modules() for c in getattr(m, "CASES", ())}
+
+
+@functools.lru_cache(maxsize=1)
+def all_missing() -> dict[str, tuple[str, str]]:
+    """op -> (category, reason) for ops the catalogue cannot cover, from ``MISSING`` tables."""
+    found: dict[str, tuple[str, str]] = {}
+    for module in case_modules():
+        for op, entry in getattr(module, "MISSING", {}).items():
+            category, reason = entry
+            if category not in MISSING_CATEGORIES:
+                raise CaseError(f"{module.__name__}: MISSING[{op!r}] has category {category!r}; "
+                                f"use one of {', '.join(MISSING_CATEGORIES)}")
+            found[op] = (category, reason)
+    return found
+
+
 @functools.lru_cache(maxsize=1)
 def all_cases() -> tuple[Case, ...]:
     found: list[Case] = []
     seen: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    for module in case_modules():
+        info = type("Info", (), {"name": module.__name__.rsplit(".", 1)[-1]})
         for case in getattr(module, "CASES", ()):
             if not isinstance(case, Case):
                 raise CaseError(f"cases/{info.name}.py: CASES holds a {type(case).__name__}, not a Case")

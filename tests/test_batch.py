@@ -1,0 +1,112 @@
+"""verify-all's engine: isolation of crashing / hanging / dying cases, cache, waivers."""
+import json
+import os
+import time
+
+import pytest
+import torch
+
+from torch_prover import batch, report, waivers
+from torch_prover.batch import BatchOptions, run_batch
+from torch_prover.case import Case, F
+from torch_prover.cases import find_case
+from torch_prover.coverage import coverage
+
+
+def raises(x):
+    raise ValueError("boom in the model")
+
+
+def hangs(x):
+    time.sleep(60)
+    return x
+
+
+def dies(x):
+    os._exit(3)
+
+
+def _bad(name, fn):
+    return Case("Relu", name, fn, (F(3),))
+
+
+@pytest.fixture(autouse=True)
+def _known_modules(monkeypatch):
+    """Ad-hoc cases are not in a catalogue module; fingerprint them by this file."""
+    real = batch.module_of
+    monkeypatch.setattr(batch, "module_of",
+                        lambda c: __name__ if c.name.startswith("bad_") else real(c))
+
+
+def test_failures_are_isolated_and_the_batch_goes_on(tmp_path):
+    cases = [_bad("bad_raises", raises), _bad("bad_hangs", hangs), _bad("bad_dies", dies),
+             find_case("Reshape")]
+    res = run_batch(cases, BatchOptions(jobs=2, timeout=20, out=tmp_path))
+    by = {r["case"]: r for r in res.records}
+    assert by["bad_raises"]["status"] == "error" and "boom in the model" in by["bad_raises"]["error"]
+    assert by["bad_hangs"]["status"] == "error" and "timed out" in by["bad_hangs"]["error"]
+    assert by["bad_dies"]["status"] == "error" and "worker died" in by["bad_dies"]["error"]
+    assert by["reshape_basic"]["status"] == "proved"
+    assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
+    assert not list(tmp_path.glob("*/.*")), "no temporary directories left behind"
+
+
+def test_cache_reuses_and_no_cache_recomputes(tmp_path):
+    opts = BatchOptions(jobs=1, out=tmp_path / "m", cache_dir=tmp_path / "c", numeric=False)
+    cases = [find_case("Floor")]
+    first = run_batch(cases, opts)
+    second = run_batch(cases, opts)
+    assert first.cache_hits == 0 and second.cache_hits == 1
+    assert first.records == second.records
+    (tmp_path / "m" / "Floor" / "floor_basic" / "proof.json").unlink()
+    third = run_batch(cases, opts)       # evidence gone: recomputed and rewritten
+    assert third.cache_hits == 0
+    assert (tmp_path / "m" / "Floor" / "floor_basic" / "proof.json").exists()
+
+
+def _disagreeing_records():
+    rec = {"op": "Mod", "case": "mod_x", "status": "disagree", "parameters": [
+        {"io": "input", "index": 1, "name": "B", "verdict": "disagree", "evidence": "no-grad",
+         "tag": "differentiable", "source": "b", "reason": "b requires grad but ..."}]}
+    return [rec]
+
+
+def test_waivers_match_and_stale_ones_are_reported(tmp_path):
+    f = tmp_path / "w.toml"
+    f.write_text('[[waiver]]\nop = "Mod"\nparameter = "B"\nreason = "known"\n\n'
+                 '[[waiver]]\nop = "Abs"\nparameter = "input 0"\nreason = "fixed long ago"\n')
+    ws = waivers.load(f)
+    waived, stale = waivers.apply(ws, _disagreeing_records())
+    assert list(waived) == [("mod_x", "input", 1)]
+    assert [w.op for w in stale] == ["Abs"]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[[waiver]]\nop = 'Mod'\n", "lacks parameter, reason"),
+    ("not = [toml", "not valid TOML"),
+    ("[[waiver]]\nop='A'\nparameter='B'\nreason='r'\ncolour='red'\n", "unknown key"),
+])
+def test_broken_waivers_file_is_one_line_error(tmp_path, text, needle):
+    f = tmp_path / "w.toml"
+    f.write_text(text)
+    with pytest.raises(waivers.WaiverError) as e:
+        waivers.load(f)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_batch_report_shape_and_markdown_order():
+    recs = _disagreeing_records()
+    recs[0].update(exporter="dynamo", opset=25, schema_version=13, latest_schema_version=13)
+    recs.append({"op": "Abs", "case": "abs_basic", "status": "proved", "exporter": "dynamo",
+                 "opset": 25, "latest_schema_version": 13, "parameters": [
+                     {"io": "input", "index": 0, "name": "X", "verdict": "proposed",
+                      "evidence": "grad", "tag": "unknown", "source": "x",
+                      "reason": "x received ... -> propose differentiable"}]})
+    rep = report.batch_report(recs, coverage(), 1.0)
+    assert rep["format"] == 1 and len(rep["ops"]) == 203
+    assert {o["op"]: o["status"] for o in rep["ops"]}["Mod"] == "disagrees"
+    assert rep["summary"]["unwaived_disagreements"] == 1
+    md = report.batch_markdown(rep)
+    assert md.index("## Disagreements") < md.index("## Proposed tags") < md.index("## Per-op")
+    assert "torch-prover prove Mod --case mod_x" in md
+    assert "`OpSchema::Differentiable`" in md

@@ -1,0 +1,226 @@
+"""verify-all: prove many cases in isolated, forked workers, with a per-case timeout and a cache.
+
+Each case runs in a child forked from a warmed-up parent (imports done, exporter tables
+memoised by fast_export), so a worker pays neither the ~6 s of imports a spawned process
+would nor the exporter's per-call table rebuilds. A case that raises, hangs past its
+timeout or kills its process becomes that case's error record; the batch goes on. Each
+child writes its own evidence atomically (evidence.py), so nothing is left half-written.
+
+Results are cached by a key over the case's source file, the engine's source, the
+versions and the options; a rerun with nothing changed reuses them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .case import Case, CaseError
+from .cases import module_of
+from .prove import RECORD_FORMAT, TagSource, versions
+
+ENGINE_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    jobs: int = 2
+    timeout: float = 120.0
+    numeric: bool = True
+    out: Path | None = None
+    cache_dir: Path | None = None
+    tags: TagSource | None = None
+    tag_source: str = "onnx.defs"
+    tag_fingerprint: str = ""
+    progress: Callable[[int, int, str], None] | None = None
+
+
+@dataclass
+class BatchResult:
+    records: list[dict[str, Any]]
+    wall_time_s: float
+    cache_hits: int = 0
+    fast_export: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+def error_record(case: Case, message: str) -> dict[str, Any]:
+    return {"format": RECORD_FORMAT, "op": case.op, "domain": case.domain, "case": case.name,
+            "kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
+            "status": "error", "error": message, "parameters": []}
+
+
+# ----------------------------------------------------------------------------- cache
+def _digest_files(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+_ENGINE_DIGEST: str | None = None
+
+
+def engine_digest() -> str:
+    """The engine's own source: any change to it invalidates every cached result."""
+    global _ENGINE_DIGEST
+    if _ENGINE_DIGEST is None:
+        _ENGINE_DIGEST = _digest_files([p for p in ENGINE_DIR.glob("*.py")])
+    return _ENGINE_DIGEST
+
+
+def cache_key(case: Case, opts: BatchOptions) -> str:
+    module = sys.modules[module_of(case)]
+    source = Path(module.__file__).read_bytes()
+    payload = json.dumps({
+        "case": case.name, "source": hashlib.sha256(source).hexdigest(),
+        "engine": engine_digest(), "versions": versions(), "numeric": opts.numeric,
+        "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
+        "seeds": list(case.seeds), "opset": case.opset}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
+    if opts.cache_dir is None:
+        return None
+    path = opts.cache_dir / f"{cache_key(case, opts)}.json"
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if opts.out is not None and rec.get("status") != "error":
+        # evidence must be there and current, or the case is recomputed to rewrite it
+        proof = opts.out / case.op / case.name / "proof.json"
+        try:
+            if json.loads(proof.read_text()) != rec:
+                return None
+        except (OSError, ValueError):
+            return None
+    return rec
+
+
+def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> None:
+    if opts.cache_dir is None or rec.get("status") == "error":
+        return
+    from .evidence import dumps, write_text
+    write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
+
+
+# ----------------------------------------------------------------------------- one case
+def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
+    """Prove ``case`` and write its evidence; any failure becomes an error record."""
+    from .evidence import write_proof
+    from .prove import prove_case
+    try:
+        proof = prove_case(case, numeric=opts.numeric, tags=opts.tags,
+                           tag_source=opts.tag_source)
+        if opts.out is not None:
+            write_proof(opts.out, proof)
+        return proof.record()
+    except CaseError as exc:
+        return error_record(case, str(exc))
+    except Exception as exc:  # a crash in one case never stops the batch
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "
+                                  f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                                  f" (at {Path(tb.filename).name}:{tb.lineno})")
+
+
+def _child(case: Case, opts: BatchOptions, conn) -> None:
+    try:
+        rec = prove_one(case, opts)
+        conn.send_bytes(json.dumps(rec).encode())
+    finally:
+        conn.close()
+        os._exit(0)  # skip interpreter teardown: the parent owns cleanup
+
+
+def _warm_up() -> str:
+    import torch
+    torch.set_num_threads(1)  # one thread per worker: 2 cores, 2 workers; also fork-safe
+    from . import fast_export
+    fast_export.enable()
+    return fast_export.STATE.why
+
+
+def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
+    start = time.perf_counter()
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[Case] = []
+    for case in cases:
+        hit = _cache_get(case, opts)
+        if hit is not None:
+            records[case.name] = hit
+        else:
+            todo.append(case)
+    hits = len(records)
+    done = hits
+    if opts.progress:
+        opts.progress(done, len(cases), "cached" if hits else "")
+    why = ""
+    if todo:
+        why = _warm_up()
+        if opts.out is not None:
+            _sweep_temporaries(opts.out)
+        ctx = multiprocessing.get_context("fork")
+        running: dict[Any, tuple[Case, Any, float]] = {}
+        queue = list(todo)
+        while queue or running:
+            while queue and len(running) < max(1, opts.jobs):
+                case = queue.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(case, opts, send), daemon=True)
+                proc.start()
+                send.close()
+                running[recv] = (case, proc, time.perf_counter())
+            ready = wait(list(running), timeout=0.5)
+            now = time.perf_counter()
+            for conn in list(running):
+                case, proc, t0 = running[conn]
+                rec = None
+                if conn in ready:
+                    try:
+                        rec = json.loads(conn.recv_bytes())
+                    except (EOFError, OSError, ValueError):
+                        proc.join(5)
+                        rec = error_record(case, f"{case.op}/{case.name}: worker died "
+                                                 f"(exit code {proc.exitcode}) before reporting")
+                elif now - t0 > opts.timeout:
+                    proc.kill()
+                    rec = error_record(case, f"{case.op}/{case.name}: timed out after "
+                                             f"{opts.timeout:g} s")
+                if rec is None:
+                    continue
+                proc.join(5)
+                conn.close()
+                del running[conn]
+                records[case.name] = rec
+                _cache_put(case, opts, rec)
+                done += 1
+                if opts.progress:
+                    opts.progress(done, len(cases), case.name)
+        if opts.out is not None:
+            _sweep_temporaries(opts.out)
+    ordered = [records[c.name] for c in cases]
+    return BatchResult(ordered, time.perf_counter() - start, hits, why)
+
+
+def _sweep_temporaries(out: Path) -> None:
+    """Remove temporary directories left by a worker killed mid-write."""
+    import shutil
+    if not out.exists():
+        return
+    for op_dir in out.iterdir():
+        if op_dir.is_dir():
+            for d in op_dir.iterdir():
+                if d.name.startswith(".") and d.is_dir():
+                    shutil.rmtree(d, ignore_errors=True)

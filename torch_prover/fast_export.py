@@ -1,0 +1,144 @@
+"""Guarded reuse of the exporter's per-call tables, for batches of many small exports.
+
+torch 2.13's ``torch.onnx.export`` rebuilds its ONNX registry from torchlib on every call
+(~65% of a small export) and then rebuilds the decomposition table and the list of
+CompositeImplicitAutograd ops from it. For the same opset these are the same every time,
+so this module memoises them. The reuse touches private torch internals, so it is
+guarded: it only switches on for the torch version it was written against, and only
+after exporting a few probe models both ways gives byte-identical ModelProtos; otherwise
+the stock path stays in place and ``STATE`` says why.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+from dataclasses import dataclass
+
+import torch
+
+SUPPORTED_TORCH = ("2.13.",)
+
+
+@dataclass
+class _State:
+    enabled: bool = False
+    why: str = "not requested"
+
+
+STATE = _State()
+_originals: dict[str, object] = {}
+
+
+def _copy_registry(reg):
+    """A copy whose per-op lists can be extended (custom translations) without leaking."""
+    new = copy.copy(reg)
+    new.functions = {k: list(v) for k, v in reg.functions.items()}
+    return new
+
+
+def _patch() -> None:
+    from torch.export import exported_program as ep
+    from torch.onnx._internal.exporter import _decomp, _fx_passes, _registration
+
+    cls = _registration.ONNXRegistry
+    _originals["from_torchlib"] = cls.__dict__["from_torchlib"]
+    _originals["decompose_with_registry"] = _fx_passes.decompose_with_registry
+    _originals["cia"] = ep._collect_all_valid_cia_ops
+    stock_from_torchlib = cls.from_torchlib
+
+    @functools.lru_cache(maxsize=8)
+    def cached_base(opset_version):
+        return stock_from_torchlib(opset_version=opset_version)
+
+    def from_torchlib(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
+        return _copy_registry(cached_base(opset_version))
+
+    tables: dict[frozenset, dict] = {}
+
+    def decompose_with_registry(exported_program, registry):
+        ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
+        table = tables.get(ops)
+        if table is None:
+            table = tables[ops] = _decomp.create_onnx_friendly_decomposition_table(set(ops))
+        return exported_program.run_decompositions(dict(table))
+
+    cia_cache: dict[tuple, set] = {}
+    stock_cia = ep._collect_all_valid_cia_ops
+
+    def collect_cia():
+        # new custom ops change the namespaces or their op lists: both are in the key
+        key = tuple((ns, tuple(getattr(torch.ops, ns)) if hasattr(torch.ops, ns) else ())
+                    for ns in sorted(torch.ops._dir))
+        if key not in cia_cache:
+            cia_cache[key] = stock_cia()
+        return set(cia_cache[key])
+
+    cls.from_torchlib = classmethod(from_torchlib)
+    _fx_passes.decompose_with_registry = decompose_with_registry
+    ep._collect_all_valid_cia_ops = collect_cia
+
+
+def _unpatch() -> None:
+    from torch.export import exported_program as ep
+    from torch.onnx._internal.exporter import _fx_passes, _registration
+    if "from_torchlib" in _originals:
+        _registration.ONNXRegistry.from_torchlib = _originals.pop("from_torchlib")
+        _fx_passes.decompose_with_registry = _originals.pop("decompose_with_registry")
+        ep._collect_all_valid_cia_ops = _originals.pop("cia")
+
+
+def _probe_digests() -> list[str]:
+    """Export a few small models representative of the catalogue; digest each."""
+    from .export import export_module
+
+    class Conv(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.conv = torch.nn.Conv2d(2, 3, 3)
+
+        def forward(self, x, idx):
+            return torch.topk(self.conv(x).flatten(1), 2)[0].index_select(0, idx).softmax(-1)
+
+    class Norm(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.layer_norm(x, (4,)).cumsum(0), torch.floor(x)
+
+    x = torch.arange(50, dtype=torch.float64).reshape(1, 2, 5, 5) / 7
+    idx = torch.tensor([0])
+    digests = []
+    for module, args in ((Conv().double(), (x, idx)), (Norm(), (x[0, 0, :3, :4],))):
+        e = export_module(module, args, exporter="dynamo", opset=25,
+                          input_names=[f"x{i}" for i in range(len(args))],
+                          output_names=["y0", "y1"][: 1 + isinstance(module, Norm)])
+        digests.append(hashlib.sha256(e.model.SerializeToString(deterministic=True)).hexdigest())
+    return digests
+
+
+def enable() -> bool:
+    """Switch the reuse on if it is proven safe here; returns whether it is on."""
+    if STATE.enabled:
+        return True
+    if not torch.__version__.startswith(SUPPORTED_TORCH):
+        STATE.why = f"torch {torch.__version__} is not one this reuse was checked against"
+        return False
+    try:
+        stock = _probe_digests()
+        _patch()
+        reused = _probe_digests() + _probe_digests()
+    except Exception as exc:  # any surprise in private internals: stay on the stock path
+        _unpatch()
+        STATE.why = f"disabled: {type(exc).__name__}: {exc}"
+        return False
+    if reused != stock * 2:
+        _unpatch()
+        STATE.why = "disabled: reused tables gave a different model than the stock exporter"
+        return False
+    STATE.enabled, STATE.why = True, "on: probe exports byte-identical to the stock path"
+    return True
+
+
+def disable() -> None:
+    _unpatch()
+    STATE.enabled, STATE.why = False, "switched off"
