@@ -42,3 +42,15 @@ def test_numeric_gate():
 
 def test_ambiguous_wins():
     assert d("grad", "differentiable", problem="x feeds inputs 0, 1") == "inconclusive"
+
+
+def test_integer_evidence_on_a_float_capable_parameter_decides_nothing():
+    """Mod on int64 says nothing about Mod's float divisor: not a disagreement."""
+    assert d("integer", "differentiable", dtype="int64", float_capable=True) == "inconclusive"
+    assert d("integer", "non-differentiable", dtype="int64", float_capable=True) == "inconclusive"
+    assert d("integer", "non-differentiable", dtype="int64", float_capable=False) == "agree"
+
+
+def test_forward_mismatch_taints_integer_evidence_too():
+    gate = Gate("forward-mismatch", "output 0 differs in 1 of 12 elements")
+    assert d("integer", "non-differentiable", dtype="uint8", gate=gate) == "inconclusive"

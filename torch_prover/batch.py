@@ -49,7 +49,8 @@ class BatchResult:
     wall_time_s: float
     cache_hits: int = 0
     fast_export: str = ""
-    errors: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)   # case -> wall time in its worker
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
 
 
 def error_record(case: Case, message: str) -> dict[str, Any]:
@@ -136,9 +137,13 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
 
 
 def _child(case: Case, opts: BatchOptions, conn) -> None:
+    import resource
     try:
+        t0 = time.perf_counter()
         rec = prove_one(case, opts)
-        conn.send_bytes(json.dumps(rec).encode())
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        conn.send_bytes(json.dumps({"record": rec, "seconds": time.perf_counter() - t0,
+                                    "rss_mib": rss}).encode())
     finally:
         conn.close()
         os._exit(0)  # skip interpreter teardown: the parent owns cleanup
@@ -155,6 +160,8 @@ def _warm_up() -> str:
 def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
     start = time.perf_counter()
     records: dict[str, dict[str, Any]] = {}
+    seconds: dict[str, float] = {}
+    rss: dict[str, float] = {}
     todo: list[Case] = []
     for case in cases:
         hit = _cache_get(case, opts)
@@ -189,7 +196,9 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
                 rec = None
                 if conn in ready:
                     try:
-                        rec = json.loads(conn.recv_bytes())
+                        msg = json.loads(conn.recv_bytes())
+                        rec = msg["record"]
+                        seconds[case.name], rss[case.name] = msg["seconds"], msg["rss_mib"]
                     except (EOFError, OSError, ValueError):
                         proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
@@ -211,7 +220,7 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         if opts.out is not None:
             _sweep_temporaries(opts.out)
     ordered = [records[c.name] for c in cases]
-    return BatchResult(ordered, time.perf_counter() - start, hits, why)
+    return BatchResult(ordered, time.perf_counter() - start, hits, why, seconds, rss)
 
 
 def _sweep_temporaries(out: Path) -> None:

@@ -21,7 +21,8 @@ from .export import Exported, export_case
 from .mapping import ABSENT, CONSTANT, Mapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .tags import SchemaTags, canonical_op, schema_tags
-from .verdict import AGREE, DISAGREE, INCONCLUSIVE, PROPOSED, Gate, Parameter, decide
+from .verdict import (AGREE, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
+                      decide, not_exercised)
 
 RECORD_FORMAT = 1
 TagSource = Callable[[str, int | None, str], SchemaTags]
@@ -87,7 +88,7 @@ class Proof:
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
         return [p for p in self.parameters if p.verdict == DISAGREE or (
-            p.verdict == INCONCLUSIVE and p.evidence not in ("absent", "constant", "untracked"))]
+            p.verdict == INCONCLUSIVE and not not_exercised(p.reason))]
 
     @property
     def unexpected(self) -> list[Parameter]:
@@ -141,7 +142,9 @@ def _param_record(p: Parameter) -> dict[str, Any]:
 def _default_expectation(p: Parameter) -> str:
     if p.expected is not None:
         return p.expected
-    if p.evidence in ("absent", "untracked") or (p.evidence == "constant" and p.verdict == INCONCLUSIVE):
+    if p.evidence in ("absent", "untracked") or (
+            p.evidence in ("constant", "integer") and p.verdict == INCONCLUSIVE
+            and not_exercised(p.reason)):
         return INCONCLUSIVE
     return PROPOSED if p.tag == "unknown" else AGREE
 
@@ -181,14 +184,23 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Map
         seed=case.seeds[0], fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol)
 
 
+def _forward_gate(numeric: numeric_mod.NumericResult | None) -> Gate | None:
+    """A forward mismatch taints every verdict: the graph is not the PyTorch model."""
+    if numeric is None or numeric.runtime is None or numeric.forward_ok:
+        return None
+    return Gate("forward-mismatch", f"ONNX forward differs from PyTorch "
+                                    f"({numeric.forward_detail}, tolerance {numeric.fwd_tol:g}) "
+                                    f"in {numeric.runtime}")
+
+
 def _gate(numeric: numeric_mod.NumericResult | None, sources: Sequence[str]) -> Gate:
     if numeric is None:
         return Gate("off", "numeric check off")
     if numeric.runtime is None:
         return Gate("no-runtime", numeric.why)
-    if not numeric.forward_ok:
-        return Gate("failed", f"ONNX forward differs from PyTorch ({numeric.forward_detail}, "
-                              f"tolerance {numeric.fwd_tol:g}) in {numeric.runtime}")
+    mismatch = _forward_gate(numeric)
+    if mismatch is not None:
+        return mismatch
     checks = [numeric.vjp[s] for s in sources if s in numeric.vjp]
     bad = [c for c in checks if not c.ok]
     if bad:
@@ -241,21 +253,24 @@ def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
                         if a.path:
                             source += f" via {'/'.join(a.path)}"
                         if ev in ("grad", "zero-grad", "no-grad") and dtype and not dtype.startswith(("float", "complex")):
-                            ev, detail = "integer", f"{dtype} by the time it reaches the node"
+                            ev, detail = "integer", f"reaches the node as {dtype}"
             else:
                 j = exported.output_names.index(a.source)
                 te = pr.outputs[j]
                 ev, detail, source = te.evidence, te.detail, f"output {j}"
             if ev == "absent" and detail:
-                verdict, reason = INCONCLUSIVE, f"not exercised: {io} {i} {detail} in this case"
+                verdict, reason = INCONCLUSIVE, f"{NOT_EXERCISED}: {io} {i} {detail} in this case"
             else:
                 gate = None
                 if ev in ("grad", "zero-grad"):
                     gate = _gate(numeric_res, grad_sources if io == "output" else [a.source])
+                elif ev not in ("absent", "ambiguous"):
+                    gate = _forward_gate(numeric_res)
                 verdict, reason = decide(
                     evidence=ev, detail=detail, dtype=dtype, tag=formal.tag,
                     subject=source.split(" via ")[0] if io == "input" else source,
-                    problem=problem, gate=gate, reference=case.kind == "reference")
+                    problem=problem, gate=gate, reference=case.kind == "reference",
+                    float_capable=formal.float_capable)
             key = f"{io} {i}"
             exp = case.expect.get(key)
             out.append(Parameter(

@@ -39,6 +39,11 @@ class Formal:
     types: tuple[str, ...]
 
     @property
+    def float_capable(self) -> bool:
+        """Some allowed type is floating: integer evidence alone says nothing then."""
+        return any(("float" in t or "double" in t or "complex" in t) for t in self.types)
+
+    @property
     def non_differentiable_by_type(self) -> bool:
         """All allowed types are integer/bool/string: no gradient can flow, case or not."""
         return bool(self.types) and all(t.startswith(_NON_DIFF_TYPE_PREFIXES) for t in self.types)

@@ -16,6 +16,14 @@ EVIDENCE_CLASSES = ("grad", "zero-grad", "no-grad", "integer", "constant", "abse
 _INTEGER_DTYPES = ("int", "uint", "bool")
 
 
+NOT_EXERCISED = "not exercised"
+
+
+def not_exercised(reason: str) -> bool:
+    """An inconclusive verdict that only means this case did not exercise the parameter."""
+    return reason.startswith(NOT_EXERCISED)
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One entry of the proof record: one index of one formal parameter."""
@@ -38,7 +46,7 @@ class Parameter:
 class Gate:
     """What the numeric check says about one gradient-carrying tensor."""
 
-    state: str      # "passed" | "failed" | "no-runtime" | "off"
+    state: str      # "passed" | "failed" | "forward-mismatch" | "no-runtime" | "off"
     detail: str
 
 
@@ -59,19 +67,29 @@ def supported_tag(evidence: str, dtype: str | None) -> str | None:
 
 def decide(*, evidence: str, detail: str, dtype: str | None, tag: str, subject: str,
            problem: str | None = None, gate: Gate | None = None,
-           reference: bool = False) -> tuple[str, str]:
-    """(verdict, one-line reason) for one parameter."""
+           reference: bool = False, float_capable: bool = False) -> tuple[str, str]:
+    """(verdict, one-line reason) for one parameter.
+
+    ``float_capable``: the schema also allows floating types here, so integer evidence
+    (an integer tensor or constant) only shows the case picked an integer type.
+    """
     if problem:
         return INCONCLUSIVE, f"ambiguous attribution: {problem}"
+    if gate is not None and gate.state == "forward-mismatch":
+        return INCONCLUSIVE, f"the exported model is not the PyTorch model: {gate.detail}"
     supports = supported_tag(evidence, dtype)
+    if supports == NONDIFF and float_capable and (
+            evidence == "integer" or evidence == "constant"):
+        return INCONCLUSIVE, (f"{NOT_EXERCISED}: {dtype} here, but the schema also allows "
+                              "floating types; a floating case must decide")
     if supports is None:
         if evidence == "absent":
-            return INCONCLUSIVE, "not exercised: this case leaves it out"
+            return INCONCLUSIVE, f"{NOT_EXERCISED}: this case leaves it out"
         if evidence == "constant":
-            return INCONCLUSIVE, (f"not exercised: a constant of type {dtype or 'float'}; "
+            return INCONCLUSIVE, (f"{NOT_EXERCISED}: a constant of type {dtype or 'float'}; "
                                   "its dtype alone cannot decide")
         if evidence == "untracked":
-            return INCONCLUSIVE, f"not exercised: {detail}"
+            return INCONCLUSIVE, f"{NOT_EXERCISED}: {detail}"
         return INCONCLUSIVE, f"no evidence ({evidence})"
     because = _because(evidence, detail, dtype, subject)
     if evidence in ("grad", "zero-grad") and gate is not None:
@@ -104,6 +122,8 @@ def _because(evidence: str, detail: str, dtype: str | None, subject: str) -> str
     if evidence == "no-grad":
         return f"{subject} requires grad but {detail}"
     if evidence == "integer":
+        if detail.startswith("reaches"):
+            return f"{subject} {detail}: cannot carry a gradient"
         return f"{subject} is {dtype}: cannot carry a gradient"
     if evidence == "constant":
         return f"a constant of type {dtype} folded into the graph: cannot carry a gradient"

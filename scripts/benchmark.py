@@ -1,0 +1,91 @@
+#!/usr/bin/env python
+"""Benchmark torch_prover's speed: the figures issue 5 asks for, printed, not asserted.
+
+    python scripts/benchmark.py [--naive-sample 6] [--jobs 2]
+
+1. cold `verify-all` over the full catalogue with numeric checks (empty cache, evidence
+   to a temporary directory), in-process like the CLI: wall time, per-case median, peak
+   RSS per worker;
+2. warm rerun of the same command as a fresh `torch-prover verify-all` process;
+3. `torch-prover prove Reshape` end to end as a fresh process;
+4. the naive way -- one fresh Python process per case, as a hand-written proof script
+   runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
+Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
+per worker.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def _timed(cmd: list[str], **kw) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw).returncode
+    return time.perf_counter() - t0, rc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--naive-sample", type=int, default=6)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="tp-bench-"))
+    cache, out = work / "cache", work / "models"
+
+    # 1. cold, in a fresh process so imports count as they do for a user
+    cold, rc = _timed([str(BIN / "torch-prover"), "verify-all", "--jobs", str(args.jobs),
+                       "--out", str(out), "--cache-dir", str(cache), "--format", "json",
+                       "--report", str(work / "report.json")])
+    import json
+    rep = json.loads((work / "report.json").read_text())
+    n_cases = rep["summary"]["cases"]
+    # per-case figures: rerun the batch in-process without cache to read worker timings
+    from torch_prover.batch import BatchOptions, run_batch
+    from torch_prover.cases import all_cases
+    t0 = time.perf_counter()
+    res = run_batch(list(all_cases()), BatchOptions(jobs=args.jobs, out=work / "m2"))
+    inproc = time.perf_counter() - t0
+    med = statistics.median(res.seconds.values())
+    rss = max(res.peak_rss_mib.values())
+
+    # 2. warm rerun, fresh process, same cache and evidence
+    warm, _ = _timed([str(BIN / "torch-prover"), "verify-all", "--jobs", str(args.jobs),
+                      "--out", str(out), "--cache-dir", str(cache)])
+    # 3. prove Reshape end to end
+    prove, _ = _timed([str(BIN / "torch-prover"), "prove", "Reshape", "--out", str(work / "p")])
+
+    # 4. naive: one fresh interpreter per case (imports + stock exporter every time)
+    cases = list(all_cases())
+    step = max(1, len(cases) // args.naive_sample)
+    sample = cases[::step][: args.naive_sample]
+    naive = []
+    for c in sample:
+        code = ("from torch_prover.cases import find_case; from torch_prover.prove import prove_case;"
+                f"prove_case(find_case({c.op!r}, {c.name!r}))")
+        naive.append(_timed([sys.executable, "-c", code])[0])
+    naive_total = statistics.mean(naive) * n_cases
+
+    print(f"catalogue: {n_cases} cases, {rep['summary']['ops_covered']} ops covered "
+          f"(exit code {rc}; {rep['summary']['failed_cases']} failed cases)")
+    print(f"cold verify-all (fresh process, {args.jobs} jobs, numeric on): {cold:6.1f} s   target <= 45 s")
+    print(f"  same batch in-process (imports already paid):               {inproc:6.1f} s")
+    print(f"  per-case median in a worker:                                 {med:6.2f} s")
+    print(f"  peak RSS per worker (incl. pages shared with the parent):   {rss:6.0f} MiB target <= 600 MiB")
+    print(f"warm rerun (fresh process, all cached):                        {warm:6.1f} s   target <= 5 s")
+    print(f"torch-prover prove Reshape (fresh process):                    {prove:6.1f} s   target <= 6 s")
+    print(f"naive, one process per case: {statistics.mean(naive):.2f} s/case on {len(sample)} cases "
+          f"-> {naive_total:.0f} s for {n_cases} cases; ratio naive/cold = {naive_total / cold:.1f}x")
+    print(f"(fast_export: {res.fast_export})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The export wrapper: opset is verified, failures are one-line CaseErrors, reuse is exact."""
+import hashlib
+
+import onnx
+import pytest
+import torch
+
+from torch_prover import fast_export
+from torch_prover.case import Case, CaseError, F
+from torch_prover.cases import find_case
+from torch_prover.export import export_case, export_module
+
+
+def _export(case):
+    m = case.build_module()
+    a = case.build_inputs(0)
+    out = m(*a)
+    return export_case(case, m, a, len(out) if isinstance(out, tuple) else 1)
+
+
+def test_both_exporters_give_the_asked_opset():
+    e = _export(find_case("Reshape"))
+    assert e.opset == 25 and e.model.opset_import[0].version == 25
+    t = _export(find_case("Shape"))
+    assert t.exporter == "torchscript" and t.opset == 20
+
+
+def test_silent_opset_fallback_is_refused(monkeypatch):
+    real = torch.onnx.export
+
+    def downgrade(*args, **kwargs):
+        program = real(*args, **{**kwargs, "opset_version": 18})
+        return program
+    monkeypatch.setattr(torch.onnx, "export", downgrade)
+    with pytest.raises(CaseError, match="declares opset 18"):
+        _export(find_case("Reshape"))
+
+
+def unsupported(x):
+    return torch.linalg.eig(x)[0].real
+
+
+def test_export_failure_is_one_line():
+    with pytest.raises(CaseError) as e:
+        _export(Case("Abs", "abs_eig", unsupported, (F(3, 3),)))
+    msg = str(e.value)
+    assert msg.startswith("Abs/abs_eig: export with the dynamo exporter at opset 25 failed")
+    assert "\n" not in msg
+
+
+def test_reused_tables_give_byte_identical_models():
+    cases = [find_case(op) for op in ("Conv", "TopK", "Split", "Gather")]
+    fast_export.disable()
+    stock = [hashlib.sha256(_export(c).model.SerializeToString()).hexdigest() for c in cases]
+    assert fast_export.enable(), fast_export.STATE.why
+    fast = [hashlib.sha256(_export(c).model.SerializeToString()).hexdigest() for c in cases]
+    assert fast == stock
