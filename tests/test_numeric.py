@@ -89,3 +89,17 @@ def test_no_numeric_leaves_the_record_without_a_block():
     proof = prove_case(find_case("Reshape"), numeric=False)
     assert proof.record()["numeric"] is None
     assert param(proof, "input", 0).verdict == "agree"
+
+
+def clamp_scalar_bounds(x, lo, hi):
+    return torch.clamp(x, lo, hi)
+
+
+def test_zero_dim_inputs_are_perturbed():
+    """0-d graph inputs (a scalar clip bound) must survive the finite-difference shift."""
+    from torch_prover.case import T
+    case = Case("Clip", "clip_0d", clamp_scalar_bounds,
+                (F(3, 4), T(-0.3), T(0.4)), ("x", "lo", "hi"), exporter="torchscript")
+    proof = prove_case(case)
+    vjp = proof.numeric.vjp
+    assert set(vjp) == {"x", "lo", "hi"} and all(c.ok for c in vjp.values()), vjp

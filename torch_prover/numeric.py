@@ -158,7 +158,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
         v = torch.randn(base.shape, generator=gen, dtype=torch.float64).numpy()
 
         def shifted(sign: float) -> list:
-            moved = (base.astype(np.float64) + sign * h * v).astype(base.dtype)
+            # np.asarray: a 0-d input would otherwise become a numpy scalar ORT rejects
+            moved = np.asarray(base.astype(np.float64) + sign * h * v).astype(base.dtype)
             if source in feeds:
                 return runner.run({**feeds, source: moved})
             return runner.run(feeds, {source: moved})

@@ -226,6 +226,8 @@ def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
     n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
     n_out = max(len(mapping.outputs), sum(f.option != "variadic" for f in tags.outputs))
     grad_sources = [a.source for a in mapping.inputs if a.source]
+    initializers = {t.name for t in exported.model.graph.initializer}
+    folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == "grad"]
     for io, attrs, count in (("input", mapping.inputs, n_in), ("output", mapping.outputs, n_out)):
         for i in range(count):
             formal = tags.formal(io, i)
@@ -241,6 +243,9 @@ def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
                     detail, source = "reaches no graph output", "unused"
             elif a.kind == CONSTANT:
                 ev, detail, source = "constant", "", f"constant {dtype}"
+                if folded:
+                    source += f" (module parameter {', '.join(folded)} was folded into "
+                    source += "constants by the exporter: try export_options optimize=False)"
             elif io == "input":
                 if a.source is None:
                     ev, detail, source = "ambiguous", "", "several tensors"
