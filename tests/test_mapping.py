@@ -75,3 +75,13 @@ def test_parameters_and_absent_optional_input():
 def test_missing_target_node_is_invalid():
     m = _map(Case("Mul", "m_nomul", add, (F(3), F(3))))
     assert m.invalid and "no Mul nodes" in m.invalid
+
+
+def add_then_mix(a, b):
+    return (a + b) * b.exp().sum()
+
+
+def test_output_reached_around_the_node_is_ambiguous():
+    """y = (a + b) * f(b): the graph output depends on b other than through Add's output."""
+    m = _map(Case("Add", "m_mix", add_then_mix, (F(3), F(3)), ("a", "b")))
+    assert m.outputs[0].problem and "also depends on b" in m.outputs[0].problem

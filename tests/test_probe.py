@@ -91,3 +91,35 @@ def test_refusing_backward_is_no_grad():
     r = probe(case)
     assert [e.evidence for e in r.inputs] == ["no-grad", "grad"]
     assert "not implemented" in r.inputs[0].detail
+
+
+class _Crash(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("INTERNAL ASSERT FAILED at alias_analysis.cpp:623")
+
+
+def crashing_backward(x):
+    return _Crash.apply(x)
+
+
+def test_a_crashing_backward_is_a_broken_case_not_evidence():
+    import pytest
+    from torch_prover.case import CaseError
+    with pytest.raises(CaseError, match="backward crashed"):
+        probe(Case("Mul", "t_crash", crashing_backward, (F(3),)))
+
+
+def shape_of(x):
+    return torch._shape_as_tensor(x)
+
+
+def test_dynamic_dynamo_export_of_a_plain_function():
+    from torch_prover.export import export_case
+    case = Case("Shape", "t_dyn", shape_of, (F(2, 3),), dynamic=True)
+    e = export_case(case, case.build_module(), case.build_inputs(0), 1)
+    assert "Shape" in [n.op_type for n in e.model.graph.node]

@@ -7,6 +7,7 @@ exporter silently falls back to opset 18 when asked for 26-28.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import os
@@ -47,6 +48,11 @@ def quiet():
             lg.setLevel(lv)
 
 
+def _takes_varargs(module: torch.nn.Module) -> bool:
+    params = inspect.signature(module.forward).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+
+
 def model_opset(model: onnx.ModelProto, domain: str = "") -> int | None:
     for imp in model.opset_import:
         if imp.domain in (domain, "ai.onnx" if domain == "" else domain):
@@ -66,8 +72,10 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
             if exporter == "dynamo":
                 if dynamic:
                     from torch.export import Dim
-                    options.setdefault("dynamic_shapes", tuple(
-                        {d: Dim.AUTO for d in range(a.dim())} for a in args))
+                    shapes = tuple({d: Dim.AUTO for d in range(a.dim())} for a in args)
+                    if _takes_varargs(module):
+                        shapes = (shapes,)  # forward(*args): torch.export groups them
+                    options.setdefault("dynamic_shapes", shapes)
                 program = torch.onnx.export(
                     module, args, dynamo=True, opset_version=opset, verbose=False,
                     input_names=list(input_names), output_names=list(output_names),

@@ -197,7 +197,12 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                                        ))
             continue
         problem = None
-        if len(reached) > 1:
+        around = sorted(r for r in tracked
+                        if reached[0] in g.reachable_outputs([r], skip_node=t))
+        if around:
+            problem = (f"graph output {reached[0]} also depends on {', '.join(around)} other "
+                       f"than through the {op} node")
+        elif len(reached) > 1:
             problem = f"output {j} of the {op} node reaches several graph outputs ({', '.join(reached)})"
         else:
             others = [o for k, o in enumerate(node_outs) if o and k != j

@@ -68,7 +68,13 @@ def _is_float(t: torch.Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
-def _grads(outs, dys, leaves) -> tuple[list[torch.Tensor | None], list[str]]:
+# What autograd says when it refuses a derivative: evidence. Anything else is a crash.
+_REFUSALS = ("derivative for", "not implemented", "is not differentiable",
+             "not differentiable with respect to", "does not require grad",
+             "does not have a grad_fn")
+
+
+def _grads(outs, dys, leaves, label: str = "") -> tuple[list[torch.Tensor | None], list[str]]:
     """Gradient of sum <dy, out> w.r.t. each leaf separately, so a refusal is attributable."""
     grads: list[torch.Tensor | None] = []
     errors: list[str] = []
@@ -79,8 +85,12 @@ def _grads(outs, dys, leaves) -> tuple[list[torch.Tensor | None], list[str]]:
             grads.append(g)
             errors.append("")
         except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if not any(r in str(exc) for r in _REFUSALS):
+                raise CaseError(f"{label}backward crashed (not a refusal to differentiate): "
+                                f"{first[:300]}") from exc
             grads.append(None)
-            errors.append(str(exc).strip().splitlines()[0])
+            errors.append(first)
     return grads, errors
 
 
@@ -135,7 +145,7 @@ def probe(case: Case) -> ProbeResult:
         input_grads: list[torch.Tensor | None] = [None] * len(args)
         param_grads: dict[str, torch.Tensor | None] = {n: None for n in param_names}
         if t_outs and leaves:
-            grads, errors = _grads(t_outs, t_dys, leaves)
+            grads, errors = _grads(t_outs, t_dys, leaves, label)
         else:
             grads, errors = [None] * len(leaves), [""] * len(leaves)
         for k, i in enumerate(leaves_idx):
@@ -150,7 +160,7 @@ def probe(case: Case) -> ProbeResult:
         # outputs: does each one, alone, send a nonzero gradient to any leaf?
         for j, o in enumerate(outs):
             if j in tracked and leaves:
-                gs, es = _grads([o], [dys[j]], leaves)
+                gs, es = _grads([o], [dys[j]], leaves, label)
                 nonzero = [g for g in gs if g is not None and bool((g != 0).any())]
                 some = [g for g in gs if g is not None]
                 per_output[j][0].append(nonzero[0] if nonzero else (some[0] if some else None))

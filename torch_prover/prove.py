@@ -180,7 +180,7 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Map
                 zero.add(a.source)
     return numeric_mod.check(
         model, feeds=feeds, expected_outputs=outs, dy=dy, grads=grads, zero_grads=zero,
-        initializers=set(run.params), float_dtype=str(case.float_dtype).removeprefix("torch."),
+        initializers=set(run.params), float_dtype=_least_precise(case.float_dtype, outs),
         seed=case.seeds[0], fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol)
 
 
@@ -191,6 +191,19 @@ def _forward_gate(numeric: numeric_mod.NumericResult | None) -> Gate | None:
     return Gate("forward-mismatch", f"ONNX forward differs from PyTorch "
                                     f"({numeric.forward_detail}, tolerance {numeric.fwd_tol:g}) "
                                     f"in {numeric.runtime}")
+
+
+_PRECISION = {torch.float64: 3, torch.complex128: 3, torch.float32: 2, torch.complex64: 2,
+              torch.float16: 1, torch.bfloat16: 0}
+
+
+def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> str:
+    """The float dtype whose step and tolerances the numeric check must use: a float64
+    input feeding a float32 output cannot be differenced at float64's step."""
+    dtypes = [float_dtype] + [o.dtype for o in outs if o.dtype in _PRECISION]
+    worst = min(dtypes, key=lambda d: _PRECISION.get(d, 3))
+    return str(worst).removeprefix("torch.").replace("complex128", "float64").replace(
+        "complex64", "float32")
 
 
 def _gate(numeric: numeric_mod.NumericResult | None, sources: Sequence[str]) -> Gate:
