@@ -67,6 +67,10 @@ class _Runner:
             import onnxruntime as ort
             opts = ort.SessionOptions()
             opts.log_severity_level = 3
+            # one thread: deterministic reductions (records must repeat bit for bit) and no
+            # oversubscription when verify-all runs one worker per core
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
             # no graph rewrites: we check the op as exported, not ORT's fused version
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             sess = ort.InferenceSession(model.SerializeToString(), opts,
