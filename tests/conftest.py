@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 
 import pytest
-import torch
 
 from torch_prover.cases import all_cases
 from torch_prover.prove import Proof, prove_case

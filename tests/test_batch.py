@@ -1,10 +1,8 @@
 """verify-all's engine: isolation of crashing / hanging / dying cases, cache, waivers."""
-import json
 import os
 import time
 
 import pytest
-import torch
 
 from torch_prover import batch, report, waivers
 from torch_prover.batch import BatchOptions, run_batch

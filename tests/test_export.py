@@ -1,14 +1,13 @@
 """The export wrapper: opset is verified, failures are one-line CaseErrors, reuse is exact."""
 import hashlib
 
-import onnx
 import pytest
 import torch
 
 from torch_prover import fast_export
 from torch_prover.case import Case, CaseError, F
 from torch_prover.cases import find_case
-from torch_prover.export import export_case, export_module
+from torch_prover.export import export_case
 
 
 def _export(case):

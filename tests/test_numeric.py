@@ -2,7 +2,6 @@
 import copy
 
 import onnx
-import pytest
 import torch
 
 from torch_prover import numeric

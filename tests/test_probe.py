@@ -1,6 +1,5 @@
 """Every evidence class of DESIGN §1, each shown by a real case."""
 import torch
-import torch.nn.functional as Fn
 
 from torch_prover.case import B, Case, F, I
 from torch_prover.probe import probe

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from .case import Case, CaseError
 from .cases import module_of
 from .prove import RECORD_FORMAT, TagSource, versions
+from .tags import UnknownOpError
 
 ENGINE_DIR = Path(__file__).parent
 
@@ -129,6 +130,8 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
         return proof.record()
     except CaseError as exc:
         return error_record(case, str(exc))
+    except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
+        return {**error_record(case, str(exc)), "status": "no-tags"}
     except Exception as exc:  # a crash in one case never stops the batch
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "

@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opset", type=int, help="export opset (default: the case's)")
     p.add_argument("--seed", type=int, help="first seed (the probe uses it and the next one)")
     p.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
+    p.add_argument("--tags-from", metavar="OPERATORS_MD",
+                   help="read tags from an ONNX Operators.md instead of the installed onnx")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
     v = sub.add_parser("verify-all", help="prove every catalogue case and report all tags")
@@ -85,14 +87,28 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _tag_source(path: str | None):
-    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
+def _load_docs(path: str | None):
+    """The OperatorsMd for --tags-from, or None for the installed onnx."""
     if not path:
+        return None
+    from .operators_md import OperatorsMd, OperatorsMdError
+    try:
+        return OperatorsMd.from_file(path)
+    except OperatorsMdError as exc:
+        raise UsageError(f"--tags-from: {exc}") from None
+
+
+def _tags_of(doc, path: str | None):
+    """(tags function, label, fingerprint) of a loaded docs file, or of the installed onnx."""
+    if doc is None:
         return None, "onnx.defs", ""
-    from .operators_md import OperatorsMd
-    doc = OperatorsMd.from_file(path)
     import hashlib
     return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _tag_source(path: str | None):
+    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
+    return _tags_of(_load_docs(path), path)
 
 
 def _selected_cases(ops_arg: str | None):
@@ -142,7 +158,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
             waivers = waivers_mod.load(args.waivers)
         except waivers_mod.WaiverError as exc:
             raise UsageError(str(exc)) from None
-    tags, label, fingerprint = _tag_source(args.tags_from)
+    doc = _load_docs(args.tags_from)
+    tags, label, fingerprint = _tags_of(doc, args.tags_from)
     out = None if args.no_write else Path(args.out)
     opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
@@ -150,8 +167,14 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
                         progress=_Progress())
     result = run_batch(cases, opts)
     waived, stale = waivers_mod.apply(waivers, result.records)
+    missing = {}
+    if doc is not None:
+        for op in sorted({c.op for c in cases}):
+            params = doc.missing_parameters(op)
+            if params:
+                missing[op] = params
     rep = report.batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
-                              result.cache_hits)
+                              result.cache_hits, label, missing, args.tags_from)
     if out is not None and not args.ops:
         write_index(out, rep)
     if args.format == "json":
@@ -171,7 +194,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     s = rep["summary"]
     return EXIT_FINDING if (s["unwaived_disagreements"] or s["failed_cases"]
-                            or s["invalid_cases"]) else EXIT_OK
+                            or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -213,10 +236,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         changes["opset"] = args.opset
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
+    tags, label, _ = _tag_source(args.tags_from)
     records, worst = [], EXIT_OK
     for case in cases:
         proof = prove_case(case.replace(**changes) if changes else case,
-                           numeric=not args.no_numeric)
+                           numeric=not args.no_numeric, tags=tags, tag_source=label)
         rec = proof.record()
         records.append(rec)
         if not args.no_write:

@@ -10,7 +10,6 @@ import contextlib
 import inspect
 import io
 import logging
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Callable
-
 import numpy as np
 import onnx
 import onnx.numpy_helper

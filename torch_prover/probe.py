@@ -111,7 +111,17 @@ def _classify(grads_over_seeds: list[torch.Tensor | None], errors: list[str]) ->
 
 
 def probe(case: Case) -> ProbeResult:
-    """Run the autograd probe of ``case`` on each of its seeds."""
+    """Run the autograd probe of ``case`` on each of its seeds.
+
+    Scripted modules (the TorchScript cases) run unoptimised: the profiling executor's
+    specialised graph, built on the second call, trips an internal alias-analysis assert
+    in backward for list-valued graphs (split -> cat) -- a crash, not evidence.
+    """
+    with torch.jit.optimized_execution(False):
+        return _probe(case)
+
+
+def _probe(case: Case) -> ProbeResult:
     label = f"{case.op}/{case.name}: "
     module = case.build_module()
     param_names = [n for n, p in module.named_parameters() if p.requires_grad]

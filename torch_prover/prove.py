@@ -11,7 +11,6 @@ import importlib.metadata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import onnx
 import torch
 
@@ -83,12 +82,13 @@ class Proof:
 
     @property
     def failures(self) -> list[Parameter]:
-        """What makes a proof fail: invalid, a disagreement, or an inconclusive verdict on
-        evidence that should have decided (a failed or missing numeric confirmation)."""
+        """What makes a proof fail: invalid, or a disagreement or an inconclusive verdict on
+        evidence that should have decided -- unless the case declares exactly that verdict
+        with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
-        return [p for p in self.parameters if p.verdict == DISAGREE or (
-            p.verdict == INCONCLUSIVE and not not_exercised(p.reason))]
+        return [p for p in self.parameters if p.expected != p.verdict and (
+            p.verdict == DISAGREE or (p.verdict == INCONCLUSIVE and not not_exercised(p.reason)))]
 
     @property
     def unexpected(self) -> list[Parameter]:

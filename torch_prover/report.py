@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any
 
 from .tags import SchemaTags
+from .verdict import not_exercised
 
 VERDICT_MARK = {"agree": "ok", "disagree": "DISAGREE", "proposed": "proposed",
                 "inconclusive": "inconclusive"}
@@ -113,7 +114,8 @@ def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
     """Aggregate the records of one op's cases into (status, reason)."""
     statuses = [r["status"] for r in records]
     names = ", ".join(r["case"] for r in records)
-    for status, label in (("error", "error"), ("invalid", "invalid"), ("disagree", "disagrees")):
+    for status, label in (("error", "error"), ("no-tags", "no tags"), ("invalid", "invalid"),
+                          ("disagree", "disagrees")):
         hit = [r for r in records if r["status"] == status]
         if hit:
             r = hit[0]
@@ -130,7 +132,9 @@ def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
 
 def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
                  wall_time_s: float, waived: dict | None = None, stale: list | None = None,
-                 cache_hits: int = 0) -> dict[str, Any]:
+                 cache_hits: int = 0, tags_from: str = "onnx.defs",
+                 missing_from_docs: dict[str, list[str]] | None = None,
+                 tags_path: str | None = None) -> dict[str, Any]:
     """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op."""
     waived = waived or {}
     by_op: dict[str, list] = {}
@@ -151,20 +155,31 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         for p in r["parameters"]:
             counts[p["verdict"]] += 1
     disagreements = [(r, p) for r in records for p in r["parameters"] if p["verdict"] == "disagree"]
+    declared = [(r, p) for r, p in disagreements
+                if p.get("expected", {}).get("verdict") == "disagree"]
     unwaived = [(r, p) for r, p in disagreements
-                if (r["case"], p["io"], p["index"]) not in waived]
+                if (r["case"], p["io"], p["index"]) not in waived
+                and p.get("expected", {}).get("verdict") != "disagree"]
     summary = {
         "ops_total": len(coverage_entries),
         "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
         "ops_run": len(by_op),
         "cases": len(records), "cache_hits": cache_hits,
         "parameters": counts,
-        "disagreements": len(disagreements), "unwaived_disagreements": len(unwaived),
+        "disagreements": len(disagreements), "declared_disagreements": len(declared),
+        "unwaived_disagreements": len(unwaived),
+        "unexpected_inconclusive": sum(
+            1 for r in records for p in r["parameters"]
+            if p["verdict"] == "inconclusive" and not not_exercised(p["reason"])
+            and p.get("expected", {}).get("verdict") != "inconclusive"),
         "invalid_cases": sum(r["status"] == "invalid" for r in records),
         "failed_cases": sum(r["status"] == "error" for r in records),
+        "cases_without_tags": sum(r["status"] == "no-tags" for r in records),
         "stale_waivers": [w.label() for w in (stale or [])],
         "waived": [{"case": k[0], "parameter": f"{k[1]} {k[2]}", "reason": w.reason}
                    for k, w in sorted(waived.items())],
+        "tags_from": tags_from, "tags_path": tags_path,
+        "missing_from_docs": missing_from_docs or {},
         "wall_time_s": round(wall_time_s, 2),
     }
     return {"format": 1, "summary": summary, "cases": records, "ops": ops}
@@ -186,29 +201,43 @@ def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def reproduce(report: dict[str, Any], rec: dict[str, Any]) -> str:
+    """The command that reproduces one case's verdicts, tag source included."""
+    path = report["summary"].get("tags_path")
+    return (f"torch-prover prove {rec['op']} --case {rec['case']}"
+            + (f" --tags-from {path}" if path else ""))
+
+
 def batch_text(report: dict[str, Any]) -> str:
     s = report["summary"]
     c = s["parameters"]
     lines = [f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} run "
              f"in {s['cases']} cases ({s['cache_hits']} from cache)",
              f"parameters: {c['agree']} agree, {c['disagree']} disagree "
-             f"({s['unwaived_disagreements']} unwaived), {c['proposed']} proposed, "
+             f"({s['declared_disagreements']} declared by their cases, "
+             f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
              f"{c['inconclusive']} inconclusive",
              f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
              f"wall time {s['wall_time_s']:.1f} s"]
     for r in report["cases"]:
         if r["status"] == "error":
             lines.append(f"  FAILED   {r['op']}/{r['case']}: {r['error']}")
+        elif r["status"] == "no-tags":
+            lines.append(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}")
         elif r["status"] == "invalid":
             lines.append(f"  INVALID  {r['invalid']}")
     waived = {(w["case"], w["parameter"]) for w in s["waived"]}
     for r in report["cases"]:
         for p in r["parameters"]:
             if p["verdict"] == "disagree":
-                mark = "waived  " if (r["case"], f"{p['io']} {p['index']}") in waived else "DISAGREE"
+                mark = ("waived  " if (r["case"], f"{p['io']} {p['index']}") in waived else
+                        "declared" if p.get("expected", {}).get("verdict") == "disagree"
+                        else "DISAGREE")
                 lines.append(f"  {mark} {r['op']} {p['io']} {p['index']} ({p['name']}): tag "
                              f"{p['tag']}, evidence {p['evidence']} - {p['reason']} "
-                             f"[torch-prover prove {r['op']} --case {r['case']}]")
+                             f"[{reproduce(report, r)}]")
+    for op, params in sorted(s.get("missing_from_docs", {}).items()):
+        lines.append(f"  {op}: not in {s['tags_from']}: {', '.join(params)} (reported, not guessed)")
     for w in s["stale_waivers"]:
         lines.append(f"  stale waiver: {w} matches no disagreement any more")
     return "\n".join(lines) + "\n"
@@ -236,9 +265,11 @@ def batch_markdown(report: dict[str, Any]) -> str:
                 f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
                 f"schema {r['op']}-{r.get('schema_version')})",
                 f"- {p['reason']}",
-                f"- reproduce: `torch-prover prove {r['op']} --case {r['case']}`"]
+                f"- reproduce: `{reproduce(report, r)}`"]
         if w:
             out.append(f"- waived: {w}")
+        if p.get("expected", {}).get("verdict") == "disagree":
+            out.append(f"- declared by the case: {p['expected']['reason']}")
         out.append("")
     props = proposals(report)
     out += [f"## Proposed tags for unknown parameters ({len(props)})", ""]

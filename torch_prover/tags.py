@@ -23,6 +23,8 @@ _OPTION = {
     onnx.defs.OpSchema.FormalParameterOption.Optional: "optional",
     onnx.defs.OpSchema.FormalParameterOption.Variadic: "variadic",
 }
+_GRADIENT_TYPES = {f"tensor({t}" for t in ("float16", "float", "double", "bfloat16",
+                                              "complex64", "complex128")}
 _NON_DIFF_TYPE_PREFIXES = ("tensor(int", "tensor(uint", "tensor(bool", "tensor(string",
                            "seq(tensor(int", "seq(tensor(uint", "seq(tensor(bool", "seq(tensor(string")
 
@@ -40,8 +42,9 @@ class Formal:
 
     @property
     def float_capable(self) -> bool:
-        """Some allowed type is floating: integer evidence alone says nothing then."""
-        return any(("float" in t or "double" in t or "complex" in t) for t in self.types)
+        """Some allowed type can carry a gradient (float8/float4 storage types cannot):
+        integer evidence alone says nothing then."""
+        return any(t.removeprefix("seq(").rstrip(")") in _GRADIENT_TYPES for t in self.types)
 
     @property
     def non_differentiable_by_type(self) -> bool:

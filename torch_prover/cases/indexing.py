@@ -8,6 +8,10 @@ def gather_rows(data, indices):
     return torch.index_select(data, 0, indices)
 
 
+def gather_scalar_index(x):
+    return x[:, 2]
+
+
 def topk_3(x):
     return torch.topk(x, 3, dim=-1)
 
@@ -22,4 +26,6 @@ CASES = [
     Case("TopK", "topk_values_indices", topk_3, (F(2, 6),), ("x",)),
     Case("Where", "where_bool_condition", where, (B(3, 4), F(3, 4), F(3, 4)),
          ("condition", "x", "y")),
+    Case("Gather", "gather_scalar_index", gather_scalar_index, (F(3, 4),), ("data",),
+         notes="x[:, 2] exports Gather(axis=1) with a 0-d int64 constant index (rank drops)"),
 ]

@@ -12,7 +12,18 @@ def split_2_3(x):
     return torch.split(x, [2, 3], dim=1)
 
 
+def cat2(a, b):
+    return torch.cat([a, b], dim=0)
+
+
+def split_equal_3(x):
+    return torch.chunk(x, 3, dim=1)
+
+
 CASES = [
     Case("Concat", "concat_three", cat3, (F(2, 1), F(2, 2), F(2, 3)), ("a", "b", "c")),
     Case("Split", "split_sizes", split_2_3, (F(3, 5),), ("x",)),
+    Case("Concat", "concat_two", cat2, (F(3, 4), F(2, 4)), ("a", "b")),
+    Case("Split", "split_equal_three", split_equal_3, (F(2, 6),), ("x",),
+         notes="equal chunks export Split with num_outputs=3 and the optional split input absent"),
 ]

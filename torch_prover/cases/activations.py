@@ -1,0 +1,129 @@
+"""Activations: elementwise nonlinearities (and PRelu, whose slope is a second input).
+
+Inputs keep away from kinks: Relu/LeakyRelu/Elu/Selu/Celu/PRelu use standard normal samples
+(never within the finite-difference step of 0 in practice), HardSigmoid/HardSwish use
+(-2.5, 2.5) so no sample sits near their kinks at +-3.
+"""
+import torch
+import torch.nn.functional as Fn
+from onnxscript.onnx_opset import opset25 as op
+
+from ..case import Case, F
+
+
+def sigmoid(x):
+    return torch.sigmoid(x)
+
+
+def relu(x):
+    return torch.relu(x)
+
+
+def elu(x):
+    return Fn.elu(x, alpha=0.7)
+
+
+def selu(x):
+    return Fn.selu(x)
+
+
+def celu(x):
+    return Fn.celu(x, alpha=1.3)
+
+
+def leakyrelu(x):
+    return Fn.leaky_relu(x, negative_slope=0.1)
+
+
+def hardsigmoid(x):
+    return Fn.hardsigmoid(x)
+
+
+def hardswish(x):
+    return Fn.hardswish(x)
+
+
+def gelu(x):
+    return Fn.gelu(x)
+
+
+def gelu_tanh(x):
+    return Fn.gelu(x, approximate="tanh")
+
+
+def mish(x):
+    return Fn.mish(x)
+
+
+def softplus(x):
+    return Fn.softplus(x)
+
+
+def silu(x):
+    return Fn.silu(x)
+
+
+def swish_translation(x):
+    """aten.silu -> ONNX Swish (alpha=1 is silu); the exporter itself emits Sigmoid * Mul."""
+    return op.Swish(x, alpha=1.0)
+
+
+def prelu(x, slope):
+    return Fn.prelu(x, slope)
+
+
+class PReLUModule(torch.nn.Module):
+    """nn.PReLU: the slope is a module parameter (an initializer in the graph)."""
+
+    def __init__(self):
+        super().__init__()
+        self.prelu = torch.nn.PReLU(num_parameters=3, init=0.25)
+
+    def forward(self, x):
+        return self.prelu(x)
+
+
+X = F(3, 4)
+X_NO_KINK = F(3, 4, low=-2.5, high=2.5)
+
+# (op, case name, model, input spec): one-input activations exported as-is by dynamo.
+TABLE = [
+    ("Sigmoid", "sigmoid_basic", sigmoid, X),
+    ("Relu", "relu_basic", relu, X),
+    ("Elu", "elu_alpha", elu, X),
+    ("Selu", "selu_basic", selu, X),
+    ("LeakyRelu", "leakyrelu_slope", leakyrelu, X),
+    ("HardSigmoid", "hardsigmoid_basic", hardsigmoid, X_NO_KINK),
+    ("HardSwish", "hardswish_basic", hardswish, X_NO_KINK),
+    ("Gelu", "gelu_tanh", gelu_tanh, X),
+    ("Mish", "mish_basic", mish, X),
+]
+
+CASES = [Case(op_name, name, fn, (spec,), ("x",)) for op_name, name, fn, spec in TABLE] + [
+    Case("Gelu", "gelu_erf", gelu, (F(3, 4),), ("x",), float_dtype=torch.float32,
+         notes="onnxruntime has no float64 Gelu (nor Erf, which its Gelu function body uses), and "
+               "the onnx reference evaluator computes Erf in float32, which makes float64 finite "
+               "differences noise (rel err 2e-2); in float32 onnxruntime runs it."),
+    Case("Celu", "celu_alpha", celu, (F(3, 4),), ("x",), float_dtype=torch.float32,
+         notes="ONNX Celu accepts tensor(float) only: in float64 the exporter wraps it in "
+               "Cast nodes and the op would compute in float32 anyway, so the case is float32."),
+    Case("Softplus", "softplus_basic", softplus, (F(3, 4),), ("x",), exporter="torchscript",
+         notes="dynamo exports softplus as Where(x > threshold, x, Softplus(x)): x then reaches "
+               "the output around Softplus (ambiguous); the TorchScript exporter emits Softplus "
+               "alone."),
+    Case("Swish", "swish_silu", silu, (F(3, 4),), ("x",), kind="reference",
+         translation={torch.ops.aten.silu.default: swish_translation},
+         notes="Both exporters decompose F.silu into Sigmoid and Mul at opset 25 (Swish is new "
+               "in opset 24 and torch_lib does not use it), so aten.silu is translated to "
+               "Swish(alpha=1) — the same function; numeric checks confirm the ONNX op. "
+               "onnxruntime 1.31 has no Swish kernel: the reference evaluator runs it."),
+    Case("PRelu", "prelu_slope_input", prelu, (F(2, 3, 4), F(3, low=0.1, high=0.5)),
+         ("x", "slope"),
+         notes="slope (one per channel) is reshaped to [1, 3, 1] before PRelu: glue on one input."),
+    Case("PRelu", "prelu_module", PReLUModule, (F(2, 3, 4),), ("x",),
+         export_options={"optimize": False},
+         notes="nn.PReLU's weight is a parameter (initializer 'prelu.weight') reshaped to [1, 3, 1]; "
+               "the default optimizer folds that Reshape into a new anonymous constant, losing the "
+               "parameter's name (slope then reads as an unexercised float constant), so the "
+               "optimizer is off."),
+]

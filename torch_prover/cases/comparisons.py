@@ -1,0 +1,44 @@
+"""Comparisons: Equal, Greater, GreaterOrEqual, Less, LessOrEqual.
+
+The output is bool (evidence `integer`). With float inputs PyTorch's comparison is outside
+autograd: the inputs require grad but receive none (`no-grad`), which is what ONNX's
+non-differentiable tags say. Integer variants show the dtype evidence alone.
+"""
+import torch
+
+from ..case import Case, F, I
+
+
+def equal(a, b):
+    return torch.eq(a, b)
+
+
+def greater(a, b):
+    return torch.gt(a, b)
+
+
+def greater_or_equal(a, b):
+    return torch.ge(a, b)
+
+
+def less(a, b):
+    return torch.lt(a, b)
+
+
+def less_or_equal(a, b):
+    return torch.le(a, b)
+
+
+CASES = [
+    Case("Equal", "equal_float", equal, (F(3, 4), F(3, 4)), ("a", "b")),
+    Case("Equal", "equal_int64", equal, (I(3, 4, high=3), I(3, 4, high=3)), ("a", "b"),
+         notes="small integer range so some elements compare equal."),
+    Case("Greater", "greater_float", greater, (F(3, 4), F(3, 4)), ("a", "b")),
+    Case("Greater", "greater_broadcast_int64", greater, (I(3, 4, high=5), I(4, high=5)),
+         ("a", "b")),
+    Case("GreaterOrEqual", "greaterorequal_float", greater_or_equal, (F(3, 4), F(3, 4)),
+         ("a", "b")),
+    Case("Less", "less_float", less, (F(3, 4), F(3, 4)), ("a", "b")),
+    Case("Less", "less_broadcast_int64", less, (I(3, 4, high=5), I(4, high=5)), ("a", "b")),
+    Case("LessOrEqual", "lessorequal_float", less_or_equal, (F(3, 4), F(3, 4)), ("a", "b")),
+]

@@ -1,0 +1,55 @@
+"""Control flow: If (torch.cond), Loop (torch while_loop, scripted for-loop), Scan (torch scan).
+
+The tensors a branch or body reads from the enclosing scope are not formal inputs of
+If/Loop; only what is passed explicitly (cond, M, loop-carried values, scan inputs) is.
+"""
+import torch
+from torch._higher_order_ops import scan, while_loop
+
+from ..case import B, Case, F, T
+
+
+def if_cond_input(pred, x, y):
+    return torch.cond(pred, lambda a, b: a * b, lambda a, b: a - b, (x, y))
+
+
+def loop_while(x):
+    return while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 1.5 + 0.25),
+                      (torch.tensor(0), x))[1]
+
+
+class LoopFor(torch.nn.Module):
+    def forward(self, x, n):
+        for _ in range(int(n)):
+            x = torch.sin(x)
+        return x
+
+
+def loop_for_scripted():
+    return torch.jit.script(LoopFor())
+
+
+def _running_sum(carry, x):
+    total = carry + x
+    return total, total * 2.0
+
+
+def scan_running_sum(init, xs):
+    return scan(_running_sum, init, xs)
+
+
+CASES = [
+    Case("If", "if_torch_cond", if_cond_input, (B(), F(2, 3), F(2, 3)), ("pred", "x", "y"),
+         notes="torch.cond on a bool graph input; x and y are captured by both branches, "
+               "so If's only formal input is cond"),
+    Case("Loop", "loop_while_loop", loop_while, (F(2, 3),), ("x",),
+         notes="torch while_loop with a constant counter: M is absent, cond and the counter "
+               "are constants, x is the second loop-carried value"),
+    Case("Loop", "loop_scripted_for", loop_for_scripted, (F(2, 3), T(3)), ("x", "n"),
+         exporter="torchscript",
+         notes="a scripted for-loop (torch.jit.script) over range(int(n)) exports Loop with "
+               "the trip count M = graph input n; tracing, or a constant range, unrolls it"),
+    Case("Scan", "scan_running_sum", scan_running_sum, (F(3), F(4, 3)), ("init", "xs"),
+         notes="torch scan: one state (init) and one scan input (xs); outputs are the final "
+               "state and the stacked per-step outputs"),
+]

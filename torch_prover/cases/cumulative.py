@@ -1,0 +1,36 @@
+"""CumSum (the axis is an int64 input: torch's ``dim`` exports as a constant) and CumProd.
+
+CumProd is new in opset 26; torch 2.13's exporter produces opset 25 at most and its torch_lib
+has no aten.cumprod translation, so CumProd has no case (see MISSING).
+"""
+import torch
+
+from ..case import Case, F
+
+
+def cumsum_dim1(x):
+    return torch.cumsum(x, dim=1)
+
+
+def cumsum_dim_negative(x):
+    return torch.cumsum(x, dim=-1)
+
+
+def cumsum_reverse(x):
+    return torch.flip(torch.cumsum(torch.flip(x, [0]), 0), [0])
+
+
+CASES = [
+    Case("CumSum", "cumsum_dim1", cumsum_dim1, (F(3, 4),), ("x",)),
+    Case("CumSum", "cumsum_dim_negative", cumsum_dim_negative, (F(2, 3, 4),), ("x",)),
+    Case("CumSum", "cumsum_reverse", cumsum_reverse, (F(3, 4),), ("x",),
+         notes="flip/cumsum/flip: dynamo keeps CumSum(reverse=0) between two Slice nodes (glue "
+               "on the input and on the output), not CumSum(reverse=1)."),
+]
+
+MISSING = {
+    "CumProd": ("exporter cannot produce it",
+                "CumProd exists only from opset 26; torch 2.13's exporter has no aten.cumprod "
+                "translation at any opset, and asked for opset 26 it emits a model that declares "
+                "opset 18 (a reference op at opset 26 fails the same way)"),
+}

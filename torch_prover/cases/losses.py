@@ -1,0 +1,70 @@
+"""Losses: NegativeLogLikelihoodLoss (F.nll_loss) and SoftmaxCrossEntropyLoss (F.cross_entropy).
+
+Targets are int64 class indices. The class ``weight`` input cannot be exercised: PyTorch
+raises at forward time when it requires grad ("nll_loss_forward is not differentiable with
+respect to argument 'weight'"), so the cases pass it without requires_grad. That matches
+ONNX's non-differentiable tag, but the probe cannot record a forward-time refusal as
+evidence.
+"""
+import torch.nn.functional as Fn
+
+from ..case import Case, F, I
+
+_WEIGHT = ("PyTorch refuses requires_grad on the class weight at forward time (nll_loss_forward "
+           "'is not differentiable with respect to argument weight'), so it is passed untracked")
+_LOG_PROB = "F.cross_entropy returns only the loss; the log_prob output is not exported"
+
+
+def negativeloglikelihoodloss_mean(x, target):
+    return Fn.nll_loss(x, target)
+
+
+def negativeloglikelihoodloss_weight_none(x, target, weight):
+    return Fn.nll_loss(x, target, weight=weight, reduction="none")
+
+
+def negativeloglikelihoodloss_kdim_ignore(x, target, weight):
+    return Fn.nll_loss(x, target, weight=weight, reduction="sum", ignore_index=1)
+
+
+def softmaxcrossentropyloss_mean(x, target):
+    return Fn.cross_entropy(x, target)
+
+
+def softmaxcrossentropyloss_weight_none(x, target, weight):
+    return Fn.cross_entropy(x, target, weight=weight, reduction="none")
+
+
+def softmaxcrossentropyloss_kdim_ignore(x, target, weight):
+    return Fn.cross_entropy(x, target, weight=weight, reduction="sum", ignore_index=1)
+
+
+CASES = [
+    Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_mean",
+         negativeloglikelihoodloss_mean, (F(3, 4), I(3, high=4)), ("input", "target")),
+    Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_weight_none",
+         negativeloglikelihoodloss_weight_none,
+         (F(3, 4), I(3, high=4), F(4, low=0.5, high=1.5, requires_grad=False)),
+         ("input", "target", "weight"), unexercised={"input 2": _WEIGHT}),
+    Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_kdim_ignore",
+         negativeloglikelihoodloss_kdim_ignore,
+         (F(2, 3, 4), I(2, 4, high=3), F(3, low=0.5, high=1.5, requires_grad=False)),
+         ("input", "target", "weight"), unexercised={"input 2": _WEIGHT},
+         exporter="torchscript",
+         notes="the dynamo exporter decomposes nll_loss with K-dim input (N, C, d1) into "
+               "GatherElements/Where/ReduceSum; the TorchScript exporter emits one "
+               "NegativeLogLikelihoodLoss node"),
+    Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_mean",
+         softmaxcrossentropyloss_mean, (F(3, 4), I(3, high=4)), ("scores", "labels"),
+         unexercised={"output 1": _LOG_PROB}),
+    Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_weight_none",
+         softmaxcrossentropyloss_weight_none,
+         (F(3, 4), I(3, high=4), F(4, low=0.5, high=1.5, requires_grad=False)),
+         ("scores", "labels", "weights"),
+         unexercised={"input 2": _WEIGHT, "output 1": _LOG_PROB}),
+    Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_kdim_ignore",
+         softmaxcrossentropyloss_kdim_ignore,
+         (F(2, 3, 4), I(2, 4, high=3), F(3, low=0.5, high=1.5, requires_grad=False)),
+         ("scores", "labels", "weights"),
+         unexercised={"input 2": _WEIGHT, "output 1": _LOG_PROB}),
+]

@@ -1,0 +1,141 @@
+"""Normalizations: BatchNormalization, InstanceNormalization, LayerNormalization,
+GroupNormalization, RMSNormalization (natural), MeanVarianceNormalization and
+LpNormalization (reference ops: no PyTorch function exports to them); and Dropout, the
+other layer whose behaviour depends on training mode.
+
+Scales and biases are graph inputs (functional forms), so each node input is one PyTorch
+tensor. Variances are drawn from [0.5, 1.5) so the normalizations stay smooth.
+"""
+import torch
+import torch.nn.functional as Fn
+
+from ..case import Case, F
+from ..reference import reference_op
+
+_NOT_A_LEAF = ("PyTorch refuses requires_grad on running_mean/running_var (native_batch_norm "
+               "is 'not differentiable with respect to argument running_mean'), although the "
+               "inference-mode function is smooth in them")
+
+_STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
+            "float32 even for float64 inputs; float64 finite differences (step 1e-6) then drown "
+            "in float32 rounding (GroupNormalization's x VJP: rel err 3.5e-3 in onnxruntime)")
+
+
+def batchnormalization_eval(x, mean, var, scale, bias):
+    return Fn.batch_norm(x, mean, var, scale, bias, training=False)
+
+
+def instancenormalization_affine(x, scale, bias):
+    return Fn.instance_norm(x, weight=scale, bias=bias)
+
+
+def layernormalization_affine(x, scale, bias):
+    return Fn.layer_norm(x, (4,), scale, bias)
+
+
+def layernormalization_no_bias(x, scale):
+    return Fn.layer_norm(x, (3, 4), scale)
+
+
+def groupnormalization_2groups(x, scale, bias):
+    return Fn.group_norm(x, 2, scale, bias)
+
+
+def rmsnormalization_last(x, scale):
+    return Fn.rms_norm(x, (4,), scale)
+
+
+@reference_op("LayerNormalization")
+def layer_normalization_stats(X: torch.Tensor, Scale: torch.Tensor, B: torch.Tensor, axis: int,
+                              epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LayerNormalization with its optional Mean and InvStdDev outputs (kept dims)."""
+    dims = tuple(range(axis % X.dim(), X.dim()))
+    mean = X.mean(dim=dims, keepdim=True)
+    inv_std = torch.rsqrt(((X - mean) ** 2).mean(dim=dims, keepdim=True) + epsilon)
+    return (X - mean) * inv_std * Scale + B, mean, inv_std
+
+
+def layernormalization_mean_invstd(x, scale, bias):
+    return layer_normalization_stats(x, scale, bias, -1, 1e-5)
+
+
+@reference_op("MeanVarianceNormalization")
+def mean_variance_normalization(X: torch.Tensor, axes: list[int]) -> torch.Tensor:
+    """ONNX MeanVarianceNormalization: (X - E[X]) / sqrt(E[(X - E[X])^2]) over ``axes``."""
+    mean = X.mean(dim=axes, keepdim=True)
+    centred = X - mean
+    return centred / torch.sqrt((centred * centred).mean(dim=axes, keepdim=True))
+
+
+def meanvariancenormalization_nhw(x):
+    return mean_variance_normalization(x, [0, 2, 3])
+
+
+@reference_op("LpNormalization")
+def lp_normalization(input: torch.Tensor, axis: int, p: int) -> torch.Tensor:
+    """ONNX LpNormalization: input / ||input||_p along ``axis``."""
+    return input / torch.linalg.vector_norm(input, ord=p, dim=axis, keepdim=True)
+
+
+def lpnormalization_l2(x):
+    return lp_normalization(x, 1, 2)
+
+
+def lpnormalization_l1(x):
+    return lp_normalization(x, -1, 1)
+
+
+def dropout_train_p0(x):
+    return torch.native_dropout(x, 0.0, True)
+
+
+CASES = [
+    Case("BatchNormalization", "batchnormalization_eval", batchnormalization_eval,
+         (F(2, 3, 2, 2), F(3, requires_grad=False), F(3, low=0.5, high=1.5, requires_grad=False),
+          F(3), F(3)),
+         ("x", "mean", "var", "scale", "bias"),
+         unexercised={"input 3": _NOT_A_LEAF, "input 4": _NOT_A_LEAF,
+                      "output 1": "running_mean is an output only in training mode, and the "
+                                  "exporters do not return the updated running stats",
+                      "output 2": "running_var: as running_mean"}),
+    Case("InstanceNormalization", "instancenormalization_affine", instancenormalization_affine,
+         (F(2, 3, 4), F(3), F(3)), ("x", "scale", "bias")),
+    Case("LayerNormalization", "layernormalization_affine", layernormalization_affine,
+         (F(2, 3, 4), F(4), F(4)), ("x", "scale", "bias"),
+         unexercised={"output 1": "F.layer_norm returns only Y; see "
+                                  "layernormalization_mean_invstd (reference)",
+                      "output 2": "F.layer_norm returns only Y; see "
+                                  "layernormalization_mean_invstd (reference)"}),
+    Case("LayerNormalization", "layernormalization_no_bias", layernormalization_no_bias,
+         (F(2, 3, 4), F(3, 4)), ("x", "scale"),
+         unexercised={"output 1": "F.layer_norm returns only Y",
+                      "output 2": "F.layer_norm returns only Y"}),
+    Case("LayerNormalization", "layernormalization_mean_invstd", layernormalization_mean_invstd,
+         (F(2, 3, 4), F(4), F(4)), ("x", "scale", "bias"), kind="reference",
+         translation=layer_normalization_stats.translation, float_dtype=torch.float32,
+         notes="reference: F.layer_norm returns only Y. float32: Mean and InvStdDev have "
+               "type U (float32 or bfloat16 only), so a float64 case would mix precisions"),
+    Case("GroupNormalization", "groupnormalization_2groups", groupnormalization_2groups,
+         (F(2, 4, 3), F(4), F(4)), ("x", "scale", "bias"), float_dtype=torch.float32,
+         notes=_STASH32),
+    Case("RMSNormalization", "rmsnormalization_last", rmsnormalization_last,
+         (F(2, 3, 4), F(4)), ("x", "scale")),
+    Case("MeanVarianceNormalization", "meanvariancenormalization_nhw",
+         meanvariancenormalization_nhw, (F(2, 3, 2, 2),), ("x",), kind="reference",
+         translation=mean_variance_normalization.translation, float_dtype=torch.float32,
+         notes="float32: onnxruntime has no float64 MeanVarianceNormalization kernel and the "
+               "onnx reference evaluator's float64 path fails (it adds a float32 epsilon)"),
+    Case("LpNormalization", "lpnormalization_l2", lpnormalization_l2, (F(2, 3, 4),), ("x",),
+         kind="reference", translation=lp_normalization.translation),
+    Case("LpNormalization", "lpnormalization_l1", lpnormalization_l1,
+         (F(2, 3, 4, low=0.2, high=2.0),), ("x",), kind="reference",
+         translation=lp_normalization.translation,
+         notes="inputs kept positive, away from the kink of |x| at 0"),
+    Case("Dropout", "dropout_train_p0", dropout_train_p0, (F(3, 4),), ("x",),
+         exporter="torchscript",
+         unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
+         notes="training mode with p=0: any p > 0 draws a random mask, so the ONNX forward "
+               "could never match PyTorch's; p=0 keeps training_mode=True and the mask output "
+               "deterministic. TorchScript: the dynamo exporter folds p=0 dropout to Identity "
+               "(and eval-mode dropout disappears with either exporter)"),
+]

@@ -1,0 +1,94 @@
+"""QuantizeLinear / DequantizeLinear.
+
+Two PyTorch routes:
+- fake quantization (torch.fake_quantize_per_tensor_affine / _per_channel_affine) exports
+  QuantizeLinear -> DequantizeLinear in one graph; PyTorch differentiates it with the
+  straight-through estimator (gradient 1 inside the range), while the exported function is
+  piecewise constant, so finite differences of the ONNX model see a zero derivative;
+- the quantized_decomposed ops (quantize_per_tensor / dequantize_per_tensor) export one
+  node each, with an int8 tensor crossing the graph boundary.
+
+float32 throughout: the exporter casts float64 to float32 around QuantizeLinear anyway
+(scale is float32), so float64 would only add Cast nodes.
+"""
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  registers quantized_decomposed ops
+
+from ..case import Case, Expect, F, I
+
+_STE = ("PyTorch's straight-through estimator gives a nonzero gradient, but the exported "
+        "quantize/dequantize chain is piecewise constant: finite differences of the ONNX "
+        "model are zero, so the numeric check cannot confirm the gradient")
+
+
+def fake_quant_int8(x):
+    return torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127)
+
+
+def fake_quant_uint8(x):
+    return torch.fake_quantize_per_tensor_affine(x, 0.05, 128, 0, 255)
+
+
+def fake_quant_per_channel(x):
+    scale = torch.tensor([0.1, 0.2, 0.05])
+    zero_point = torch.tensor([0, 3, -2], dtype=torch.int32)
+    return torch.fake_quantize_per_channel_affine(x, scale, zero_point, 1, -128, 127)
+
+
+def quantize_decomposed(x):
+    return torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.1, 3, -128, 127,
+                                                               torch.int8)
+
+
+def dequantize_decomposed(q):
+    return torch.ops.quantized_decomposed.dequantize_per_tensor(q, 0.1, 3, -128, 127,
+                                                                 torch.int8)
+
+
+_FQ = dict(float_dtype=torch.float32)
+
+_SCALE_CONST = ("PyTorch's quantize/dequantize ops take the scale as a Python float (per tensor) "
+                "or a buffer (per channel): it exports as a float constant")
+
+CASES = [
+    Case("QuantizeLinear", "quantizelinear_fake_quant_int8", fake_quant_int8, (F(2, 3),),
+         ("x",), expect={"input 0": Expect("inconclusive", _STE),
+                         "output 0": Expect("inconclusive", _STE)},
+         notes="QuantizeLinear is followed by DequantizeLinear (the target's int8 output "
+               "reaches the graph output through it)", **_FQ),
+    Case("QuantizeLinear", "quantizelinear_fake_quant_per_channel", fake_quant_per_channel,
+         (F(2, 3),), ("x",),
+         expect={"input 0": Expect("inconclusive", _STE),
+                 "output 0": Expect("inconclusive", _STE)},
+         notes="per-channel scales and zero points (axis=1), int8", **_FQ),
+    Case("QuantizeLinear", "quantizelinear_decomposed", quantize_decomposed,
+         (F(2, 3, low=-5.0, high=5.0),), ("x",),
+         unexercised={"input 1": _SCALE_CONST},
+         notes="quantized_decomposed.quantize_per_tensor: QuantizeLinear alone, int8 output",
+         **_FQ),
+    Case("DequantizeLinear", "dequantizelinear_fake_quant_uint8", fake_quant_uint8,
+         (F(2, 3),), ("x",),
+         expect={"output 0": Expect("inconclusive", _STE)},
+         notes="DequantizeLinear reads QuantizeLinear's uint8 output (zero point 128)", **_FQ),
+    Case("DequantizeLinear", "dequantizelinear_decomposed", dequantize_decomposed,
+         (I(2, 3, low=-128, high=128, dtype=torch.int8),), ("q",),
+         unexercised={"input 1": _SCALE_CONST},
+         notes="quantized_decomposed.dequantize_per_tensor: DequantizeLinear alone on an "
+               "int8 graph input", **_FQ),
+]
+
+MISSING = {
+    "DynamicQuantizeLinear": ("exporter cannot produce it",
+                              "neither exporter emits it; torch dynamic quantization "
+                              "(torch.ao) exports, if at all, as Quantize/DequantizeLinear"),
+    "QLinearConv": ("exporter cannot produce it",
+                    "neither exporter in torch 2.13 maps quantized convolution to QLinearConv"),
+    "QLinearMatMul": ("exporter cannot produce it",
+                      "neither exporter in torch 2.13 maps quantized linear/matmul to "
+                      "QLinearMatMul"),
+    "ConvInteger": ("exporter cannot produce it",
+                    "no torch op or exporter rule produces ConvInteger"),
+    "MatMulInteger": ("exporter cannot produce it",
+                      "no torch op or exporter rule produces MatMulInteger (integer "
+                      "torch.matmul exports MatMul)"),
+}

@@ -1,0 +1,114 @@
+"""RNN, GRU, LSTM through PyTorch's functional kernels (torch.rnn_tanh / torch.gru /
+torch.lstm), so every weight is a graph input of its own.
+
+PyTorch keeps two bias vectors (b_ih, b_hh) where ONNX has one B = [Wb, Rb]; the cases
+take one bias input ``b`` and split it, so B depends on exactly one tensor. The exporters
+reorder gates (PyTorch r,z,n / i,f,g,o; ONNX z,r,h / i,o,f,c) with Slice/Concat glue.
+
+ONNX tags initial_h (and LSTM's initial_c) non-differentiable, but the outputs depend
+smoothly on the initial state: PyTorch gives it a nonzero gradient and ONNX finite
+differences agree, so those cases declare the disagreement.
+
+sequence_lens: the TorchScript exporter turns pack_padded_sequence(x, lengths) around the
+kernel into the sequence_lens input (the dynamo exporter cannot trace packing).
+"""
+import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from ..case import Case, Expect, F, T
+
+H = 3  # hidden size; input size 2, sequence length 4, batch 1 (2 when packed)
+
+_STATE = ("{} is tagged non-differentiable, but Y and Y_h depend smoothly on the initial "
+          "state (h_1 = f(W x_1 + R h_0 + b)): PyTorch gives it a nonzero gradient and ONNX "
+          "finite differences confirm it")
+_NO_PEEPHOLE = "PyTorch's LSTM has no peephole weights"
+_PACKED = "see the *_packed_sequence_lens case"
+
+
+def rnn_h0_bias(x, h0, w_ih, w_hh, b):
+    y, h = torch.rnn_tanh(x, h0, [w_ih, w_hh, b[:H], b[H:]], True, 1, 0.0, False, False, False)
+    return y, h
+
+
+def gru_h0_bias(x, h0, w_ih, w_hh, b):
+    y, h = torch.gru(x, h0, [w_ih, w_hh, b[:3 * H], b[3 * H:]], True, 1, 0.0, False, False,
+                     False)
+    return y, h
+
+
+def lstm_h0_c0_bias(x, h0, c0, w_ih, w_hh, b):
+    y, h, c = torch.lstm(x, [h0, c0], [w_ih, w_hh, b[:4 * H], b[4 * H:]], True, 1, 0.0, False,
+                         False, False)
+    return y, h, c
+
+
+def _unpack(y, packed):
+    out, _ = pad_packed_sequence(PackedSequence(y, packed.batch_sizes, packed.sorted_indices,
+                                                packed.unsorted_indices))
+    return out
+
+
+def rnn_packed_sequence_lens(x, lengths, h0, w_ih, w_hh):
+    p = pack_padded_sequence(x, lengths)
+    y, h = torch.rnn_tanh(p.data, p.batch_sizes, h0, [w_ih, w_hh], False, 1, 0.0, False, False)
+    return _unpack(y, p), h
+
+
+def gru_packed_sequence_lens(x, lengths, h0, w_ih, w_hh):
+    p = pack_padded_sequence(x, lengths)
+    y, h = torch.gru(p.data, p.batch_sizes, h0, [w_ih, w_hh], False, 1, 0.0, False, False)
+    return _unpack(y, p), h
+
+
+def lstm_packed_sequence_lens(x, lengths, h0, c0, w_ih, w_hh):
+    p = pack_padded_sequence(x, lengths)
+    y, h, c = torch.lstm(p.data, p.batch_sizes, [h0, c0], [w_ih, w_hh], False, 1, 0.0, False,
+                         False)
+    return _unpack(y, p), h, c
+
+
+_PACKED_NOTES = ("TorchScript: the dynamo exporter cannot trace pack_padded_sequence; the "
+                 "TorchScript exporter maps the packed kernel to sequence_lens (lengths cast to "
+                 "int32). Lengths [4, 2], sorted as pack_padded_sequence requires. float32: "
+                 "onnxruntime's RNN/GRU/LSTM kernels are float32-only, and the onnx reference "
+                 "evaluator ignores sequence_lens (Y_h off by up to 1.05 in float64)")
+
+CASES = [
+    Case("RNN", "rnn_h0_bias", rnn_h0_bias,
+         (F(4, 1, 2), F(1, 1, H), F(H, 2), F(H, H), F(2 * H)),
+         ("x", "h0", "w_ih", "w_hh", "b"), exporter="torchscript",
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
+         unexercised={"input 4": _PACKED},
+         notes="TorchScript: the dynamo exporter unrolls rnn_tanh into MatMul/Tanh per step"),
+    Case("RNN", "rnn_packed_sequence_lens", rnn_packed_sequence_lens,
+         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(H, 2), F(H, H)),
+         ("x", "lengths", "h0", "w_ih", "w_hh"), exporter="torchscript",
+         float_dtype=torch.float32,
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
+         notes=_PACKED_NOTES),
+    Case("GRU", "gru_h0_bias", gru_h0_bias,
+         (F(4, 1, 2), F(1, 1, H), F(3 * H, 2), F(3 * H, H), F(6 * H)),
+         ("x", "h0", "w_ih", "w_hh", "b"),
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
+         unexercised={"input 4": _PACKED}),
+    Case("GRU", "gru_packed_sequence_lens", gru_packed_sequence_lens,
+         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(3 * H, 2), F(3 * H, H)),
+         ("x", "lengths", "h0", "w_ih", "w_hh"), exporter="torchscript",
+         float_dtype=torch.float32,
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
+         notes=_PACKED_NOTES),
+    Case("LSTM", "lstm_h0_c0_bias", lstm_h0_c0_bias,
+         (F(4, 1, 2), F(1, 1, H), F(1, 1, H), F(4 * H, 2), F(4 * H, H), F(8 * H)),
+         ("x", "h0", "c0", "w_ih", "w_hh", "b"),
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
+                 "input 6": Expect("disagree", _STATE.format("initial_c"))},
+         unexercised={"input 4": _PACKED, "input 7": _NO_PEEPHOLE}),
+    Case("LSTM", "lstm_packed_sequence_lens", lstm_packed_sequence_lens,
+         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(1, 2, H), F(4 * H, 2), F(4 * H, H)),
+         ("x", "lengths", "h0", "c0", "w_ih", "w_hh"), exporter="torchscript",
+         float_dtype=torch.float32,
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
+                 "input 6": Expect("disagree", _STATE.format("initial_c"))},
+         unexercised={"input 7": _NO_PEEPHOLE}, notes=_PACKED_NOTES),
+]

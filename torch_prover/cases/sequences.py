@@ -1,0 +1,167 @@
+"""Sequence ops. Only the TorchScript exporter emits them, and only for scripted code
+(torch.jit.script) that keeps a Python list of tensors alive: tracing turns lists into
+separate tensors. Each model is a factory returning the scripted module.
+
+A sequence is never a graph output here (PyTorch returns tensors); the target op's
+sequence output reaches the graph output through ConcatFromSequence / SequenceAt.
+"""
+from typing import Optional
+
+import torch
+
+from ..case import Case, F, T
+
+_TS = "sequence ops come only from the TorchScript exporter on scripted (not traced) code"
+
+
+class SplitConcat(torch.nn.Module):
+    def forward(self, x):
+        parts = torch.split(x, 2)
+        return torch.cat(parts, 1)
+
+
+class UnbindStack(torch.nn.Module):
+    def forward(self, x):
+        parts = torch.unbind(x, 0)
+        return torch.stack(parts, 1)
+
+
+class SplitAt(torch.nn.Module):
+    def forward(self, x):
+        parts = torch.split(x, 1)
+        return parts[2]
+
+
+class SplitAtDynamic(torch.nn.Module):
+    def forward(self, x, n):
+        parts = torch.split(x, 1)
+        return parts[int(n)]
+
+
+class SplitLength(torch.nn.Module):
+    def forward(self, x):
+        parts = torch.split(x, 1)
+        return torch.tensor(len(parts))
+
+
+class SplitErase(torch.nn.Module):
+    def forward(self, x):
+        parts = torch.split(x, 1)
+        del parts[1]
+        return torch.cat(parts, 0)
+
+
+class SplitInsert(torch.nn.Module):
+    def forward(self, x, y):
+        parts = torch.split(x, 1)
+        parts.insert(1, y)
+        return torch.cat(parts, 0)
+
+
+class SplitConcatB(SplitConcat):
+    """Same code, its own class: scripting a class the TorchScript exporter has already
+    processed breaks autograd on it (alias_analysis INTERNAL ASSERT), so no two cases
+    share a scripted class."""
+
+
+class UnbindStackB(UnbindStack):
+    """See SplitConcatB."""
+
+
+class MaybeTensor(torch.nn.Module):
+    def forward(self, x):
+        o: Optional[torch.Tensor] = None
+        if bool(x.sum() > 0.0):
+            o = x
+        return torch.tensor(o is not None)
+
+
+def split_concat():
+    return torch.jit.script(SplitConcat())
+
+
+def unbind_stack():
+    return torch.jit.script(UnbindStack())
+
+
+def split_at():
+    return torch.jit.script(SplitAt())
+
+
+def split_at_dynamic():
+    return torch.jit.script(SplitAtDynamic())
+
+
+def split_length():
+    return torch.jit.script(SplitLength())
+
+
+def split_erase():
+    return torch.jit.script(SplitErase())
+
+
+def split_insert():
+    return torch.jit.script(SplitInsert())
+
+
+def split_concat_b():
+    return torch.jit.script(SplitConcatB())
+
+
+def unbind_stack_b():
+    return torch.jit.script(UnbindStackB())
+
+
+def maybe_tensor():
+    return torch.jit.script(MaybeTensor())
+
+
+CASES = [
+    Case("SplitToSequence", "splittosequence_split", split_concat, (F(4, 3),), ("x",),
+         exporter="torchscript",
+         notes=_TS + "; torch.split(x, 2) -> SplitToSequence (scalar split 2), read back by "
+                     "ConcatFromSequence"),
+    Case("SplitToSequence", "splittosequence_unbind", unbind_stack, (F(3, 2),), ("x",),
+         exporter="torchscript",
+         notes=_TS + "; torch.unbind -> SplitToSequence(keepdims=0) with split absent"),
+    Case("ConcatFromSequence", "concatfromsequence_cat", split_concat_b, (F(4, 3),), ("x",),
+         exporter="torchscript", notes=_TS + "; torch.cat of a list -> ConcatFromSequence"),
+    Case("ConcatFromSequence", "concatfromsequence_stack", unbind_stack_b, (F(3, 2),), ("x",),
+         exporter="torchscript",
+         notes=_TS + "; torch.stack of a list -> ConcatFromSequence(new_axis=1)"),
+    Case("SequenceAt", "sequenceat_constant", split_at, (F(4, 3),), ("x",),
+         exporter="torchscript", notes=_TS + "; parts[2] with a constant position"),
+    Case("SequenceAt", "sequenceat_position_input", split_at_dynamic, (F(4, 3), T(2)),
+         ("x", "n"), exporter="torchscript",
+         notes=_TS + "; parts[int(n)]: the position is the int64 graph input n"),
+    Case("SequenceLength", "sequencelength_split", split_length, (F(4, 3),), ("x",),
+         exporter="torchscript", notes=_TS + "; len(parts)"),
+    Case("SequenceErase", "sequenceerase_del", split_erase, (F(4, 3),), ("x",),
+         exporter="torchscript", notes=_TS + "; del parts[1]"),
+    Case("SequenceInsert", "sequenceinsert_insert", split_insert, (F(4, 3), F(1, 3)),
+         ("x", "y"), exporter="torchscript", notes=_TS + "; parts.insert(1, y)"),
+    Case("OptionalHasElement", "optionalhaselement_is_none", maybe_tensor, (F(2, 3),),
+         ("x",), exporter="torchscript",
+         notes="scripted Optional[Tensor] set when x.sum() > 0: the optional is built by "
+               "Optional nodes inside the If branches (so it depends on x alone), "
+               "OptionalHasElement reads the If output"),
+]
+
+_LOOP_ONLY = ("TorchScript emits it only as the start of a list/optional that a Loop then fills "
+              "from x, so the graph output depends on x around the node: the attribution is "
+              "ambiguous (the engine rejects it) and nothing else exports it")
+
+MISSING = {
+    "SequenceEmpty": ("exporter cannot produce it", _LOOP_ONLY),
+    "SequenceConstruct": ("exporter cannot produce it",
+                          "a list only concatenated folds to Concat; one kept alive by a "
+                          "scripted loop reaches the output through a Loop that also reads the "
+                          "trip count, so the attribution is ambiguous"),
+    "Optional": ("exporter cannot produce it", _LOOP_ONLY),
+    "OptionalGetElement": ("exporter cannot produce it",
+                           "TorchScript emits OptionalGetElement only inside the If branch "
+                           "that reads a scripted Optional[Tensor]; never at top level"),
+    "SequenceMap": ("exporter cannot produce it",
+                    "neither exporter emits SequenceMap (TorchScript lowers list "
+                    "comprehensions to Loop, torch.export has no list values)"),
+}

@@ -1,0 +1,514 @@
+"""One self-contained HTML page for a batch report (``verify-all --format html``).
+
+Why a separate module: the page is the artefact a maintainer opens from CI, so it must
+work offline and from a file (inline CSS, JS and SVG, no network asset), show what needs
+a decision first (disagreements, then broken cases), and let the reader find any op
+quickly (text + status filters). It is a pure function of the batch report dict
+(DESIGN §3), like the other renderings in ``report.py``; every string from the report is
+data and is escaped.
+
+Each covered op gets a small diagram: the op as a box, inputs on the left, outputs on
+the right; an arrow's style says what the evidence was (solid blue: a gradient flows;
+amber: gradient identically zero; grey dashes: integer / no-grad / detached; dots:
+constant or absent) and the dot by its label is the verdict's colour.
+"""
+from __future__ import annotations
+
+import html
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+from .report import numeric_line
+
+OP_STATUSES = ("disagrees", "error", "invalid", "inconclusive", "proposed", "proved", "missing")
+VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
+# evidence -> (stroke colour, dash pattern, width, legend text)
+EVIDENCE_STYLE = {
+    "grad": ("#2563eb", "", 2.6, "gradient flows"),
+    "zero-grad": ("#d97706", "7 3 2 3", 2.2, "gradient identically zero"),
+    "no-grad": ("#64748b", "6 4", 1.6, "no gradient (autograd refuses / None)"),
+    "integer": ("#64748b", "6 4", 1.6, "integer / bool: cannot carry one"),
+    "detached": ("#64748b", "6 4", 1.6, "output detached from the inputs"),
+    "constant": ("#94a3b8", "1.5 3.5", 1.8, "constant folded into the graph"),
+    "absent": ("#cbd5e1", "1.5 4", 1.4, "not given in this case"),
+    "ambiguous": ("#dc2626", "2 3", 1.6, "ambiguous attribution"),
+    "untracked": ("#94a3b8", "2 3", 1.4, "not tracked"),
+}
+# strongest evidence wins when an op's cases are merged into one diagram
+_EVIDENCE_RANK = ("grad", "zero-grad", "no-grad", "integer", "detached", "constant", "ambiguous",
+                  "untracked", "absent")
+
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 1] + "…"
+
+
+# ----------------------------------------------------------------------------- diagram
+def _merge(records: list[dict]) -> list[dict]:
+    """One entry per (io, index) over an op's cases: the strongest evidence, the worst verdict."""
+    best: dict[tuple[str, int], dict] = {}
+    for rec in records:
+        for p in rec.get("parameters") or ():
+            key = (p.get("io", "input"), int(p.get("index", 0)))
+            cur = best.get(key)
+            if cur is None:
+                best[key] = dict(p)
+                continue
+            if _rank(p.get("evidence"), _EVIDENCE_RANK) < _rank(cur.get("evidence"), _EVIDENCE_RANK):
+                cur.update(evidence=p.get("evidence"), source=p.get("source"))
+            if _rank(p.get("verdict"), VERDICTS) < _rank(cur.get("verdict"), VERDICTS):
+                cur.update(verdict=p.get("verdict"), reason=p.get("reason"), tag=p.get("tag"))
+    return [best[k] for k in sorted(best)]
+
+
+def _rank(value: Any, order: tuple[str, ...]) -> int:
+    return order.index(value) if value in order else len(order)
+
+
+def diagram_svg(op: str, params: list[dict]) -> str:
+    """Inline SVG: op box, one arrow per input (left) and output (right)."""
+    ins = [dict(p) for p in params if p.get("io") == "input"]
+    outs = [dict(p) for p in params if p.get("io") == "output"]
+    for side in (ins, outs):  # variadic entries share a name: number them
+        names = Counter(p.get("name") for p in side)
+        for p in side:
+            p["_label"] = (f"{p.get('name')}[{p.get('index')}]" if names[p.get("name")] > 1
+                           else str(p.get("name")))
+    row, arrow, pad = 34, 128, 8
+    box_w = max(96, 8 * len(op) + 28)
+    n = max(len(ins), len(outs), 1)
+    h = n * row + 2 * pad
+    x0, x1 = pad + arrow, pad + arrow + box_w
+    w = x1 + arrow + pad
+    parts = [f'<svg class="flow" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
+             f'aria-label="{_e(op)} inputs and outputs">',
+             f'<rect x="{x0}" y="{pad / 2}" width="{box_w}" height="{h - pad}" rx="9" '
+             f'class="opbox"/>',
+             f'<text x="{(x0 + x1) / 2}" y="{h / 2 + 4.5}" class="opname" '
+             f'text-anchor="middle">{_e(op)}</text>']
+    for side, xa, xb in ((ins, pad, x0), (outs, x1, w - pad)):
+        step = (h - pad) / max(len(side), 1)
+        for i, p in enumerate(side):
+            y = pad / 2 + step * (i + 0.5)
+            parts.append(_arrow(p, xa, xb, y))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _arrow(p: dict, xa: float, xb: float, y: float) -> str:
+    ev = p.get("evidence") or "absent"
+    colour, dash, width, meaning = EVIDENCE_STYLE.get(ev, EVIDENCE_STYLE["untracked"])
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    tip = (f"{p.get('io')} {p.get('index')} {p.get('name')} ← {p.get('source')}\n"
+           f"evidence: {ev} ({meaning})\ntag: {p.get('tag')}\nverdict: {p.get('verdict')}\n"
+           f"{p.get('reason') or ''}")
+    verdict = p.get("verdict") or "inconclusive"
+    faded = " faded" if ev == "absent" else ""
+    source = p.get("source") or ""
+    return (f'<g class="arrow ev-{_e(ev)}"><title>{_e(tip)}</title>'
+            f'<line x1="{xa}" y1="{y:.1f}" x2="{xb - 7}" y2="{y:.1f}" stroke="{colour}" '
+            f'stroke-width="{width}"{dash_attr} stroke-linecap="round"/>'
+            f'<path d="M{xb - 8} {y - 4.5:.1f} L{xb} {y:.1f} L{xb - 8} {y + 4.5:.1f} z" '
+            f'fill="{colour}"/>'
+            f'<circle cx="{xa + 5}" cy="{y - 9:.1f}" r="3.6" class="vdot v-{_e(verdict)}"/>'
+            f'<text x="{xa + 13}" y="{y - 5.5:.1f}" class="pname{faded}">'
+            f'{_e(_short(p["_label"], 16))}</text>'
+            f'<text x="{xa + 2}" y="{y + 13:.1f}" class="psrc{faded}">{_e(_short(source, 21))}</text>'
+            f"</g>")
+
+
+# ----------------------------------------------------------------------------- pieces
+def _badge(status: str, text: str | None = None) -> str:
+    return f'<span class="badge s-{_e(status)}">{_e(text or status)}</span>'
+
+
+def _verdict_chip(v: str, n: int | None = None) -> str:
+    label = v if n is None else f"{n} {v}"
+    return f'<span class="chip v-{_e(v)}">{_e(label)}</span>'
+
+
+def _param_table(rec: dict) -> str:
+    rows = []
+    for p in rec.get("parameters") or ():
+        exp = p.get("expected")
+        note = (f'<div class="declared">declared by the case: {_e(exp.get("verdict"))} — '
+                f'{_e(exp.get("reason"))}</div>' if isinstance(exp, dict) else "")
+        latest = (f' <span class="muted">(latest: {_e(p["tag_latest"])})</span>'
+                  if p.get("tag_latest") else "")
+        rows.append(
+            f'<tr class="pv-{_e(p.get("verdict"))}"><td class="mono">{_e(p.get("io"))} '
+            f'{_e(p.get("index"))}</td><td class="mono">{_e(p.get("name"))}</td>'
+            f'<td class="mono">{_e(p.get("source"))}</td><td>{_ev(p.get("evidence"))}</td>'
+            f'<td>{_e(p.get("tag"))}{latest}</td><td>{_verdict_chip(str(p.get("verdict")))}</td>'
+            f'<td>{_e(p.get("reason"))}{note}</td></tr>')
+    if not rows:
+        return ""
+    return ('<table class="params"><thead><tr><th>param</th><th>name</th><th>PyTorch tensor</th>'
+            '<th>evidence</th><th>schema tag</th><th>verdict</th><th>reason</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _ev(ev: Any) -> str:
+    colour = EVIDENCE_STYLE.get(str(ev), EVIDENCE_STYLE["untracked"])[0]
+    return f'<span class="ev"><i style="background:{colour}"></i>{_e(ev)}</span>'
+
+
+def _case_meta(rec: dict) -> str:
+    bits = [f"{rec.get('kind', '')} case".strip(), f"{rec.get('exporter')} exporter"
+            if rec.get("exporter") else "", f"opset {rec.get('opset')}" if rec.get("opset") else "",
+            f"schema {rec.get('op')}-{rec.get('schema_version')}" if rec.get("schema_version") else "",
+            f"tags from {rec.get('tags_from')}" if rec.get("tags_from") else ""]
+    return " · ".join(_e(b) for b in bits if b)
+
+
+def _case_block(rec: dict) -> str:
+    status = rec.get("status") or "error"
+    head = (f'<div class="casehead">{_badge(_case_status(status), status)} '
+            f'<b class="mono">{_e(rec.get("case"))}</b> <span class="muted">{_case_meta(rec)}'
+            f'</span></div>')
+    if status == "error":
+        return f'<div class="case">{head}<div class="errline">{_e(rec.get("error"))}</div></div>'
+    body = [head]
+    if rec.get("invalid"):
+        body.append(f'<div class="errline">invalid: {_e(rec["invalid"])}</div>')
+    if rec.get("parameters"):
+        body.append(f'<div class="caseflow">{diagram_svg(str(rec.get("op")), rec["parameters"])}</div>')
+    body.append(_param_table(rec))
+    if "numeric" in rec and "versions" in rec:
+        try:
+            body.append(f'<div class="numeric">{_e(numeric_line(rec))}</div>')
+        except (KeyError, TypeError, ValueError):
+            pass
+    sha = (rec.get("model") or {}).get("sha256")
+    if sha:
+        body.append(f'<div class="muted small mono">model sha256 {_e(sha)}</div>')
+    return f'<div class="case">{"".join(body)}</div>'
+
+
+def _case_status(status: str) -> str:
+    return {"disagree": "disagrees"}.get(status, status)
+
+
+# ----------------------------------------------------------------------------- sections
+def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
+    s = report.get("summary") or {}
+    params = s.get("parameters") or {}
+    total = s.get("ops_total", len(ops))
+    covered = s.get("ops_covered", len({c.get("op") for c in cases}))
+    pct = 100.0 * covered / total if total else 0.0
+    first = next((c for c in cases if c.get("versions")), {})
+    versions = " · ".join(f"{_e(k)} {_e(v)}" for k, v in (first.get("versions") or {}).items())
+    sources = sorted({str(c.get("tags_from")) for c in cases if c.get("tags_from")})
+    opsets = sorted({c.get("opset") for c in cases if c.get("opset") is not None})
+    meta = [versions, "tags from " + ", ".join(_e(x) for x in sources) if sources else "",
+            "opset " + ", ".join(_e(o) for o in opsets) if opsets else ""]
+    n_par = sum(int(params.get(v, 0) or 0) for v in VERDICTS) or 1
+    pbar = "".join(f'<span class="seg v-{v}" style="width:{100.0 * int(params.get(v, 0) or 0) / n_par:.2f}%"'
+                   f' title="{v}: {int(params.get(v, 0) or 0)}"></span>' for v in reversed(VERDICTS))
+    by_status = Counter(o.get("status") for o in ops)
+    n_ops = len(ops) or 1
+    sbar = "".join(f'<button class="seg s-{st}" style="width:{100.0 * by_status[st] / n_ops:.2f}%" '
+                   f'data-filter="{st}" title="{st}: {by_status[st]} (click to filter)"></button>'
+                   for st in OP_STATUSES if by_status[st])
+    slegend = "".join(f'<button class="legend-item" data-filter="{st}">{_badge(st)} '
+                      f'<b>{by_status[st]}</b></button>' for st in OP_STATUSES if by_status[st])
+    wall = s.get("wall_time_s")
+    cards = [
+        ("ops covered", f"{_e(covered)}<small>/{_e(total)}</small>",
+         f'<div class="bar"><span class="seg s-proved" style="width:{pct:.1f}%"></span></div>'
+         f'<div class="muted small">{pct:.0f}% of ai.onnx ops have a case</div>'),
+        ("cases", _e(s.get("cases", len(cases))),
+         f'<div class="muted small">{_e(s.get("failed_cases", 0))} failed · '
+         f'{_e(s.get("invalid_cases", 0))} invalid</div>'),
+        ("parameters", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
+         f'<div class="bar">{pbar}</div><div class="chips">' + "".join(
+             _verdict_chip(v, int(params.get(v, 0) or 0)) for v in VERDICTS) + "</div>"),
+        ("wall time", f"{float(wall):.0f}<small> s</small>" if isinstance(wall, (int, float))
+         else "–", ""),
+    ]
+    card_html = "".join(f'<div class="card"><div class="label">{k}</div><div class="big">{v}</div>'
+                        f"{extra}</div>" for k, v, extra in cards)
+    return (f'<header><h1>torch_prover <span>differentiability proofs</span></h1>'
+            f'<div class="meta">{" · ".join(m for m in meta if m)}</div>'
+            f'<nav><a href="#disagreements">disagreements</a><a href="#broken">failed &amp; '
+            f'invalid cases</a><a href="#operators">all operators</a></nav>'
+            f'<div class="cards">{card_html}</div>'
+            f'<div class="statusbar"><div class="bar big">{sbar}</div>'
+            f'<div class="legend">{slegend}</div></div></header>')
+
+
+def _declared(p: dict) -> bool:
+    exp = p.get("expected")
+    return isinstance(exp, dict) and exp.get("verdict") == "disagree"
+
+
+def _disagreements(cases: list[dict]) -> str:
+    blocks = []
+    bad_cases = [(rec, [p for p in rec.get("parameters") or () if p.get("verdict") == "disagree"])
+                 for rec in cases]
+    bad_cases = [(rec, bad) for rec, bad in bad_cases if bad]
+    # a disagreement no case declares needs a decision: those first
+    bad_cases.sort(key=lambda rb: all(_declared(p) for p in rb[1]))
+    new = sum(not _declared(p) for _, bad in bad_cases for p in bad)
+    for rec, bad in bad_cases:
+        items = []
+        for p in bad:
+            exp = p.get("expected") if isinstance(p.get("expected"), dict) else None
+            flag = (_badge("declared", "declared by the case") if _declared(p)
+                    else _badge("new", "not declared: needs a decision"))
+            declared = (f'<div class="declared">case says: {_e(exp.get("reason"))}</div>'
+                        if exp else "")
+            items.append(
+                f'<li><div class="dtitle"><span class="mono">{_e(p.get("io"))} {_e(p.get("index"))} '
+                f'<b>{_e(p.get("name"))}</b></span> ← <span class="mono">{_e(p.get("source"))}</span> '
+                f'{flag}</div><div class="dfacts">evidence {_ev(p.get("evidence"))} · schema says '
+                f'<b>{_e(p.get("tag"))}</b></div><div class="reason">{_e(p.get("reason"))}</div>'
+                f'{declared}</li>')
+        blocks.append(
+            f'<article class="dis" id="dis-{_e(rec.get("op"))}-{_e(rec.get("case"))}">'
+            f'<div class="dishead"><a href="#op-{_e(rec.get("op"))}" class="opname-link">'
+            f'{_e(rec.get("op"))}</a> <span class="mono muted">{_e(rec.get("case"))}</span> '
+            f'<span class="muted small">{_case_meta(rec)}</span></div><div class="disbody">'
+            f'<div class="caseflow">{diagram_svg(str(rec.get("op")), rec["parameters"])}'
+            f'</div><ul>{"".join(items)}</ul></div></article>')
+    if not blocks:
+        return ('<section id="disagreements"><h2>Disagreements</h2><p class="ok">No parameter disagrees with its '
+                'schema tag.</p></section>')
+    return (f'<section id="disagreements"><h2>Disagreements <span class="count">{len(blocks)} '
+            f'case(s); {new} parameter(s) not declared by their case</span></h2>'
+            f'{"".join(blocks)}</section>')
+
+
+def _broken(cases: list[dict]) -> str:
+    rows = []
+    for rec in cases:
+        if rec.get("status") == "error" or rec.get("invalid"):
+            why = rec.get("error") if rec.get("status") == "error" else rec.get("invalid")
+            st = "error" if rec.get("status") == "error" else "invalid"
+            rows.append(f'<tr><td><a href="#op-{_e(rec.get("op"))}">{_e(rec.get("op"))}</a></td>'
+                        f'<td class="mono">{_e(rec.get("case"))}</td><td>{_badge(st)}</td>'
+                        f'<td>{_e(why)}</td></tr>')
+    if not rows:
+        return ('<section id="broken"><h2>Failed and invalid cases</h2><p class="ok">Every case '
+                'ran and every tensor was attributed to one node input or output.</p></section>')
+    return (f'<section id="broken"><h2>Failed and invalid cases <span class="count">{len(rows)}</span></h2>'
+            '<table class="broken"><thead><tr><th>op</th><th>case</th><th>status</th>'
+            f'<th>cause</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+
+
+def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
+    order = {s: i for i, s in enumerate(OP_STATUSES)}
+    for o in sorted(ops, key=lambda o: (order.get(o.get("status"), 99), str(o.get("op")))):
+        op, status = str(o.get("op")), str(o.get("status"))
+        recs = by_op.get(op, [])
+        counts = Counter(p.get("verdict") for r in recs for p in r.get("parameters") or ())
+        chips = "".join(_verdict_chip(v, counts[v]) for v in VERDICTS if counts[v])
+        merged = _merge(recs)
+        flow = diagram_svg(op, merged) if merged else ""
+        case_names = " ".join(
+            f'<span class="casename c-{_e(_case_status(str(r.get("status"))))}">{_e(r.get("case"))}</span>'
+            for r in recs)
+        search = " ".join([op, status, str(o.get("reason") or "")] +
+                          [str(r.get("case")) for r in recs] +
+                          [str(p.get("name")) for r in recs for p in r.get("parameters") or ()])
+        more = ""
+        if recs:
+            failed = sum(r.get("status") == "error" for r in recs)
+            label = (f'{len(recs)} case{"s" if len(recs) != 1 else ""}'
+                     + (f" ({failed} failed)" if failed else "") + ": evidence per parameter")
+            more = (f'<tr class="more"><td colspan="4"><details><summary>{_e(label)}</summary>'
+                    f'{"".join(_case_block(r) for r in recs)}</details></td></tr>')
+        yield (f'<tbody class="op" id="op-{_e(op)}" data-status="{_e(status)}" '
+               f'data-search="{_e(search.lower())}"><tr class="oprow"><td class="opcell">'
+               f'<b>{_e(op)}</b><div class="cases">{case_names}</div></td><td>{_badge(status)}</td>'
+               f'<td class="flowcell">{flow}</td><td><div class="reason">{_e(o.get("reason"))}</div>'
+               f'<div class="chips">{chips}</div></td></tr>{more}</tbody>')
+
+
+def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
+    counts = Counter(o.get("status") for o in ops)
+    options = "".join(f'<option value="{st}">{st} ({counts[st]})</option>'
+                      for st in OP_STATUSES if counts[st])
+    extra = sorted(str(s) for s in counts if s not in OP_STATUSES)  # tolerate new statuses
+    options += "".join(f'<option value="{_e(st)}">{_e(st)} ({counts[st]})</option>' for st in extra)
+    legend = "".join(
+        f'<span class="lg"><svg width="46" height="10"><line x1="2" y1="5" x2="44" y2="5" '
+        f'stroke="{c}" stroke-width="{w}"' + (f' stroke-dasharray="{d}"' if d else "")
+        + f' stroke-linecap="round"/></svg>{_e(ev)}: {_e(m)}</span>'
+        for ev, (c, d, w, m) in EVIDENCE_STYLE.items() if ev not in ("untracked",))
+    vlegend = "".join(f'<span class="lg"><i class="vdot-i v-{v}"></i>{v}</span>' for v in VERDICTS)
+    return (f'<section id="operators"><h2>Operators <span class="count" id="shown">{len(ops)} of {len(ops)}</span>'
+            f'</h2><div class="controls"><input id="q" type="search" placeholder="Filter by op, '
+            f'case, parameter or reason…" autocomplete="off"><select id="st"><option value="">'
+            f'all statuses ({len(ops)})</option>{options}</select></div>'
+            f'<div class="keys">{legend}<span class="sep"></span>{vlegend}</div>'
+            '<table class="ops"><thead><tr><th>op</th><th>status</th><th>gradient flow</th>'
+            f'<th>reason · verdicts</th></tr></thead>{"".join(_op_rows(ops, by_op))}'
+            '</table><p id="none" hidden>No op matches the filter.</p></section>')
+
+
+def render_html(report: dict) -> str:
+    """The batch report as one self-contained HTML document (no network access needed)."""
+    cases = [c for c in report.get("cases") or () if isinstance(c, dict)]
+    ops = [o for o in report.get("ops") or () if isinstance(o, dict)]
+    by_op: dict[str, list[dict]] = defaultdict(list)
+    for c in cases:
+        by_op[str(c.get("op"))].append(c)
+    known = {str(o.get("op")) for o in ops}
+    for op, recs in sorted(by_op.items()):  # a case whose op is missing from "ops" still shows
+        if op not in known:
+            st = "error" if all(r.get("status") == "error" for r in recs) else "proved"
+            ops.append({"op": op, "status": st, "reason": "(not listed in the report's ops)"})
+    body = _header(report, cases, ops) + "<main>" + _disagreements(cases) + _broken(cases) \
+        + _op_table(ops, by_op) + "</main>"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>torch_prover report</title>"
+            f"<style>{_CSS}</style></head><body>{body}<script>{_JS}</script></body></html>\n")
+
+
+_CSS = """
+:root{--bg:#f6f7fb;--card:#fff;--ink:#0f172a;--muted:#64748b;--line:#e2e8f0;
+--agree:#16a34a;--disagree:#dc2626;--proposed:#7c3aed;--inconclusive:#d97706;
+--proved:#16a34a;--disagrees:#dc2626;--invalid:#ea580c;--error:#be185d;--missing:#94a3b8}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,
+"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.mono,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.muted{color:var(--muted)}.small{font-size:12px}
+header{background:linear-gradient(120deg,#0f172a,#1e3a8a);color:#e2e8f0;padding:26px 36px 22px}
+header h1{margin:0;font-size:24px;color:#fff;letter-spacing:.2px}
+header h1 span{font-weight:400;color:#93c5fd}
+header .meta{margin:6px 0 4px;color:#94a3b8;font-size:12.5px}
+header nav{margin:0 0 16px;display:flex;gap:16px;font-size:12.5px}
+header nav a{color:#bfdbfe;text-decoration:none;border-bottom:1px dotted #60a5fa}
+header nav a:hover{color:#fff}
+.cards{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:14px}
+.card{background:rgba(255,255,255,.07);border:1px solid rgba(255,255,255,.12);border-radius:12px;
+padding:12px 16px}
+.card .label{text-transform:uppercase;font-size:11px;letter-spacing:.08em;color:#93c5fd}
+.card .big{font-size:28px;font-weight:700;color:#fff;margin:2px 0 6px}
+.card .big small{font-size:15px;font-weight:400;color:#94a3b8}
+.card .muted{color:#94a3b8}
+.bar{display:flex;height:8px;border-radius:5px;overflow:hidden;background:rgba(148,163,184,.25);
+margin:4px 0 6px}
+.bar.big{height:14px;border-radius:7px}
+.seg{display:block;height:100%;border:0;padding:0;margin:0;cursor:default}
+button.seg{cursor:pointer}button.seg:hover{filter:brightness(1.15)}
+.statusbar{margin-top:16px}
+.legend{display:flex;flex-wrap:wrap;gap:6px 14px;margin-top:6px}
+.legend-item{background:none;border:0;color:#cbd5e1;cursor:pointer;padding:2px;font:inherit}
+.legend-item b{color:#fff;margin-left:2px}
+.chips{display:flex;flex-wrap:wrap;gap:5px;margin-top:4px}
+.chip{border-radius:999px;padding:1px 8px;font-size:11.5px;font-weight:600;color:#fff;white-space:nowrap}
+.badge{border-radius:6px;padding:2px 8px;font-size:11.5px;font-weight:700;color:#fff;
+white-space:nowrap;display:inline-block}
+.v-agree,.s-proved{background:var(--agree)}.v-disagree,.s-disagrees,.s-disagree{background:var(--disagree)}
+.v-proposed,.s-proposed{background:var(--proposed)}.v-inconclusive,.s-inconclusive{background:var(--inconclusive)}
+.s-invalid{background:var(--invalid)}.s-error{background:var(--error)}.s-missing{background:var(--missing)}
+.s-declared{background:#475569}.s-new{background:var(--disagree)}
+main{padding:8px 36px 48px;max-width:1500px}
+h2{font-size:18px;margin:26px 0 12px}
+h2 .count{font-size:12.5px;font-weight:500;color:var(--muted);margin-left:6px}
+.ok{background:#dcfce7;color:#166534;padding:10px 14px;border-radius:10px}
+.dis{background:var(--card);border:1px solid #fecaca;border-left:5px solid var(--disagree);
+border-radius:10px;padding:12px 16px;margin-bottom:12px;box-shadow:0 1px 2px rgba(15,23,42,.05)}
+.dishead{font-size:15px;margin-bottom:8px}
+.opname-link{font-weight:700;color:var(--ink);text-decoration:none;font-size:16px}
+.opname-link:hover{text-decoration:underline}
+.disbody{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
+.disbody ul{margin:0;padding:0;list-style:none;flex:1;min-width:380px}
+.disbody li{padding:6px 0 8px;border-bottom:1px dashed var(--line)}
+.disbody li:last-child{border-bottom:0}
+.dtitle{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
+.dfacts{color:var(--muted);font-size:12.5px;margin:2px 0}
+.reason{color:#1e293b}
+.declared{color:#475569;font-size:12.5px;font-style:italic;margin-top:2px}
+.ev{white-space:nowrap}.ev i{display:inline-block;width:9px;height:9px;border-radius:2px;
+margin-right:4px;vertical-align:0}
+table{border-collapse:collapse;width:100%;background:var(--card)}
+th{text-align:left;font-size:11.5px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted);
+font-weight:600;padding:8px 10px;border-bottom:2px solid var(--line);background:#f8fafc}
+td{padding:8px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+.broken,.ops{border-radius:10px;overflow:hidden;box-shadow:0 1px 2px rgba(15,23,42,.06)}
+.controls{display:flex;gap:10px;margin-bottom:8px}
+#q{flex:1;max-width:520px;padding:8px 12px;border:1px solid #cbd5e1;border-radius:8px;font:inherit}
+#st{padding:8px 10px;border:1px solid #cbd5e1;border-radius:8px;font:inherit;background:#fff}
+#q:focus,#st:focus{outline:2px solid #93c5fd;border-color:#3b82f6}
+.keys{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12px;color:var(--muted);margin:4px 0 12px}
+.lg{display:inline-flex;align-items:center;gap:5px}.sep{width:1px;background:var(--line)}
+.vdot-i{display:inline-block;width:9px;height:9px;border-radius:50%}
+.ops td.opcell{width:190px}.ops td.opcell b{font-size:14.5px}
+.ops tbody.op:target tr.oprow{background:#eff6ff}
+.ops tr.oprow td{border-bottom:0}.ops tr.more td{padding:0 10px 8px}
+.ops tbody.op{border-bottom:1px solid var(--line)}
+.params td:nth-child(-n+6){white-space:nowrap}.params td:last-child{width:100%}
+.ops td:nth-child(2){width:110px}
+.flowcell{width:1%}
+.cases{margin-top:4px;display:flex;flex-wrap:wrap;gap:4px}
+.casename{font:11px ui-monospace,Menlo,Consolas,monospace;background:#f1f5f9;border-radius:4px;
+padding:1px 5px;color:#334155;border-left:3px solid var(--missing)}
+.casename.c-proved{border-left-color:var(--agree)}.casename.c-disagrees{border-left-color:var(--disagree)}
+.casename.c-invalid{border-left-color:var(--invalid)}.casename.c-error{border-left-color:var(--error)}
+.casename.c-inconclusive{border-left-color:var(--inconclusive)}
+details{margin-top:6px}
+summary{cursor:pointer;color:#1d4ed8;font-size:12.5px}
+.case{border:1px solid var(--line);border-radius:8px;padding:10px 12px;margin:8px 0;background:#fcfdff}
+.casehead{margin-bottom:6px}
+.caseflow{margin:4px 0 8px}
+.params{font-size:12.5px}.params th{font-size:10.5px;padding:5px 8px}.params td{padding:5px 8px}
+.params tr.pv-disagree td{background:#fef2f2}
+.numeric{font-size:12px;color:var(--muted);margin-top:6px}
+.errline{color:var(--error);font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
+svg.flow{display:block;overflow:visible}
+svg .opbox{fill:#eef2ff;stroke:#6366f1;stroke-width:1.4}
+svg .opname{font:700 12.5px system-ui,sans-serif;fill:#1e1b4b}
+svg .pname{font:600 11px ui-monospace,Menlo,Consolas,monospace;fill:#0f172a}
+svg .psrc{font:10px system-ui,sans-serif;fill:#64748b}
+svg .faded{fill:#94a3b8;font-style:italic}
+svg .vdot.v-agree{fill:var(--agree)}svg .vdot.v-disagree{fill:var(--disagree)}
+svg .vdot.v-proposed{fill:var(--proposed)}svg .vdot.v-inconclusive{fill:var(--inconclusive)}
+svg .vdot{stroke:#fff;stroke-width:1}
+@media (max-width:900px){.cards{grid-template-columns:repeat(2,1fr)}main,header{padding-left:14px;
+padding-right:14px}}
+"""
+
+_JS = """
+(function(){
+  var q=document.getElementById('q'), st=document.getElementById('st');
+  var rows=[].slice.call(document.querySelectorAll('tbody.op'));
+  var shown=document.getElementById('shown'), none=document.getElementById('none');
+  function apply(){
+    var text=q.value.trim().toLowerCase(), want=st.value, n=0;
+    rows.forEach(function(r){
+      var ok=(!want||r.getAttribute('data-status')===want)&&
+             (!text||r.getAttribute('data-search').indexOf(text)>=0);
+      r.hidden=!ok; if(ok) n++;
+    });
+    shown.textContent=n+' of '+rows.length; none.hidden=n>0;
+  }
+  q.addEventListener('input',apply); st.addEventListener('change',apply);
+  [].forEach.call(document.querySelectorAll('[data-filter]'),function(b){
+    b.addEventListener('click',function(){
+      st.value=(st.value===b.getAttribute('data-filter'))?'':b.getAttribute('data-filter');
+      apply(); document.getElementById('q').scrollIntoView({behavior:'smooth',block:'center'});
+    });
+  });
+  // #op-Reshape opens that op's evidence; #status=disagrees&q=conv pre-sets the filters
+  var hash=decodeURIComponent(location.hash.slice(1));
+  if(hash.indexOf('op-')===0){
+    var h=document.getElementById(hash); var d=h&&h.querySelector('details'); if(d) d.open=true;
+  } else if(hash.indexOf('=')>0){
+    hash.split('&').forEach(function(kv){
+      var i=kv.indexOf('='), k=kv.slice(0,i), v=kv.slice(i+1);
+      if(k==='q') q.value=v; if(k==='status') st.value=v;
+    });
+  }
+  document.body.setAttribute('data-js','on');
+  apply();
+})();
+"""
