@@ -13,7 +13,9 @@ from typing import Any, Callable, Mapping
 import torch
 
 DEFAULT_OPSET = 25
-"""Newest opset torch 2.13's exporter produces correctly (26-28 silently give opset 18)."""
+"""Newest opset torch 2.13's exporter produces reliably: asked for 26-28 it returns an
+opset-18 model whenever the graph holds an op its version converter cannot adapt (every
+op new in 26-28), which export.py refuses."""
 TORCHSCRIPT_MAX_OPSET = 20
 """Newest opset the TorchScript exporter supports."""
 

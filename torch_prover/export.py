@@ -101,7 +101,10 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
         raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "
                         f"declares opset {got}; refusing to trust it")
     try:
-        onnx.checker.check_model(model)
+        # full_check: also strict type/shape inference, so a model whose types do not fit
+        # the schema (an int32 beside the int64 an op requires) is refused here instead of
+        # quietly failing over from onnxruntime to the reference evaluator
+        onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
         raise CaseError(f"{label}onnx.checker rejects the exported model: "
                         f"{str(exc).strip().splitlines()[0]}") from exc

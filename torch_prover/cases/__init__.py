@@ -40,8 +40,13 @@ def _module_index() -> dict[str, str]:
 def all_missing() -> dict[str, tuple[str, str]]:
     """op -> (category, reason) for ops the catalogue cannot cover, from ``MISSING`` tables."""
     found: dict[str, tuple[str, str]] = {}
+    owner: dict[str, str] = {}
     for module in case_modules():
         for op, entry in getattr(module, "MISSING", {}).items():
+            if op in owner:
+                raise CaseError(f"MISSING[{op!r}] is given twice ({owner[op]} and "
+                                f"{module.__name__}): keep one reason")
+            owner[op] = module.__name__
             category, reason = entry
             if category not in MISSING_CATEGORIES:
                 raise CaseError(f"{module.__name__}: MISSING[{op!r}] has category {category!r}; "

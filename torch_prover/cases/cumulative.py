@@ -28,9 +28,4 @@ CASES = [
                "on the input and on the output), not CumSum(reverse=1)."),
 ]
 
-MISSING = {
-    "CumProd": ("exporter cannot produce it",
-                "CumProd exists only from opset 26; torch 2.13's exporter has no aten.cumprod "
-                "translation at any opset, and asked for opset 26 it emits a model that declares "
-                "opset 18 (a reference op at opset 26 fails the same way)"),
-}
+# CumProd (opset 26): see reference_new_ops.py for why no export can contain it.

@@ -77,18 +77,5 @@ CASES = [
                "int8 graph input", **_FQ),
 ]
 
-MISSING = {
-    "DynamicQuantizeLinear": ("exporter cannot produce it",
-                              "neither exporter emits it; torch dynamic quantization "
-                              "(torch.ao) exports, if at all, as Quantize/DequantizeLinear"),
-    "QLinearConv": ("exporter cannot produce it",
-                    "neither exporter in torch 2.13 maps quantized convolution to QLinearConv"),
-    "QLinearMatMul": ("exporter cannot produce it",
-                      "neither exporter in torch 2.13 maps quantized linear/matmul to "
-                      "QLinearMatMul"),
-    "ConvInteger": ("exporter cannot produce it",
-                    "no torch op or exporter rule produces ConvInteger"),
-    "MatMulInteger": ("exporter cannot produce it",
-                      "no torch op or exporter rule produces MatMulInteger (integer "
-                      "torch.matmul exports MatMul)"),
-}
+# DynamicQuantizeLinear, QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger: reference
+# cases in reference_quant.py (no exporter rule produces them).

@@ -98,8 +98,4 @@ CASES = [
          export_options={"optimize": False}, notes=_WINDOW_NOTES),
 ]
 
-MISSING = {
-    "MelWeightMatrix": ("no PyTorch counterpart",
-                        "torch has no mel filterbank (torchaudio's melscale_fbanks is a "
-                        "separate package and computes it with ordinary tensor ops)"),
-}
+# MelWeightMatrix: reference cases in reference_quant.py (torch has no mel filterbank op).

@@ -1,0 +1,2 @@
+B
+grad_scaleJMa¾YlbÀ9"?HÀ‹?

@@ -1,0 +1,1 @@
+Blower_edge_hertzJ[M8ª'=@

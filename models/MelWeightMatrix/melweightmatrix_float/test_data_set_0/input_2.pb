@@ -1,0 +1,1 @@
+Bupper_edge_hertzJè?E

@@ -1,0 +1,1 @@
+BwJ6‘zŸo€Šgt•ƒu›fƒŒ™eox{’œ“w’gš›x˜l˜ui‚Œ”‹te–fŸqm{•qw
