@@ -141,6 +141,10 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
 
 def _child(case: Case, opts: BatchOptions, conn) -> None:
     import resource
+    # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
+    # progress line; whatever matters reaches the parent in the record
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
     try:
         t0 = time.perf_counter()
         rec = prove_one(case, opts)
@@ -152,11 +156,15 @@ def _child(case: Case, opts: BatchOptions, conn) -> None:
         os._exit(0)  # skip interpreter teardown: the parent owns cleanup
 
 
-def _warm_up() -> str:
+def _warm_up(cases: Sequence[Case]) -> str:
+    import gc
+
     import torch
     torch.set_num_threads(1)  # one thread per worker: 2 cores, 2 workers; also fork-safe
     from . import fast_export
     fast_export.enable()
+    fast_export.prewarm(c.export_opset for c in cases if c.exporter == "dynamo")
+    gc.freeze()  # keep the warmed heap out of the workers' collections: fewer COW copies
     return fast_export.STATE.why
 
 
@@ -178,7 +186,7 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         opts.progress(done, len(cases), "cached" if hits else "")
     why = ""
     if todo:
-        why = _warm_up()
+        why = _warm_up(todo)
         if opts.out is not None:
             _sweep_temporaries(opts.out)
         ctx = multiprocessing.get_context("fork")

@@ -6,6 +6,7 @@ the gradient to be identically zero on every seed, so one lucky sample cannot de
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +118,8 @@ def probe(case: Case) -> ProbeResult:
     specialised graph, built on the second call, trips an internal alias-analysis assert
     in backward for list-valued graphs (split -> cat) -- a crash, not evidence.
     """
-    with torch.jit.optimized_execution(False):
+    with torch.jit.optimized_execution(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # model warnings (stft's window notice) are not evidence
         return _probe(case)
 
 
