@@ -253,23 +253,31 @@ def batch_markdown(report: dict[str, Any]) -> str:
            f"{c['proposed']} proposed for unknown tags, {c['inconclusive']} inconclusive. "
            f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases.", ""]
     dis = [(r, p) for r in report["cases"] for p in r["parameters"] if p["verdict"] == "disagree"]
-    out += [f"## Disagreements ({len(dis)})", ""]
+    groups: dict[tuple, list] = {}
+    for r, p in dis:  # one entry per ONNX parameter, every case that shows it listed
+        groups.setdefault((r["op"], p["io"], p["index"], p["name"], p["tag"]), []).append((r, p))
+    out += [f"## Disagreements ({len(groups)} parameters, {len(dis)} case results)", ""]
     if not dis:
         out += ["None: every exercised tag agrees with the evidence.", ""]
     waived = {(w["case"], w["parameter"]): w["reason"] for w in s["waived"]}
-    for r, p in dis:
-        w = waived.get((r["case"], f"{p['io']} {p['index']}"))
-        out += [f"### `{r['op']}` {p['io']} {p['index']} `{p['name']}`: tagged {p['tag']}"
+    for (op, io, index, name, tag), hits in groups.items():
+        r, p = hits[0]
+        w = waived.get((r["case"], f"{io} {index}"))
+        out += [f"### `{op}` {io} {index} `{name}`: tagged {tag}, evidence says "
+                f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
                 + (" (waived)" if w else ""), "",
                 f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
                 f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
-                f"schema {r['op']}-{r.get('schema_version')})",
-                f"- {p['reason']}",
-                f"- reproduce: `{reproduce(report, r)}`"]
+                f"schema {op}-{r.get('schema_version')})",
+                f"- {p['reason']}"]
+        if len(hits) > 1:
+            out.append("- also shown by: " + ", ".join(
+                f"`{h[0]['case']}` ({h[1]['evidence']})" for h in hits[1:]))
+        out.append(f"- reproduce: `{reproduce(report, r)}`")
         if w:
             out.append(f"- waived: {w}")
         if p.get("expected", {}).get("verdict") == "disagree":
-            out.append(f"- declared by the case: {p['expected']['reason']}")
+            out.append(f"- known, declared by the case: {p['expected']['reason']}")
         out.append("")
     props = proposals(report)
     out += [f"## Proposed tags for unknown parameters ({len(props)})", ""]
