@@ -102,3 +102,20 @@ def test_zero_dim_inputs_are_perturbed():
     proof = prove_case(case)
     vjp = proof.numeric.vjp
     assert set(vjp) == {"x", "lo", "hi"} and all(c.ok for c in vjp.values()), vjp
+
+
+def test_no_runtime_is_recorded_not_skipped(monkeypatch):
+    """Neither runtime can run the model: the record says so and why; a natural case keeps
+    its autograd verdict with the note, a reference case cannot count."""
+    def refuse(self, model, kind):
+        raise RuntimeError(f"{kind} cannot load this")
+    monkeypatch.setattr(numeric._Runner, "__init__", refuse)
+    proof = prove_case(find_case("Reshape"))
+    rec = proof.record()
+    assert rec["numeric"]["runtime"] is None
+    assert "onnxruntime cannot load this" in rec["numeric"]["why"]
+    assert "reference cannot load this" in rec["numeric"]["why"]
+    p = param(proof, "input", 0)
+    assert p.verdict == "agree" and "no runtime could run the model" in p.reason
+    ref = prove_case(find_case("Shrink"))
+    assert param(ref, "input", 0).verdict == "inconclusive"
