@@ -54,3 +54,17 @@ def test_reused_tables_give_byte_identical_models():
     assert fast_export.enable(), fast_export.STATE.why
     fast = [hashlib.sha256(_export(c).model.SerializeToString()).hexdigest() for c in cases]
     assert fast == stock
+
+
+def test_reuse_sees_op_libraries_loaded_after_it_started(monkeypatch):
+    """quantized_decomposed ops register when torch.ao's module is imported; a registry
+    cached before that must not hide their torchlib translations."""
+    import subprocess
+    import sys
+    code = ("from torch_prover import fast_export; assert fast_export.enable();"
+            "from torch_prover.cases.quantization import CASES;"
+            "from torch_prover.prove import prove_case;"
+            "c = next(c for c in CASES if c.name == 'quantizelinear_decomposed');"
+            "print(prove_case(c).status)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "proved", out.stderr[-2000:]

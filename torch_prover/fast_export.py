@@ -11,7 +11,6 @@ the stock path stays in place and ``STATE`` says why.
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -38,6 +37,13 @@ def _copy_registry(reg):
     return new
 
 
+def _ops_key() -> tuple:
+    """The loaded op namespaces and their ops: new custom ops or newly imported op
+    libraries change it, and with it what the stock path would build."""
+    return tuple((ns, tuple(getattr(torch.ops, ns)) if hasattr(torch.ops, ns) else ())
+                 for ns in sorted(torch.ops._dir))
+
+
 def _patch() -> None:
     from torch.export import exported_program as ep
     from torch.onnx._internal.exporter import _decomp, _fx_passes, _registration
@@ -48,12 +54,15 @@ def _patch() -> None:
     _originals["cia"] = ep._collect_all_valid_cia_ops
     stock_from_torchlib = cls.from_torchlib
 
-    @functools.lru_cache(maxsize=8)
-    def cached_base(opset_version):
-        return stock_from_torchlib(opset_version=opset_version)
+    bases: dict[tuple, object] = {}
 
     def from_torchlib(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
-        return _copy_registry(cached_base(opset_version))
+        # the registry only holds torchlib functions whose op is loaded when it is built
+        # (quantized_decomposed appears once torch.ao's module is imported): key on that too
+        key = (opset_version, _ops_key())
+        if key not in bases:
+            bases[key] = stock_from_torchlib(opset_version=opset_version)
+        return _copy_registry(bases[key])
 
     def decompose_with_registry(exported_program, registry):
         ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
@@ -66,9 +75,7 @@ def _patch() -> None:
     stock_cia = ep._collect_all_valid_cia_ops
 
     def collect_cia():
-        # new custom ops change the namespaces or their op lists: both are in the key
-        key = tuple((ns, tuple(getattr(torch.ops, ns)) if hasattr(torch.ops, ns) else ())
-                    for ns in sorted(torch.ops._dir))
+        key = _ops_key()
         if key not in cia_cache:
             cia_cache[key] = stock_cia()
         return set(cia_cache[key])
@@ -121,7 +128,7 @@ def prewarm(opsets) -> None:
     forked workers inherit them instead of each rebuilding them (~0.4 s per opset)."""
     if not STATE.enabled:
         return
-    from torch.onnx._internal.exporter import _decomp, _fx_passes, _registration
+    from torch.onnx._internal.exporter import _decomp, _registration
     for opset in sorted(set(opsets)):
         registry = _registration.ONNXRegistry.from_torchlib(opset_version=opset)
         ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
