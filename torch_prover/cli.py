@@ -239,8 +239,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     tags, label, _ = _tag_source(args.tags_from)
     records, worst = [], EXIT_OK
     for case in cases:
-        proof = prove_case(case.replace(**changes) if changes else case,
-                           numeric=not args.no_numeric, tags=tags, tag_source=label)
+        proved = case.replace(**changes) if changes else case
+        proof = prove_case(proved, numeric=not args.no_numeric, tags=tags, tag_source=label)
         rec = proof.record()
         records.append(rec)
         if not args.no_write:
@@ -252,7 +252,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if args.format == "text":
             sys.stdout.write(report.proof_text(rec))
         elif args.format == "markdown":
-            sys.stdout.write(report.proof_markdown(rec))
+            from .script_gen import script_for
+            sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
     if args.format == "json":
         sys.stdout.write(report.to_json(records[0] if not args.all else
                                         {"format": 1, "cases": records}))
