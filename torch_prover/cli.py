@@ -21,6 +21,16 @@ class UsageError(Exception):
     """Bad command-line input; message is shown as is, exit 2."""
 
 
+def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """The options every proving command shares, spelled the same everywhere."""
+    parser.add_argument("--out", default="models", help="evidence directory (default: ./models)")
+    parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
+    parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
+    parser.add_argument("--tags-from", metavar="OPERATORS_MD",
+                        help="read tags from an ONNX Operators.md instead of the installed onnx")
+    parser.add_argument("--format", choices=formats, default="text")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torch-prover",
@@ -33,27 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("op", help="ONNX op name, e.g. Reshape")
     p.add_argument("--case", help="case name (default: the op's first case)")
     p.add_argument("--all", action="store_true", help="prove every case of the op")
-    p.add_argument("--out", default="models", help="evidence directory (default: ./models)")
-    p.add_argument("--no-write", action="store_true", help="do not write evidence files")
     p.add_argument("--opset", type=int, help="export opset (default: the case's)")
     p.add_argument("--seed", type=int, help="first seed (the probe uses it and the next one)")
-    p.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
-    p.add_argument("--tags-from", metavar="OPERATORS_MD",
-                   help="read tags from an ONNX Operators.md instead of the installed onnx")
-    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _proof_options(p, ("text", "json", "markdown"))
 
     v = sub.add_parser("verify-all", help="prove every catalogue case and report all tags")
     v.add_argument("--ops", help="comma-separated ops (default: every op with a case)")
     v.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)),
                    help="parallel workers (default: 2)")
-    v.add_argument("--out", default="models", help="evidence directory (default: ./models)")
-    v.add_argument("--no-write", action="store_true", help="do not write evidence files")
     v.add_argument("--report", metavar="FILE", help="write the report here (format: --format)")
-    v.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text")
-    v.add_argument("--tags-from", metavar="OPERATORS_MD",
-                   help="read tags from an ONNX Operators.md instead of the installed onnx")
     v.add_argument("--waivers", metavar="FILE", help="TOML file of known disagreements")
-    v.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
+    _proof_options(v, ("text", "json", "markdown", "html"))
     v.add_argument("--no-cache", action="store_true", help="recompute every case")
     v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
@@ -64,11 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a classic proof script unmodified and prove what it exports")
     r.add_argument("script", help="path of the proof script (the style of ONNX's Method 1)")
     r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
-    r.add_argument("--tags-from", metavar="OPERATORS_MD", help="read tags from an Operators.md")
-    r.add_argument("--out", default="models", help="evidence directory (default: ./models)")
-    r.add_argument("--no-write", action="store_true", help="do not write evidence files")
-    r.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
-    r.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _proof_options(r, ("text", "json", "markdown"))
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")
     s.add_argument("op")
