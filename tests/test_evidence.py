@@ -36,3 +36,14 @@ def test_failed_write_keeps_old_evidence(tmp_path, proof_of, monkeypatch):
         evidence.write_proof(tmp_path, proof)
     assert (d / "proof.json").read_text() == before
     assert sorted(p.name for p in d.parent.iterdir()) == ["reshape_basic"]
+
+
+def test_prune_removes_only_evidence_of_gone_cases(tmp_path, proof_of):
+    evidence.write_proof(tmp_path, proof_of("reshape_basic"))
+    evidence.write_proof(tmp_path, proof_of("floor_basic"))
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "Floor" / "scratch").mkdir()
+    removed = evidence.prune(tmp_path, {("Reshape", "reshape_basic")})
+    assert removed == [tmp_path / "Floor" / "floor_basic"]
+    assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
+    assert (tmp_path / "notes.txt").exists() and (tmp_path / "Floor" / "scratch").exists()

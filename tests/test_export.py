@@ -68,3 +68,9 @@ def test_reuse_sees_op_libraries_loaded_after_it_started(monkeypatch):
             "print(prove_case(c).status)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "proved", out.stderr[-2000:]
+
+
+def test_exported_models_do_not_depend_on_where_the_code_lives():
+    model = _export(find_case("Conv")).model
+    text = str(model)
+    assert "stack_trace" not in text and "/torch_prover/" not in text

@@ -145,7 +145,7 @@ class _Progress:
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import BatchOptions, run_batch
     from .coverage import coverage
-    from .evidence import write_index, write_text
+    from .evidence import prune, write_index, write_text
     from . import waivers as waivers_mod
     cases = _selected_cases(args.ops)
     waivers = []
@@ -172,6 +172,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     rep = report.batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
                               result.cache_hits, label, missing, args.tags_from)
     if out is not None and not args.ops:
+        for gone in prune(out, {(c.op, c.name) for c in cases}):
+            print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
         write_index(out, rep)
     if args.format == "json":
         text = report.to_json(rep)

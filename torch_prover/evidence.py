@@ -110,3 +110,17 @@ def write_index(out: Path, report: dict[str, Any]) -> None:
         links = ", ".join(f"[{c}]({o['op']}/{c}/proof.json)" for c in cases.get(o["op"], []))
         lines.append(f"| {o['op']} | {o['status']} | {links} | {o['reason'].replace('|', '/')} |")
     write_text(Path(out) / "README.md", "\n".join(lines) + "\n")
+
+
+def prune(out: Path, keep: set[tuple[str, str]]) -> list[Path]:
+    """Remove evidence of cases that no longer exist: only directories holding a
+    proof.json written by us, never anything else under ``out``."""
+    removed = []
+    for proof in sorted(Path(out).glob("*/*/proof.json")):
+        d = proof.parent
+        if (d.parent.name, d.name) not in keep:
+            shutil.rmtree(d)
+            removed.append(d)
+            if not any(d.parent.iterdir()):
+                d.parent.rmdir()
+    return removed

@@ -47,6 +47,23 @@ def quiet():
             lg.setLevel(lv)
 
 
+_LOCATION_KEYS = ("pkg.torch.onnx.stack_trace",)
+
+
+def _strip_stack_traces(graph: onnx.GraphProto) -> None:
+    """Drop the exporter's per-node Python stack traces: they hold absolute paths and line
+    numbers of whoever called export, so the same proof would hash differently in another
+    checkout (or after an unrelated edit). Nothing a proof reads is lost."""
+    for node in graph.node:
+        keep = [p for p in node.metadata_props if p.key not in _LOCATION_KEYS]
+        if len(keep) != len(node.metadata_props):
+            del node.metadata_props[:]
+            node.metadata_props.extend(keep)
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                _strip_stack_traces(g)
+
+
 def _takes_varargs(module: torch.nn.Module) -> bool:
     params = inspect.signature(module.forward).parameters.values()
     return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
@@ -96,6 +113,7 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CaseError(f"{label}export with the {exporter} exporter at opset {opset} failed: "
                         f"{type(exc).__name__}: {first}") from exc
+    _strip_stack_traces(model.graph)
     got = model_opset(model)
     if got != opset:
         raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "

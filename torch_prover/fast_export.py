@@ -129,8 +129,11 @@ def prewarm(opsets) -> None:
     if not STATE.enabled:
         return
     from torch.onnx._internal.exporter import _decomp, _registration
+
+    from .export import quiet
     for opset in sorted(set(opsets)):
-        registry = _registration.ONNXRegistry.from_torchlib(opset_version=opset)
+        with quiet():  # the registry logs each torchvision op it skips
+            registry = _registration.ONNXRegistry.from_torchlib(opset_version=opset)
         ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
         if ops not in _TABLES:
             _TABLES[ops] = _decomp.create_onnx_friendly_decomposition_table(set(ops))
