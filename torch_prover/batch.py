@@ -139,21 +139,38 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
                                   f" (at {Path(tb.filename).name}:{tb.lineno})")
 
 
-def _child(case: Case, opts: BatchOptions, conn) -> None:
+def _worker(todo: Sequence[Case], opts: BatchOptions, conn) -> None:
+    """A forked worker: prove the case index it is sent, answer, repeat until None."""
     import resource
     # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
     # progress line; whatever matters reaches the parent in the record
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     try:
-        t0 = time.perf_counter()
-        rec = prove_one(case, opts)
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        conn.send_bytes(json.dumps({"record": rec, "seconds": time.perf_counter() - t0,
-                                    "rss_mib": rss}).encode())
+        while True:
+            index = conn.recv()
+            if index is None:
+                break
+            t0 = time.perf_counter()
+            rec = prove_one(todo[index], opts)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            conn.send_bytes(json.dumps({"record": rec, "seconds": time.perf_counter() - t0,
+                                        "rss_mib": rss}).encode())
+    except (EOFError, OSError):
+        pass
     finally:
         conn.close()
         os._exit(0)  # skip interpreter teardown: the parent owns cleanup
+
+
+@dataclass
+class _Slot:
+    """One worker process and the case it is proving (None: idle)."""
+
+    proc: Any
+    conn: Any
+    index: int | None = None
+    started: float = 0.0
 
 
 def _warm_up(cases: Sequence[Case]) -> str:
@@ -190,44 +207,68 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         if opts.out is not None:
             _sweep_temporaries(opts.out)
         ctx = multiprocessing.get_context("fork")
-        running: dict[Any, tuple[Case, Any, float]] = {}
-        queue = list(todo)
-        while queue or running:
-            while queue and len(running) < max(1, opts.jobs):
-                case = queue.pop(0)
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(case, opts, send), daemon=True)
-                proc.start()
-                send.close()
-                running[recv] = (case, proc, time.perf_counter())
-            ready = wait(list(running), timeout=0.5)
+
+        def spawn() -> _Slot:
+            parent, child = ctx.Pipe(duplex=True)
+            proc = ctx.Process(target=_worker, args=(todo, opts, child), daemon=True)
+            proc.start()
+            child.close()
+            return _Slot(proc, parent)
+
+        def retire(slot: _Slot, kill: bool) -> None:
+            if kill:
+                slot.proc.kill()
+            slot.proc.join(5)
+            slot.conn.close()
+
+        # workers live across cases (a fork per case cost ~25 ms each); one that dies or
+        # hangs is that case's error and is replaced, so isolation is kept
+        slots = [spawn() for _ in range(max(1, min(opts.jobs, len(todo))))]
+        queue = list(range(len(todo)))
+        while queue or any(sl.index is not None for sl in slots):
+            for sl in slots:
+                if sl.index is None and queue:
+                    sl.index, sl.started = queue.pop(0), time.perf_counter()
+                    sl.conn.send(sl.index)
+            busy = [sl for sl in slots if sl.index is not None]
+            ready = wait([sl.conn for sl in busy], timeout=0.5)
             now = time.perf_counter()
-            for conn in list(running):
-                case, proc, t0 = running[conn]
-                rec = None
-                if conn in ready:
+            for k, sl in enumerate(slots):
+                if sl.index is None:
+                    continue
+                case = todo[sl.index]
+                rec, replace = None, False
+                if sl.conn in ready:
                     try:
-                        msg = json.loads(conn.recv_bytes())
+                        msg = json.loads(sl.conn.recv_bytes())
                         rec = msg["record"]
                         seconds[case.name], rss[case.name] = msg["seconds"], msg["rss_mib"]
                     except (EOFError, OSError, ValueError):
-                        proc.join(5)
+                        sl.proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
-                                                 f"(exit code {proc.exitcode}) before reporting")
-                elif now - t0 > opts.timeout:
-                    proc.kill()
+                                                 f"(exit code {sl.proc.exitcode}) before reporting")
+                        replace = True
+                elif now - sl.started > opts.timeout:
                     rec = error_record(case, f"{case.op}/{case.name}: timed out after "
                                              f"{opts.timeout:g} s")
+                    replace = True
                 if rec is None:
                     continue
-                proc.join(5)
-                conn.close()
-                del running[conn]
+                sl.index = None
+                if replace:
+                    retire(sl, kill=True)
+                    slots[k] = spawn()
                 records[case.name] = rec
                 _cache_put(case, opts, rec)
                 done += 1
                 if opts.progress:
                     opts.progress(done, len(cases), case.name)
+        for sl in slots:
+            try:
+                sl.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+            retire(sl, kill=False)
         if opts.out is not None:
             _sweep_temporaries(opts.out)
     ordered = [records[c.name] for c in cases]

@@ -10,6 +10,7 @@ the stock path stays in place and ``STATE`` says why.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ class _State:
 STATE = _State()
 _originals: dict[str, object] = {}
 _TABLES: dict[frozenset, dict] = {}   # registered-op set -> decomposition table
+_BASES: dict[tuple, object] = {}      # (opset, loaded ops) -> registry built by torchlib
 
 
 def _copy_registry(reg):
@@ -54,15 +56,13 @@ def _patch() -> None:
     _originals["cia"] = ep._collect_all_valid_cia_ops
     stock_from_torchlib = cls.from_torchlib
 
-    bases: dict[tuple, object] = {}
-
     def from_torchlib(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
         # the registry only holds torchlib functions whose op is loaded when it is built
         # (quantized_decomposed appears once torch.ao's module is imported): key on that too
         key = (opset_version, _ops_key())
-        if key not in bases:
-            bases[key] = stock_from_torchlib(opset_version=opset_version)
-        return _copy_registry(bases[key])
+        if key not in _BASES:
+            _BASES[key] = stock_from_torchlib(opset_version=opset_version)
+        return _copy_registry(_BASES[key])
 
     def decompose_with_registry(exported_program, registry):
         ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
@@ -87,6 +87,7 @@ def _patch() -> None:
 
 def _unpatch() -> None:
     _TABLES.clear()
+    _BASES.clear()
     from torch.export import exported_program as ep
     from torch.onnx._internal.exporter import _fx_passes, _registration
     if "from_torchlib" in _originals:
@@ -96,31 +97,25 @@ def _unpatch() -> None:
 
 
 def _probe_digests() -> list[str]:
-    """Export a few small models representative of the catalogue; digest each."""
+    """Export one small model representative of the catalogue (parameters, integer
+    inputs, decomposed ops, two outputs); digest it."""
     from .export import export_module
 
-    class Conv(torch.nn.Module):
+    class Probe(torch.nn.Module):
         def __init__(self):
             super().__init__()
             torch.manual_seed(0)
             self.conv = torch.nn.Conv2d(2, 3, 3)
 
         def forward(self, x, idx):
-            return torch.topk(self.conv(x).flatten(1), 2)[0].index_select(0, idx).softmax(-1)
-
-    class Norm(torch.nn.Module):
-        def forward(self, x):
-            return torch.nn.functional.layer_norm(x, (4,)).cumsum(0), torch.floor(x)
+            y = torch.topk(self.conv(x).flatten(1), 2)[0].index_select(0, idx).softmax(-1)
+            z = torch.nn.functional.layer_norm(x[0, 0, :3, :4], (4,)).cumsum(0)
+            return y, torch.floor(z)
 
     x = torch.arange(50, dtype=torch.float64).reshape(1, 2, 5, 5) / 7
-    idx = torch.tensor([0])
-    digests = []
-    for module, args in ((Conv().double(), (x, idx)), (Norm(), (x[0, 0, :3, :4],))):
-        e = export_module(module, args, exporter="dynamo", opset=25,
-                          input_names=[f"x{i}" for i in range(len(args))],
-                          output_names=["y0", "y1"][: 1 + isinstance(module, Norm)])
-        digests.append(hashlib.sha256(e.model.SerializeToString(deterministic=True)).hexdigest())
-    return digests
+    e = export_module(Probe().double(), (x, torch.tensor([0])), exporter="dynamo", opset=25,
+                      input_names=["x0", "x1"], output_names=["y0", "y1"])
+    return [hashlib.sha256(e.model.SerializeToString(deterministic=True)).hexdigest()]
 
 
 def prewarm(opsets) -> None:
@@ -139,6 +134,26 @@ def prewarm(opsets) -> None:
             _TABLES[ops] = _decomp.create_onnx_friendly_decomposition_table(set(ops))
 
 
+@contextlib.contextmanager
+def _keeping_stock_registries():
+    """Run the stock exporter unchanged, but keep the registry it builds: the reuse would
+    build the very same one first thing (~1.3 s)."""
+    from torch.onnx._internal.exporter import _registration
+    cls = _registration.ONNXRegistry
+    stock = cls.__dict__["from_torchlib"]
+
+    def keeping(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
+        registry = stock.__func__(cls_, opset_version=opset_version)
+        _BASES[(opset_version, _ops_key())] = _copy_registry(registry)
+        return registry
+
+    cls.from_torchlib = classmethod(keeping)
+    try:
+        yield
+    finally:
+        cls.from_torchlib = stock
+
+
 def enable() -> bool:
     """Switch the reuse on if it is proven safe here; returns whether it is on."""
     if STATE.enabled:
@@ -147,7 +162,8 @@ def enable() -> bool:
         STATE.why = f"torch {torch.__version__} is not one this reuse was checked against"
         return False
     try:
-        stock = _probe_digests()
+        with _keeping_stock_registries():
+            stock = _probe_digests()
         _patch()
         reused = _probe_digests() + _probe_digests()
     except Exception as exc:  # any surprise in private internals: stay on the stock path
