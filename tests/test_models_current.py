@@ -17,7 +17,8 @@ from torch_prover.tags import all_ops
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SAMPLE = [("Reshape", "reshape_basic"), ("Conv", "conv2d_bias"), ("Shape", "shape_dynamic"),
-          ("TopK", "topk_values_indices"), ("Shrink", "shrink_default"), ("Clip", "clip_tensor_bounds")]
+          ("TopK", "topk_values_indices"), ("Shrink", "shrink_default"), ("Clip", "clip_tensor_bounds"),
+          ("RandomNormal", "randomnormal_fixed_shape")]  # random: onnxruntime must be seeded
 
 
 def _committed(op, name):
