@@ -81,7 +81,7 @@ class _Runner:
                                         providers=["CPUExecutionProvider"])
             return lambda feeds: sess.run(None, feeds)
         from onnx.reference import ReferenceEvaluator
-        ev = ReferenceEvaluator(model)
+        ev = ReferenceEvaluator(_seeded(model))
         return lambda feeds: ev.run(None, feeds)
 
     def run(self, feeds: dict[str, np.ndarray], overrides: dict[str, np.ndarray] | None = None):
@@ -92,6 +92,23 @@ class _Runner:
             if t.name in overrides:
                 t.CopyFrom(onnx.numpy_helper.from_array(overrides[t.name], t.name))
         return self._session(m)(feeds)
+
+
+_RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+               "Bernoulli", "Multinomial"}
+
+
+def _seeded(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose unseeded random nodes carry seed=0: the reference evaluator otherwise
+    draws from OS entropy and a record would differ on every run. Only which samples are
+    drawn changes; random outputs are never differentiated."""
+    if not any(n.op_type in _RANDOM_OPS for n in model.graph.node):
+        return model
+    model = copy.deepcopy(model)
+    for n in model.graph.node:
+        if n.op_type in _RANDOM_OPS and not any(a.name == "seed" for a in n.attribute):
+            n.attribute.append(onnx.helper.make_attribute("seed", 0.0))
+    return model
 
 
 def _np(t: torch.Tensor) -> np.ndarray:

@@ -137,6 +137,7 @@ def _probe(case: Case) -> ProbeResult:
             if _is_float(a) and spec.requires_grad:
                 args[i] = a.detach().clone().requires_grad_(True)
         params = dict(module.named_parameters())
+        torch.manual_seed(seed)  # random ops in the model draw the same on every run
         try:
             outs = flatten_outputs(module(*args), label)
         except CaseError:
