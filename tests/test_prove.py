@@ -5,6 +5,7 @@ import json
 
 import onnx
 import pytest
+import torch
 
 from torch_prover.case import Case, F
 from torch_prover.cases import find_case
@@ -97,3 +98,22 @@ def test_unknown_tag_is_proposed():
     assert param(proof, "output", 0).verdict == "proposed"
     assert "propose differentiable" in param(proof, "output", 0).reason
     assert "propose non-differentiable" in param(proof, "output", 1).reason
+
+
+class _PReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = torch.nn.PReLU(num_parameters=3)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_a_folded_parameter_is_not_exercised_and_says_how_to_keep_it():
+    """TorchScript's constant folding turns PReLU's slope parameter into a constant: the
+    slope cannot be judged, and the reason names the option that keeps it."""
+    proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (F(2, 3, 4),), ("x",),
+                            exporter="torchscript"))
+    p = param(proof, "input", 1)
+    assert p.verdict == "inconclusive" and p.evidence == "constant"
+    assert "act.weight" in p.reason and "do_constant_folding=False" in p.reason

@@ -20,7 +20,7 @@ from .export import Exported, export_case
 from .mapping import ABSENT, CONSTANT, Mapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .tags import SchemaTags, canonical_op, schema_tags
-from .verdict import (AGREE, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
+from .verdict import (AGREE, is_integer_dtype, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
                       decide, not_exercised)
 
 RECORD_FORMAT = 1
@@ -256,9 +256,8 @@ def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
                     detail, source = "reaches no graph output", "unused"
             elif a.kind == CONSTANT:
                 ev, detail, source = "constant", "", f"constant {dtype}"
-                if folded:
-                    source += f" (module parameter {', '.join(folded)} was folded into "
-                    source += "constants by the exporter: try export_options optimize=False)"
+                if folded and not is_integer_dtype(dtype):
+                    source += " (a folded module parameter?)"
             elif io == "input":
                 if a.source is None:
                     ev, detail, source = "ambiguous", "", "several tensors"
@@ -289,6 +288,11 @@ def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
                     subject=source.split(" via ")[0] if io == "input" else source,
                     problem=problem, gate=gate, reference=case.kind == "reference",
                     float_capable=formal.float_capable)
+            if ev == "constant" and folded and not is_integer_dtype(dtype):
+                keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
+                        else "optimize=False")
+                reason += (f"; the exporter folded module parameter {', '.join(folded)} into "
+                           f"constants: export with {keep} to keep it an initializer")
             key = f"{io} {i}"
             exp = case.expect.get(key)
             out.append(Parameter(
