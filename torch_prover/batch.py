@@ -23,7 +23,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .case import Case, CaseError
+from .case import Case, CaseError, first_line
 from .cases import module_of
 from .prove import RECORD_FORMAT, TagSource, versions
 from .tags import UnknownOpError
@@ -135,7 +135,7 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
     except Exception as exc:  # a crash in one case never stops the batch
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "
-                                  f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                                  f"{first_line(exc)}"
                                   f" (at {Path(tb.filename).name}:{tb.lineno})")
 
 

@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from .verdict import VERDICTS
+
 DEFAULT_OPSET = 25
 """Newest opset torch 2.13's exporter produces reliably: asked for 26-28 it returns an
 opset-18 model whenever the graph holds an op its version converter cannot adapt (every
@@ -19,11 +21,22 @@ op new in 26-28), which export.py refuses."""
 TORCHSCRIPT_MAX_OPSET = 20
 """Newest opset the TorchScript exporter supports."""
 
-VERDICTS = ("agree", "disagree", "proposed", "inconclusive")
 
 
 class CaseError(Exception):
     """A broken case: bad definition, export failure, crash. Not a tag disagreement."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message ('' when it has none): reports are one line
+    per problem, and exporter / autograd messages run to pages."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line``, capped, for records that keep why something could not run."""
+    return f"{type(exc).__name__}: {first_line(exc)}".strip()[:300]
 
 
 # --------------------------------------------------------------------------- inputs

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import onnx
 import torch
 
-from .case import Case, CaseError
+from .case import Case, CaseError, first_line
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
     except CaseError:
         raise
     except Exception as exc:  # the exporter raises many types; all mean "this case does not export"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc) or type(exc).__name__
         raise CaseError(f"{label}export with the {exporter} exporter at opset {opset} failed: "
                         f"{type(exc).__name__}: {first}") from exc
     _strip_stack_traces(model.graph)
@@ -125,7 +125,7 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
         raise CaseError(f"{label}onnx.checker rejects the exported model: "
-                        f"{str(exc).strip().splitlines()[0]}") from exc
+                        f"{first_line(exc)}") from exc
     return Exported(model, exporter, opset, tuple(input_names), tuple(output_names))
 
 

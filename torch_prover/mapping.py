@@ -139,8 +139,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     """
     g = _Graph(model)
     domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
-    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains | {""}
-               and (n.domain in domains)]
+    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
     if len(targets) != 1:
         ops = sorted({n.op_type for n in g.graph.node})
         what = "no" if not targets else f"{len(targets)}"

@@ -15,6 +15,8 @@ import onnx
 import onnx.numpy_helper
 import torch
 
+from .case import describe
+
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
 STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
 FWD_TOL = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
@@ -45,11 +47,6 @@ class NumericResult:
     def vjp_ok(self, source: str) -> bool | None:
         c = self.vjp.get(source)
         return None if c is None else c.ok
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
 class _Runner:
@@ -136,7 +133,7 @@ def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, boo
     return worst, detail, exact_ok
 
 
-def _choose_runtime(model, feeds, want) -> tuple[_Runner | None, list, str]:
+def _choose_runtime(model, feeds) -> tuple[_Runner | None, list, str]:
     """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
     reasons = []
     for kind in ("onnxruntime", "reference"):
@@ -145,7 +142,7 @@ def _choose_runtime(model, feeds, want) -> tuple[_Runner | None, list, str]:
             got = runner.run(feeds)
             return runner, got, "; ".join(reasons)
         except Exception as exc:
-            reasons.append(f"{kind}: {_first_line(exc)}")
+            reasons.append(f"{kind}: {describe(exc)}")
     return None, [], "; ".join(reasons)
 
 
@@ -158,7 +155,7 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
     tensor in ``grads`` (graph input or initializer name -> PyTorch gradient).
     ``zero_grads`` lists sources whose PyTorch gradient is identically zero: their FD must
     vanish too."""
-    runner, got, why = _choose_runtime(model, feeds, expected_outputs)
+    runner, got, why = _choose_runtime(model, feeds)
     if runner is None:
         return NumericResult(None, f"no runtime could run the model ({why})", None, False,
                              "not run")
@@ -193,7 +190,7 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
             plus, minus = shifted(1.0), shifted(-1.0)
         except Exception as exc:
             checks[source] = VjpCheck(source, float("nan"), float("nan"), float("inf"), False)
-            detail += f"; perturbing {source} failed: {_first_line(exc)}"
+            detail += f"; perturbing {source} failed: {describe(exc)}"
             continue
         fd = 0.0
         for j, d in enumerate(dy):

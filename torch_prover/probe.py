@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .case import Case, CaseError
+from .case import Case, CaseError, first_line
 
 GRAD, ZERO_GRAD, NO_GRAD, INTEGER, DETACHED, UNTRACKED = (
     "grad", "zero-grad", "no-grad", "integer", "detached", "untracked")
@@ -86,7 +86,7 @@ def _grads(outs, dys, leaves, label: str = "") -> tuple[list[torch.Tensor | None
             grads.append(g)
             errors.append("")
         except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc) or type(exc).__name__
             if not any(r in str(exc) for r in _REFUSALS):
                 raise CaseError(f"{label}backward crashed (not a refusal to differentiate): "
                                 f"{first[:300]}") from exc
@@ -144,7 +144,7 @@ def _probe(case: Case) -> ProbeResult:
             raise
         except Exception as exc:
             raise CaseError(f"{label}the model raised {type(exc).__name__}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc
+                            f"{first_line(exc)}") from exc
         if per_output is None:
             per_output = [([], []) for _ in outs]
         tracked = [j for j, o in enumerate(outs) if _is_float(o) and o.requires_grad]

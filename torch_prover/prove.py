@@ -20,8 +20,8 @@ from .export import Exported, export_case
 from .mapping import ABSENT, CONSTANT, Mapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .tags import SchemaTags, canonical_op, schema_tags
-from .verdict import (AGREE, is_integer_dtype, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
-                      decide, not_exercised)
+from .verdict import (AGREE, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
+                      decide, is_failure, is_integer_dtype, not_exercised)
 
 RECORD_FORMAT = 1
 TagSource = Callable[[str, int | None, str], SchemaTags]
@@ -87,8 +87,7 @@ class Proof:
         with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
-        return [p for p in self.parameters if p.expected != p.verdict and (
-            p.verdict == DISAGREE or (p.verdict == INCONCLUSIVE and not not_exercised(p.reason)))]
+        return [p for p in self.parameters if is_failure(p.verdict, p.reason, p.expected)]
 
     @property
     def unexpected(self) -> list[Parameter]:

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from .tags import SchemaTags
-from .verdict import not_exercised
+from .verdict import VERDICTS, is_failure
 
 VERDICT_MARK = {"agree": "ok", "disagree": "DISAGREE", "proposed": "proposed",
                 "inconclusive": "inconclusive"}
@@ -105,9 +105,12 @@ def to_json(obj: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- batch reports
-VERDICTS = ("agree", "disagree", "proposed", "inconclusive")
 _CPP = {"differentiable": "OpSchema::Differentiable",
         "non-differentiable": "OpSchema::NonDifferentiable"}
+
+
+def _expected(p: dict[str, Any]) -> str | None:
+    return p.get("expected", {}).get("verdict")
 
 
 def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
@@ -156,10 +159,10 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
             counts[p["verdict"]] += 1
     disagreements = [(r, p) for r in records for p in r["parameters"] if p["verdict"] == "disagree"]
     declared = [(r, p) for r, p in disagreements
-                if p.get("expected", {}).get("verdict") == "disagree"]
+                if _expected(p) == "disagree"]
     unwaived = [(r, p) for r, p in disagreements
                 if (r["case"], p["io"], p["index"]) not in waived
-                and p.get("expected", {}).get("verdict") != "disagree"]
+                and is_failure(p["verdict"], p["reason"], _expected(p))]
     summary = {
         "ops_total": len(coverage_entries),
         "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
@@ -170,8 +173,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "unwaived_disagreements": len(unwaived),
         "unexpected_inconclusive": sum(
             1 for r in records for p in r["parameters"]
-            if p["verdict"] == "inconclusive" and not not_exercised(p["reason"])
-            and p.get("expected", {}).get("verdict") != "inconclusive"),
+            if p["verdict"] == "inconclusive" and is_failure(p["verdict"], p["reason"], _expected(p))),
         "invalid_cases": sum(r["status"] == "invalid" for r in records),
         "failed_cases": sum(r["status"] == "error" for r in records),
         "cases_without_tags": sum(r["status"] == "no-tags" for r in records),
@@ -231,7 +233,7 @@ def batch_text(report: dict[str, Any]) -> str:
         for p in r["parameters"]:
             if p["verdict"] == "disagree":
                 mark = ("waived  " if (r["case"], f"{p['io']} {p['index']}") in waived else
-                        "declared" if p.get("expected", {}).get("verdict") == "disagree"
+                        "declared" if _expected(p) == "disagree"
                         else "DISAGREE")
                 lines.append(f"  {mark} {r['op']} {p['io']} {p['index']} ({p['name']}): tag "
                              f"{p['tag']}, evidence {p['evidence']} - {p['reason']} "
@@ -276,7 +278,7 @@ def batch_markdown(report: dict[str, Any]) -> str:
         out.append(f"- reproduce: `{reproduce(report, r)}`")
         if w:
             out.append(f"- waived: {w}")
-        if p.get("expected", {}).get("verdict") == "disagree":
+        if _expected(p) == "disagree":
             out.append(f"- known, declared by the case: {p['expected']['reason']}")
         out.append("")
     props = proposals(report)

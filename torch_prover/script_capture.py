@@ -15,11 +15,7 @@ from typing import Any, Callable
 import onnx
 import torch
 
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".strip()[:300]
+from .case import describe
 
 
 # ============================================================================ capture
@@ -97,7 +93,7 @@ def _busy(run: ScriptRun):
         run.busy -= 1
 
 
-def _recording(run: ScriptRun, real: Callable, describe: Callable[[dict], BackwardCall]
+def _recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
                ) -> Callable:
     """``real`` (an autograd entry point), recording each call the script makes."""
     sig = inspect.signature(real)
@@ -105,13 +101,13 @@ def _recording(run: ScriptRun, real: Callable, describe: Callable[[dict], Backwa
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if run.busy or _tracing():      # nested (Tensor.backward -> autograd.backward) or torch's
             return real(*args, **kwargs)
-        call = describe(sig.bind(*args, **kwargs).arguments)
+        call = record_of(sig.bind(*args, **kwargs).arguments)
         run.backward.append(call)
         with _busy(run):
             try:
                 result = real(*args, **kwargs)
             except Exception as exc:
-                call.error = _first_line(exc)
+                call.error = describe(exc)
                 raise
         if call.inputs:
             call.results = tuple(result)

@@ -16,9 +16,9 @@ from typing import Any
 import onnx
 import torch
 
-from .case import Case, Spec
+from .case import Case, Spec, describe
 from .export import Exported, model_opset, quiet
-from .script_capture import ScriptRun, _fill, _first_line, _leaves
+from .script_capture import ScriptRun, _fill, _leaves
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
                       "Identity", "Constant"})
@@ -366,7 +366,7 @@ def prepare(run: ScriptRun, op: str | None = None) -> Prepared:
             outputs = tuple(o.detach() for o in flatten_outputs(bound(*args_now)))
     except Exception as exc:
         raise UsageError(f"calling the exported module on the script's inputs raised "
-                         f"{_first_line(exc)}") from exc
+                         f"{describe(exc)}") from exc
     gout = [o.name for o in graph.output]
     if len(gout) != len(outputs):
         raise UsageError(f"the exported graph has {len(gout)} outputs for the module's "
@@ -387,7 +387,7 @@ def prepare(run: ScriptRun, op: str | None = None) -> Prepared:
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
-        raise UsageError(f"onnx.checker rejects the script's model: {_first_line(exc)}") from exc
+        raise UsageError(f"onnx.checker rejects the script's model: {describe(exc)}") from exc
     opset = model_opset(model)
     case = Case(op, _case_name(run.path), (lambda m: lambda: m)(bound), specs,
                 input_names=tuple(names), exporter=call.exporter, opset=opset,

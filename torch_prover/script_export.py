@@ -17,10 +17,10 @@ from typing import Any, Callable
 import onnx
 import torch
 
-from .case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from .case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET, describe
 from .export import model_opset, quiet
 from .script_capture import _leaves
-from .script_capture import ExportCall, ScriptRun, _busy, _first_line
+from .script_capture import ExportCall, ScriptRun, _busy
 
 DYNAMO_MIN_OPSET = 18
 """Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
@@ -191,11 +191,11 @@ def _wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) ->
                 except Exception as exc:  # the exporters raise many types
                     first = first or exc
                     errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
-                                      _first_line(exc))
+                                      describe(exc))
                     continue
                 call.options = {k: v for k, v in opts.items() if k != _FRESH}
                 if first is not None:
-                    call.notes.append(f"the export as written failed ({_first_line(first)}); "
+                    call.notes.append(f"the export as written failed ({describe(first)}); "
                                       f"{note}")
                 elif note:
                     call.notes.append(note)

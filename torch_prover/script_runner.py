@@ -28,8 +28,8 @@ from typing import Any, TextIO
 
 import torch
 
-from .case import CaseError
-from .script_capture import ScriptRun, _backward_call, _first_line, _grad_call, _recording, _tensor_backward_call
+from .case import CaseError, describe
+from .script_capture import ScriptRun, _backward_call, _grad_call, _recording, _tensor_backward_call
 from .script_case import Prepared, prepare
 from .script_export import _shown, _wrap_export
 from .prove import prove_case
@@ -94,7 +94,7 @@ def run_script(path: str | os.PathLike, echo: TextIO | None = None) -> ScriptRun
     except BaseException as exc:  # the script's own failure, reported, not ours
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(run.path)]
         where = f" (line {frames[-1].lineno} of {path.name})" if frames else ""
-        run.error = f"the script raised {_first_line(exc)}{where}"
+        run.error = f"the script raised {describe(exc)}{where}"
         run.traceback = "".join(traceback.format_exception(exc))
     finally:
         sys.argv[:], sys.path[:] = argv, sys_path

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .tags import DIFF, NONDIFF, UNKNOWN
 
 AGREE, DISAGREE, PROPOSED, INCONCLUSIVE = "agree", "disagree", "proposed", "inconclusive"
+VERDICTS = (AGREE, DISAGREE, PROPOSED, INCONCLUSIVE)
 EVIDENCE_CLASSES = ("grad", "zero-grad", "no-grad", "integer", "constant", "absent",
                     "detached", "untracked", "ambiguous")
 
@@ -22,6 +23,15 @@ NOT_EXERCISED = "not exercised"
 def not_exercised(reason: str) -> bool:
     """An inconclusive verdict that only means this case did not exercise the parameter."""
     return reason.startswith(NOT_EXERCISED)
+
+
+def is_failure(verdict: str, reason: str, expected: str | None) -> bool:
+    """Whether one verdict fails a run: a disagreement, or an inconclusive verdict where
+    evidence should have decided -- unless the case declares exactly that verdict (a
+    reviewed finding, DESIGN's "waived"). The one rule for prove, verify-all and reports."""
+    if expected == verdict:
+        return False
+    return verdict == DISAGREE or (verdict == INCONCLUSIVE and not not_exercised(reason))
 
 
 @dataclass(frozen=True)
