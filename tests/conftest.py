@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +30,112 @@ def proof_of():
 
 def param(proof: Proof, io: str, index: int):
     return next(p for p in proof.parameters if p.io == io and p.index == index)
+
+
+# ----------------------------------------------------------------------------- a full run
+TRAPS = ("Relu/.git", "notes", "Relu/old_case")
+"""Paths under the full run's --out that belong to someone else (see _plant)."""
+
+
+def _children(pid: int) -> list[int]:
+    """Live (non-zombie) processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _plant(root: Path) -> dict[str, Path]:
+    """Things that are not torch-prover's, placed where a careless tool would delete them."""
+    out = root / "models"
+    git = out / "Relu" / ".git"
+    git.mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    notes = out / "notes" / "meeting"
+    notes.mkdir(parents=True)
+    (notes / "proof.json").write_text('{"agenda": "tags"}\n')
+    (notes / "minutes.txt").write_text("we agreed\n")
+    # outside --out, a directory that even looks like evidence of a removed case
+    outside = root / "elsewhere" / "old_case"
+    outside.mkdir(parents=True)
+    (outside / "proof.json").write_text(json.dumps(
+        {"format": 1, "op": "Relu", "case": "old_case", "parameters": []}))
+    (outside / "model.onnx").write_bytes(b"not ours to delete")
+    (out / "Relu" / "old_case").symlink_to(outside, target_is_directory=True)
+    return {"git": git / "HEAD", "minutes": notes / "minutes.txt",
+            "notes_proof": notes / "proof.json", "outside": outside / "proof.json",
+            "outside_model": outside / "model.onnx", "link": out / "Relu" / "old_case"}
+
+
+def _snapshot(traps: dict[str, Path]) -> dict[str, object]:
+    snap: dict[str, object] = {k: p.read_bytes() for k, p in traps.items() if k != "link"}
+    snap["link"] = os.readlink(traps["link"])
+    return snap
+
+
+def _verify_all(out: Path, cache: Path, *extra: str, quiet: bool = False) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    pipe = subprocess.DEVNULL if quiet else subprocess.PIPE
+    return subprocess.Popen(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--out", str(out),
+         "--cache-dir", str(cache), "--jobs", "2", *extra],
+        stdout=pipe, stderr=pipe, text=True, env=env)
+
+
+@pytest.fixture(scope="session")
+def full_run(tmp_path_factory):
+    """Kill a verify-all mid-batch, then run it to completion, into a trapped --out."""
+    root = tmp_path_factory.mktemp("no_harm")
+    traps = _plant(root)
+    before = _snapshot(traps)
+    out, cache = root / "models", root / "cache"
+    # evidence torch-prover wrote for a case the catalogue no longer has: prune removes it
+    retired = out / "Relu" / "retired_case"
+    retired.mkdir()
+    (retired / "model.onnx").write_bytes(b"old model")
+    (retired / "proof.json").write_text(json.dumps(
+        {"format": 1, "op": "Relu", "case": "retired_case", "parameters": []}))
+
+    killed = _verify_all(out, cache, "--no-cache", quiet=True)
+    deadline = time.monotonic() + 300
+    workers: list[int] = []
+    while time.monotonic() < deadline and killed.poll() is None:
+        workers = _children(killed.pid)
+        if len(workers) >= 2 and len(list(out.glob("*/*/proof.json"))) >= 10:
+            break
+        time.sleep(0.2)
+    assert killed.poll() is None, "verify-all ended before it could be killed mid-batch"
+    written_before_kill = len(list(out.glob("*/*/proof.json")))
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    gone_by = time.monotonic() + 10
+    while time.monotonic() < gone_by and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    survivors = [w for w in workers if _alive(w)]
+    for w in survivors:   # do not leave them to the next test either
+        os.kill(w, signal.SIGKILL)
+    after_kill = _snapshot(traps)
+
+    done = _verify_all(out, cache, "--format", "json", "--report", str(root / "report.json"))
+    stdout, stderr = done.communicate(timeout=1800)
+    return {"root": root, "out": out, "retired": retired, "traps": traps, "before": before,
+            "after_kill": after_kill, "after_full": _snapshot(traps), "workers": workers,
+            "survivors": survivors, "written_before_kill": written_before_kill,
+            "exit": done.returncode, "stdout": stdout, "stderr": stderr,
+            "report": json.loads((root / "report.json").read_text())}

@@ -1,4 +1,5 @@
 """verify-all's engine: isolation of crashing / hanging / dying cases, cache, waivers."""
+import json
 import os
 import time
 
@@ -56,10 +57,13 @@ def test_cache_reuses_and_no_cache_recomputes(tmp_path):
     second = run_batch(cases, opts)
     assert first.cache_hits == 0 and second.cache_hits == 1
     assert first.records == second.records
-    (tmp_path / "m" / "Floor" / "floor_basic" / "proof.json").unlink()
-    third = run_batch(cases, opts)       # evidence gone: recomputed and rewritten
+    proof = tmp_path / "m" / "Floor" / "floor_basic" / "proof.json"
+    stale = json.loads(proof.read_text())
+    stale["status"] = "disagree"
+    proof.write_text(json.dumps(stale))
+    third = run_batch(cases, opts)       # evidence not current: recomputed and rewritten
     assert third.cache_hits == 0
-    assert (tmp_path / "m" / "Floor" / "floor_basic" / "proof.json").exists()
+    assert json.loads(proof.read_text()) == first.records[0]
 
 
 def _disagreeing_records():
@@ -72,10 +76,14 @@ def _disagreeing_records():
 def test_waivers_match_and_stale_ones_are_reported(tmp_path):
     f = tmp_path / "w.toml"
     f.write_text('[[waiver]]\nop = "Mod"\nparameter = "B"\nreason = "known"\n\n'
-                 '[[waiver]]\nop = "Abs"\nparameter = "input 0"\nreason = "fixed long ago"\n')
+                 '[[waiver]]\nop = "Abs"\nparameter = "input 0"\nreason = "fixed long ago"\n\n'
+                 '[[waiver]]\nop = "LSTM"\nparameter = "initial_h"\nreason = "not run"\n')
     ws = waivers.load(f)
-    waived, stale = waivers.apply(ws, _disagreeing_records())
+    records = _disagreeing_records() + [{"op": "Abs", "case": "abs_basic", "parameters": [
+        {"io": "input", "index": 0, "name": "X", "verdict": "agree"}]}]
+    waived, stale = waivers.apply(ws, records)
     assert list(waived) == [("mod_x", "input", 1)]
+    # Abs ran and showed no disagreement: stale; LSTM did not run: not judged
     assert [w.op for w in stale] == ["Abs"]
 
 
@@ -108,3 +116,56 @@ def test_batch_report_shape_and_markdown_order():
     assert md.index("## Disagreements") < md.index("## Proposed tags") < md.index("## Per-op")
     assert "torch-prover prove Mod --case mod_x" in md
     assert "`OpSchema::Differentiable`" in md
+
+
+def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
+    """ENOSPC while writing one case's evidence: that case says why, the batch finishes,
+    and nothing half-written is left (the workers are forked: they inherit the patch)."""
+    import errno
+
+    from torch_prover import evidence
+    real = evidence._write_file
+
+    def full_for_floor(path, data):
+        if "floor_basic" in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, data)
+    monkeypatch.setattr(evidence, "_write_file", full_for_floor)
+    out = tmp_path / "m"
+    res = run_batch([find_case("Floor"), find_case("Reshape")],
+                    BatchOptions(jobs=2, out=out, numeric=False))
+    by = {r["case"]: r for r in res.records}
+    assert by["floor_basic"]["status"] == "error"
+    assert "No space left on device" in by["floor_basic"]["error"]
+    assert by["reshape_basic"]["status"] == "proved"
+    assert (out / "Reshape" / "reshape_basic" / "proof.json").exists()
+    assert not (out / "Floor" / "floor_basic").exists()
+    assert list(out.glob("*/.*")) == [], "a half-written temporary was left"
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning(tmp_path, monkeypatch):
+    import errno
+
+    from torch_prover import evidence
+    real = evidence.write_text
+
+    def full_cache(path, text):
+        if "cache" in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, text)
+    monkeypatch.setattr(evidence, "write_text", full_cache)
+    res = run_batch([find_case("Floor")], BatchOptions(jobs=1, cache_dir=tmp_path / "cache",
+                                                        numeric=False))
+    assert res.records[0]["status"] == "proved"
+    assert len(res.warnings) == 1 and "No space left on device" in res.warnings[0]
+
+
+@pytest.mark.parametrize("junk", ["[]", "{}", "null", '{"format": 1}', "not json"])
+def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
+    opts = BatchOptions(jobs=1, cache_dir=tmp_path, numeric=False)
+    case = find_case("Floor")
+    (tmp_path / f"{batch.cache_key(case, opts)}.json").write_text(junk)
+    res = run_batch([case], opts)
+    assert res.cache_hits == 0 and res.records[0]["status"] == "proved"
+    again = run_batch([case], opts)      # the entry was rewritten with a real record
+    assert again.cache_hits == 1 and again.records == res.records

@@ -47,3 +47,70 @@ def test_prune_removes_only_evidence_of_gone_cases(tmp_path, proof_of):
     assert removed == [tmp_path / "Floor" / "floor_basic"]
     assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
     assert (tmp_path / "notes.txt").exists() and (tmp_path / "Floor" / "scratch").exists()
+
+
+def test_replacement_is_one_exchange_and_leaves_nothing(tmp_path, proof_of):
+    proof = proof_of("reshape_basic")
+    d = evidence.write_proof(tmp_path, proof)
+    (d / "proof.json").write_text(json.dumps({**json.loads((d / "proof.json").read_text()),
+                                              "status": "old"}))
+    evidence.write_proof(tmp_path, proof)
+    assert json.loads((d / "proof.json").read_text())["status"] == proof.record()["status"]
+    assert sorted(p.name for p in d.parent.iterdir()) == ["reshape_basic"]
+
+
+def test_a_crash_between_two_renames_is_repaired(tmp_path, proof_of, monkeypatch):
+    """Where the file system cannot exchange two directories, a crash between moving the
+    old evidence aside and moving the new in leaves the old aside; the next sweep puts it
+    back, so a reader never finds the case missing for longer than that."""
+    import os
+    proof = proof_of("reshape_basic")
+    d = evidence.write_proof(tmp_path, proof)
+    before = (d / "proof.json").read_bytes()
+    monkeypatch.setattr(evidence, "_exchange", lambda a, b: False)
+    real_rename, calls = os.rename, []
+
+    def crash_on_second(a, b):
+        calls.append((a, b))
+        if len(calls) == 2:
+            raise KeyboardInterrupt   # the process dies here
+        return real_rename(a, b)
+    monkeypatch.setattr(evidence.os, "rename", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        evidence.write_proof(tmp_path, proof)
+    monkeypatch.setattr(evidence.os, "rename", real_rename)
+    assert not d.exists()
+    evidence.sweep_temporaries(tmp_path, ["Reshape"])
+    assert (d / "proof.json").read_bytes() == before
+    assert sorted(p.name for p in d.parent.iterdir()) == ["reshape_basic"]
+
+
+def test_files_get_the_users_umask(tmp_path, proof_of):
+    import os
+    old = os.umask(0o022)
+    try:
+        d = evidence.write_proof(tmp_path, proof_of("reshape_basic"))
+        evidence.write_text(tmp_path / "report.md", "x")
+    finally:
+        os.umask(old)
+    assert (d / "proof.json").stat().st_mode & 0o777 == 0o644
+    assert d.stat().st_mode & 0o777 == 0o755
+    assert (d / "test_data_set_0").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_prune_never_follows_a_symlink_nor_removes_foreign_folders(tmp_path, proof_of):
+    evidence.write_proof(tmp_path, proof_of("reshape_basic"))
+    outside = tmp_path.parent / f"{tmp_path.name}_outside"
+    outside.mkdir()
+    (outside / "proof.json").write_text(json.dumps(
+        {"format": 1, "op": "Reshape", "case": "linked", "parameters": []}))
+    (tmp_path / "Reshape" / "linked").symlink_to(outside, target_is_directory=True)
+    meeting = tmp_path / "notes" / "meeting"
+    meeting.mkdir(parents=True)
+    (meeting / "proof.json").write_text("{}")
+    (meeting / "minutes.txt").write_text("x")
+    (tmp_path / "Reshape" / ".git").mkdir()
+    assert evidence.prune(tmp_path, set()) == [tmp_path / "Reshape" / "reshape_basic"]
+    assert (outside / "proof.json").exists() and (meeting / "minutes.txt").exists()
+    assert (tmp_path / "Reshape" / ".git").is_dir()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .case import Case, CaseError, first_line
+from .errors import OutputError
 from .cases import module_of
 from .prove import RECORD_FORMAT, TagSource, versions
 from .tags import UnknownOpError
@@ -52,6 +53,7 @@ class BatchResult:
     fast_export: str = ""
     seconds: dict[str, float] = field(default_factory=dict)   # case -> wall time in its worker
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
+    warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
 
 
 def error_record(case: Case, message: str) -> dict[str, Any]:
@@ -91,6 +93,13 @@ def cache_key(case: Case, opts: BatchOptions) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def _valid_cached(rec: Any, case: Case) -> bool:
+    """A cache entry counts only if it is a record of ours for this very case."""
+    return (isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT
+            and rec.get("op") == case.op and rec.get("case") == case.name
+            and isinstance(rec.get("parameters"), list) and isinstance(rec.get("status"), str))
+
+
 def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
     if opts.cache_dir is None:
         return None
@@ -99,6 +108,8 @@ def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not _valid_cached(rec, case):
+        return None   # a damaged or foreign entry is a miss, never a crash
     if opts.out is not None and rec.get("status") != "error":
         # evidence must be there and current, or the case is recomputed to rewrite it
         proof = opts.out / case.op / case.name / "proof.json"
@@ -110,11 +121,16 @@ def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
     return rec
 
 
-def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> None:
+def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> str | None:
+    """Store a record; a cache that cannot be written costs a warning, never the batch."""
     if opts.cache_dir is None or rec.get("status") == "error":
-        return
+        return None
     from .evidence import dumps, write_text
-    write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
+    try:
+        write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
+    except OSError as exc:
+        return f"cache {opts.cache_dir} not written ({exc.strerror or exc}); results are kept"
+    return None
 
 
 # ----------------------------------------------------------------------------- one case
@@ -128,6 +144,12 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
         if opts.out is not None:
             write_proof(opts.out, proof)
         return proof.record()
+    except OutputError as exc:
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}")
+    except OSError as exc:   # a full or failing disk: this case fails, the batch goes on
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: "
+                                  f"{exc.strerror or type(exc).__name__}"
+                                  + (f" ({exc.filename})" if exc.filename else ""))
     except CaseError as exc:
         return error_record(case, str(exc))
     except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
@@ -139,9 +161,30 @@ def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
                                   f" (at {Path(tb.filename).name}:{tb.lineno})")
 
 
-def _worker(todo: Sequence[Case], opts: BatchOptions, conn) -> None:
-    """A forked worker: prove the case index it is sent, answer, repeat until None."""
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this worker when its parent dies (Linux prctl
+    PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass   # not Linux: the closed pipe ends below still end the worker on EOF
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[Any],
+            parent_pid: int) -> None:
+    """A forked worker: prove the case index it is sent, answer, repeat until None.
+
+    The fork copied the parent's end of every pipe, this worker's own included; they are
+    closed first, so the parent's death reaches ``recv()`` as EOF and the worker exits
+    (and the parent-death signal covers a worker busy in a case)."""
     import resource
+    for c in inherited:
+        c.close()
+    _die_with_parent(parent_pid)
     # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
     # progress line; whatever matters reaches the parent in the record
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -188,8 +231,6 @@ def _warm_up(cases: Sequence[Case]) -> str:
 def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
     start = time.perf_counter()
     records: dict[str, dict[str, Any]] = {}
-    seconds: dict[str, float] = {}
-    rss: dict[str, float] = {}
     todo: list[Case] = []
     for case in cases:
         hit = _cache_get(case, opts)
@@ -197,33 +238,56 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
             records[case.name] = hit
         else:
             todo.append(case)
-    hits = len(records)
-    done = hits
+    result = BatchResult([], 0.0, cache_hits=len(records))
     if opts.progress:
-        opts.progress(done, len(cases), "cached" if hits else "")
-    why = ""
+        opts.progress(len(records), len(cases), "cached" if records else "")
     if todo:
-        why = _warm_up(todo)
+        from .evidence import sweep_temporaries
+        result.fast_export = _warm_up(todo)
+        ops = {c.op for c in todo}
         if opts.out is not None:
-            _sweep_temporaries(opts.out)
-        ctx = multiprocessing.get_context("fork")
+            sweep_temporaries(opts.out, ops)
+        try:
+            _run_workers(todo, opts, records, result, len(cases))
+        finally:
+            if opts.out is not None:
+                sweep_temporaries(opts.out, ops)
+    result.records = [records[c.name] for c in cases]
+    result.wall_time_s = time.perf_counter() - start
+    return result
 
-        def spawn() -> _Slot:
-            parent, child = ctx.Pipe(duplex=True)
-            proc = ctx.Process(target=_worker, args=(todo, opts, child), daemon=True)
-            proc.start()
-            child.close()
-            return _Slot(proc, parent)
 
-        def retire(slot: _Slot, kill: bool) -> None:
-            if kill:
-                slot.proc.kill()
-            slot.proc.join(5)
-            slot.conn.close()
+def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, Any],
+                 result: BatchResult, total: int) -> None:
+    """Prove ``todo`` in forked workers; whatever happens here, no worker outlives it."""
+    ctx = multiprocessing.get_context("fork")
+    slots: list[_Slot] = []
+    parent_pid = os.getpid()
 
+    def spawn() -> _Slot:
+        parent, child = ctx.Pipe(duplex=True)
+        inherited = [sl.conn for sl in slots] + [parent]
+        proc = ctx.Process(target=_worker, args=(todo, opts, child, inherited, parent_pid),
+                           daemon=True)
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def retire(slot: _Slot, kill: bool) -> None:
+        if kill:
+            slot.proc.kill()
+        slot.proc.join(5)
+        if slot.proc.exitcode is None:
+            slot.proc.kill()
+            slot.proc.join()
+        slot.conn.close()
+
+    done = total - len(todo)
+    try:
         # workers live across cases (a fork per case cost ~25 ms each); one that dies or
         # hangs is that case's error and is replaced, so isolation is kept
-        slots = [spawn() for _ in range(max(1, min(opts.jobs, len(todo))))]
+        for _ in range(max(1, min(opts.jobs, len(todo)))):
+            slots.append(spawn())
         queue = list(range(len(todo)))
         while queue or any(sl.index is not None for sl in slots):
             for sl in slots:
@@ -242,7 +306,8 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
                     try:
                         msg = json.loads(sl.conn.recv_bytes())
                         rec = msg["record"]
-                        seconds[case.name], rss[case.name] = msg["seconds"], msg["rss_mib"]
+                        result.seconds[case.name] = msg["seconds"]
+                        result.peak_rss_mib[case.name] = msg["rss_mib"]
                     except (EOFError, OSError, ValueError):
                         sl.proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
@@ -259,29 +324,19 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
                     retire(sl, kill=True)
                     slots[k] = spawn()
                 records[case.name] = rec
-                _cache_put(case, opts, rec)
+                warning = _cache_put(case, opts, rec)
+                if warning and warning not in result.warnings:
+                    result.warnings.append(warning)
                 done += 1
                 if opts.progress:
-                    opts.progress(done, len(cases), case.name)
+                    opts.progress(done, total, case.name)
         for sl in slots:
             try:
                 sl.conn.send(None)
-            except (OSError, BrokenPipeError):
+            except OSError:
                 pass
             retire(sl, kill=False)
-        if opts.out is not None:
-            _sweep_temporaries(opts.out)
-    ordered = [records[c.name] for c in cases]
-    return BatchResult(ordered, time.perf_counter() - start, hits, why, seconds, rss)
-
-
-def _sweep_temporaries(out: Path) -> None:
-    """Remove temporary directories left by a worker killed mid-write."""
-    import shutil
-    if not out.exists():
-        return
-    for op_dir in out.iterdir():
-        if op_dir.is_dir():
-            for d in op_dir.iterdir():
-                if d.name.startswith(".") and d.is_dir():
-                    shutil.rmtree(d, ignore_errors=True)
+    finally:
+        for sl in slots:   # the parent is leaving early (an exception, Ctrl-C): reap all
+            if sl.proc.exitcode is None:
+                retire(sl, kill=True)

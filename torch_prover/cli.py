@@ -1,7 +1,8 @@
 """Command line: ``build_parser()`` and ``main(argv) -> int``; the console script only calls main.
 
-Exit codes: 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad usage or
-a broken case -- always with a one-line message that says what to do.
+Exit codes: 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad usage, a
+broken case or an output that cannot be written -- always with a one-line message that
+says what to do, and for bad usage before any work is done (preflight.py).
 """
 from __future__ import annotations
 
@@ -11,14 +12,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import report
+from . import preflight, report
 from .case import CaseError
+from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, OutputError, UsageError
 
-EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad command-line input; message is shown as is, exit 2."""
+__all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
 
 
 def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
@@ -88,6 +86,7 @@ def _load_docs(path: str | None):
     if not path:
         return None
     from .operators_md import OperatorsMd, OperatorsMdError
+    preflight.readable_file(path, "--tags-from")
     try:
         return OperatorsMd.from_file(path)
     except OperatorsMdError as exc:
@@ -109,18 +108,29 @@ def _tag_source(path: str | None):
 
 def _selected_cases(ops_arg: str | None):
     from .cases import all_cases, all_missing, cases_for
-    from .tags import canonical_op
-    if not ops_arg:
+    if ops_arg is None:
         return list(all_cases())
     chosen = []
-    for name in [o.strip() for o in ops_arg.split(",") if o.strip()]:
-        op = canonical_op(name)
+    for op in preflight.op_names(ops_arg, "--ops"):
         mine = cases_for(op)
         if not mine:
             category, reason = all_missing().get(op, ("not yet written", "no case yet"))
-            raise UsageError(f"no case for op {op} ({category}: {reason})")
+            raise UsageError(f"--ops: no case for op {op} ({category}: {reason})")
         chosen.extend(mine)
     return chosen
+
+
+def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
+    """Every place the command will write, checked before any work; returns --out."""
+    out = None
+    if not args.no_write:
+        out = preflight.writable_dir(args.out, "--out")
+        preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
+    if getattr(args, "report", None):
+        preflight.writable_file(args.report, "--report")
+    if getattr(args, "cache_dir", None) and not args.no_cache:
+        preflight.writable_dir(args.cache_dir, "--cache-dir")
+    return out
 
 
 class _Progress:
@@ -144,24 +154,33 @@ class _Progress:
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import BatchOptions, run_batch
+    from .cases import all_cases
     from .coverage import coverage
     from .evidence import prune, write_index, write_text
     from . import waivers as waivers_mod
+    preflight.positive_int(args.jobs, "--jobs")
+    preflight.positive_seconds(args.timeout, "--timeout")
     cases = _selected_cases(args.ops)
     waivers = []
     if args.waivers:
         try:
             waivers = waivers_mod.load(args.waivers)
+            cases_of: dict[str, list[str]] = {}
+            for c in all_cases():
+                cases_of.setdefault(c.op, []).append(c.name)
+            waivers_mod.check(waivers, cases_of)
         except waivers_mod.WaiverError as exc:
             raise UsageError(str(exc)) from None
+    out = _check_outputs(args, cases)
     doc = _load_docs(args.tags_from)
     tags, label, fingerprint = _tags_of(doc, args.tags_from)
-    out = None if args.no_write else Path(args.out)
     opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=_Progress())
     result = run_batch(cases, opts)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     waived, stale = waivers_mod.apply(waivers, result.records)
     missing = {}
     if doc is not None:
@@ -171,10 +190,11 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
                 missing[op] = params
     rep = report.batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
                               result.cache_hits, label, missing, args.tags_from)
-    if out is not None and not args.ops:
+    if out is not None and args.ops is None:
         for gone in prune(out, {(c.op, c.name) for c in cases}):
             print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
-        write_index(out, rep)
+        for warning in write_index(out, rep):
+            print(f"warning: {warning}", file=sys.stderr)
     if args.format == "json":
         text = report.to_json(rep)
     elif args.format == "markdown":
@@ -225,10 +245,16 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.all:
         cases = cases_for(op)
         if not cases:
-            raise CaseError(f"no case for op {op} in the catalogue; "
-                            "`torch-prover coverage` lists what exists")
+            raise UsageError(f"no case for op {op} in the catalogue; "
+                             "`torch-prover coverage` lists what exists")
     else:
-        cases = [find_case(op, args.case)]
+        try:
+            cases = [find_case(op, args.case)]
+        except CaseError as exc:   # a name that is not in the catalogue: usage, not a bug
+            raise UsageError(f"{exc}; `torch-prover coverage` lists what exists") from None
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    _check_outputs(args, cases)
     changes = {}
     if args.opset is not None:
         changes["opset"] = args.opset
@@ -265,6 +291,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_script(args: argparse.Namespace) -> int:
     from .script_gen import cmd_script
+    if args.output:
+        preflight.writable_file(args.output, "-o")
     return cmd_script(args)
 
 
@@ -286,6 +314,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (UsageError, UnknownOpError) as exc:
         print(f"torch-prover {args.command}: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OutputError as exc:
+        print(f"torch-prover {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:   # a disk that filled or failed while writing
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"torch-prover {args.command}: cannot write{where}: "
+              f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
+        if args.debug:
+            raise
         return EXIT_USAGE
     except CaseError as exc:
         print(f"torch-prover {args.command}: broken case: {exc}", file=sys.stderr)

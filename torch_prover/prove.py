@@ -107,23 +107,26 @@ class Proof:
             "parameters": [_param_record(p) for p in self.parameters],
             "numeric": None if n is None else {
                 "runtime": n.runtime, "why": n.why or None,
-                "forward_max_abs_err": _num(n.forward_max_abs_err), "forward_ok": n.forward_ok,
-                "forward_detail": n.forward_detail,
-                "vjp_rel_err": {k: _num(c.rel_err) for k, c in sorted(n.vjp.items())},
-                "vjp": {k: {"fd": _num(c.fd), "analytic": _num(c.analytic),
-                            "rel_err": _num(c.rel_err), "ok": c.ok}
-                        for k, c in sorted(n.vjp.items())},
+                "forward_max_abs_err": (None if n.forward_max_abs_err is None else
+                                        numeric_mod.shown_error(n.forward_max_abs_err,
+                                                                n.fwd_bound)),
+                "forward_ok": n.forward_ok, "forward_detail": n.forward_detail,
+                "vjp_rel_err": {k: numeric_mod.shown_error(c.rel_err, n.vjp_tol)
+                                for k, c in sorted(n.vjp.items())},
+                "vjp": {k: _vjp_record(c, n.vjp_tol) for k, c in sorted(n.vjp.items())},
                 "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol},
             "model": {"path": "model.onnx", "sha256": self.sha256},
         }
 
 
-def _num(x: float | None) -> float | str | None:
-    if x is None:
-        return None
-    if x != x or x in (float("inf"), float("-inf")):
-        return str(x)
-    return float(f"{x:.6g}")
+def _vjp_record(c: numeric_mod.VjpCheck, tol: float) -> dict[str, Any]:
+    """One VJP check as committed: pass/fail and the error bound; the two derivative values
+    only when they disagree (a passing pair is noise in its late digits, see shown_error)."""
+    rec: dict[str, Any] = {"ok": c.ok, "rel_err": numeric_mod.shown_error(c.rel_err, tol)}
+    if not c.ok:
+        rec["fd"] = numeric_mod.shown_value(c.fd)
+        rec["analytic"] = numeric_mod.shown_value(c.analytic)
+    return rec
 
 
 def _param_record(p: Parameter) -> dict[str, Any]:
@@ -217,13 +220,14 @@ def _gate(numeric: numeric_mod.NumericResult | None, sources: Sequence[str]) -> 
     bad = [c for c in checks if not c.ok]
     if bad:
         c = bad[0]
-        return Gate("failed", f"finite difference {c.fd:.6g} vs autograd {c.analytic:.6g} for "
-                              f"{c.source} (rel err {c.rel_err:.2g} > {numeric.vjp_tol:g}, "
-                              f"{numeric.runtime})")
+        return Gate("failed", f"finite difference {numeric_mod.shown_value(c.fd)} vs autograd "
+                              f"{numeric_mod.shown_value(c.analytic)} for {c.source} (rel err "
+                              f"{numeric_mod.shown_error(c.rel_err, numeric.vjp_tol)} > "
+                              f"{numeric.vjp_tol:g}, {numeric.runtime})")
     if not checks:
         return Gate("passed", f"ONNX forward matches ({numeric.runtime})")
-    worst = max(c.rel_err for c in checks)
-    return Gate("passed", f"finite differences agree in {numeric.runtime} (rel err {worst:.1g})")
+    return Gate("passed", f"finite differences agree in {numeric.runtime} (rel err "
+                          f"{numeric_mod.shown_error(max(c.rel_err for c in checks), numeric.vjp_tol)})")
 
 
 def _subject(src: str, params: set[str]) -> str:

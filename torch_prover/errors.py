@@ -1,0 +1,21 @@
+"""Errors the user sees, and the exit codes they map to.
+
+One module every stage may import (it imports nothing of ours), so a stage never has to
+reach up into the CLI for an exception class.
+
+Exit codes: 0 success; 1 a finding (an unwaived disagreement, an invalid or failed
+case); 2 bad usage, a broken case, or an output location that cannot be written --
+always with a one-line message that says what to do.
+"""
+from __future__ import annotations
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is shown as is, exit 2."""
+
+
+class OutputError(Exception):
+    """An output location torch-prover may not or cannot write: a symlink out of ``--out``,
+    a directory holding files it did not write, a read-only or full disk. One line, exit 2."""
