@@ -32,10 +32,11 @@ def _words(text: str) -> int:
 def _wrap(text: str, width: int | None) -> list[str]:
     if width is None or len(text) <= width:
         return [text]
-    return textwrap.wrap(text, max(width, 1), break_long_words=True) or [""]
+    return textwrap.wrap(text, max(width, 1), break_long_words=True,
+                         break_on_hyphens=False) or [""]  # "8e-11" stays whole
 
 
-def _para(text: str, width: int | None, indent: str = "  ") -> list[str]:
+def wrap_line(text: str, width: int | None, indent: str = "  ") -> list[str]:
     """One logical line wrapped to ``width``, continuation lines indented."""
     if width is None or len(text) <= width:
         return [text]
@@ -74,9 +75,9 @@ def _table(rows: list[list[str]], header: list[str], width: int | None = None,
     """A plain-text table, every line at most ``width`` long (None: no limit).
 
     Column ``flex`` (the long reason) takes what the others leave and wraps under itself;
-    the others keep their width while they can, then wrap at spaces. Where even then the
-    flex column would be narrower than _FLEX_MIN, it goes under its row instead, indented
-    to the second column, so a row's facts stay on one line and its reason stays readable.
+    where that would be narrower than _FLEX_MIN it goes on lines of its own under its row
+    instead, indented to the second column, so a row's facts stay on one line and its
+    reason stays readable. Other columns wrap at spaces only when they alone overflow.
     """
     rows = [[str(c) for c in r] for r in rows]
     n = len(header)
@@ -87,16 +88,11 @@ def _table(rows: list[list[str]], header: list[str], width: int | None = None,
     if width is not None and sum(natural) + gaps > width:
         if flex is None:
             widths = _fit(natural, minimum, width - gaps)
+        elif width - gaps - (sum(natural) - natural[flex]) >= _FLEX_MIN:
+            widths = list(natural)
+            widths[flex] = width - gaps - (sum(natural) - natural[flex])
         else:
-            others = [i for i in range(n) if i != flex]
-            fitted = _shrink([natural[i] for i in others], [minimum[i] for i in others],
-                             width - gaps - _FLEX_MIN)
-            rest = width - gaps - sum(fitted)
-            if rest >= _FLEX_MIN:
-                widths = list(fitted)
-                widths.insert(flex, rest)
-            else:
-                return _stacked(rows, header, width, flex, natural, minimum)
+            return _stacked(rows, header, width, flex, natural, minimum)
     out = _lines(header, widths) + [_GAP.join("-" * w for w in widths)]
     for r in rows:
         out += _lines(r, widths)
@@ -152,9 +148,9 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
                if rec['latest_schema_version'] != rec['schema_version'] else "") + ")")
-    lines = _para(head, width)
+    lines = wrap_line(head, width)
     if rec.get("invalid"):
-        lines += _para(f"INVALID: {rec['invalid']}", width)
+        lines += wrap_line(f"INVALID: {rec['invalid']}", width)
     rows = [[f"{p['io']} {p['index']}", p["name"], p["source"], p["evidence"], p["tag"]
              + (f" (latest: {p['tag_latest']})" if p.get("tag_latest") else ""),
              p["verdict"], p["reason"]] for p in rec["parameters"]]
@@ -163,10 +159,10 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
                                "reason"], width, flex=6)
     for p in rec["parameters"]:
         if p.get("expected"):
-            lines += _para(f"  declared by the case for {p['io']} {p['index']}: "
+            lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
-    lines += _para(numeric_line(rec), width)
-    lines += _para(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
+    lines += wrap_line(numeric_line(rec), width)
+    lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
     return "\n".join(lines) + "\n"
@@ -352,10 +348,10 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
     # what this batch did not prove is one line each; the reasons are `coverage`'s
     skipped = not_run(report)
     if skipped:  # names only while they are few: the reader chose --ops, the rest is the rest
-        lines += _para(_not_run_line(skipped, len(skipped) <= 12), width)
+        lines += wrap_line(_not_run_line(skipped, len(skipped) <= 12), width)
     missing = [o["op"] for o in report["ops"] if o["status"] == MISSING]
     if missing:
-        lines += _para(f"{len(missing)} op{'s' if len(missing) != 1 else ''} without a case: "
+        lines += wrap_line(f"{len(missing)} op{'s' if len(missing) != 1 else ''} without a case: "
                        f"{', '.join(missing)} (`torch-prover coverage OP` says why)", width)
     lines.append("")
     for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} "
@@ -366,14 +362,14 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                  f"{c['inconclusive']} inconclusive",
                  f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
                  f"wall time {s['wall_time_s']:.1f} s"):
-        lines += _para(line, width)
+        lines += wrap_line(line, width)
     for r in report["cases"]:
         if r["status"] == "error":
-            lines += _para(f"  FAILED   {r['op']}/{r['case']}: {r['error']}", width, "    ")
+            lines += wrap_line(f"  FAILED   {r['op']}/{r['case']}: {r['error']}", width, "    ")
         elif r["status"] == "no-tags":
-            lines += _para(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}", width, "    ")
+            lines += wrap_line(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}", width, "    ")
         elif r["status"] == "invalid":
-            lines += _para(f"  INVALID  {r['invalid']}", width, "    ")
+            lines += wrap_line(f"  INVALID  {r['invalid']}", width, "    ")
     waived = {(w["case"], w["parameter"]) for w in s["waived"]}
     for r in report["cases"]:
         for p in r["parameters"]:
@@ -381,15 +377,15 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                 mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
                         "declared by the case" if _expected(p) == "disagree"
                         else "NEW, needs a decision")
-                lines += _para(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
+                lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
                                f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
                                f"{p['reason']}", width, "    ")
-                lines += _para(f"    reproduce: {reproduce(report, r)}", width, "      ")
+                lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
     for op, params in sorted(s.get("missing_from_docs", {}).items()):
-        lines += _para(f"  {op}: not in {s['tags_from']}: {', '.join(params)} "
+        lines += wrap_line(f"  {op}: not in {s['tags_from']}: {', '.join(params)} "
                        "(reported, not guessed)", width, "    ")
     for w in s["stale_waivers"]:
-        lines += _para(f"  stale waiver: {w} matches no disagreement any more", width, "    ")
+        lines += wrap_line(f"  stale waiver: {w} matches no disagreement any more", width, "    ")
     return "\n".join(lines) + "\n"
 
 
