@@ -253,10 +253,10 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         from .html_report import render_html
         text = render_html(rep)
     else:
-        text = report.batch_text(rep)
+        text = report.batch_text(rep, _terminal_width())
     if args.report:
         write_text(Path(args.report), text)
-        sys.stdout.write(report.batch_text(rep))
+        sys.stdout.write(report.batch_text(rep, _terminal_width()))
         print(f"report written to {args.report}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -292,7 +292,7 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.to_json(report.tags_json(tags)))
     else:
-        sys.stdout.write(report.tags_text(tags, schema_tags(op)))
+        sys.stdout.write(report.tags_text(tags, schema_tags(op), _terminal_width()))
     return EXIT_OK
 
 
@@ -328,7 +328,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if proof.failures:
             worst = EXIT_FINDING
         if args.format == "text":
-            sys.stdout.write(report.proof_text(rec))
+            sys.stdout.write(report.proof_text(rec, _terminal_width()))
         elif args.format == "markdown":
             from .script_gen import script_for
             sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
