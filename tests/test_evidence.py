@@ -47,3 +47,12 @@ def test_prune_removes_only_evidence_of_gone_cases(tmp_path, proof_of):
     assert removed == [tmp_path / "Floor" / "floor_basic"]
     assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
     assert (tmp_path / "notes.txt").exists() and (tmp_path / "Floor" / "scratch").exists()
+
+
+def test_index_readme_escapes_pipes_in_reasons(tmp_path):
+    report = {"summary": {"cases": 1}, "cases": [{"op": "Clip", "case": "clip_min_only"}],
+              "ops": [{"op": "Clip", "status": "disagrees", "reason": "max |grad| 0.638"}]}
+    evidence.write_index(tmp_path, report)
+    row = next(line for line in (tmp_path / "README.md").read_text().splitlines()
+               if line.startswith("| Clip"))
+    assert "max \\|grad\\| 0.638" in row and "/grad/" not in row

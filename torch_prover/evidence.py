@@ -22,6 +22,7 @@ import onnx.numpy_helper
 
 from .export import output_index
 from .prove import Proof
+from .report import md_row
 
 
 def write_text(path: Path, text: str) -> None:
@@ -108,7 +109,7 @@ def write_index(out: Path, report: dict[str, Any]) -> None:
              "| op | status | cases | detail |", "|---|---|---|---|"]
     for o in ops:
         links = ", ".join(f"[{c}]({o['op']}/{c}/proof.json)" for c in cases.get(o["op"], []))
-        lines.append(f"| {o['op']} | {o['status']} | {links} | {o['reason'].replace('|', '/')} |")
+        lines.append(md_row(o["op"], o["status"], links, o["reason"]))
     write_text(Path(out) / "README.md", "\n".join(lines) + "\n")
 
 
