@@ -118,8 +118,8 @@ def test_every_op_status_is_in_the_one_list():
     for case_status, verdict in (("error", "agree"), ("no-tags", "agree"), ("invalid", "agree"),
                                  ("disagree", "disagree"), ("proved", "proposed"),
                                  ("inconclusive", "inconclusive"), ("proved", "agree")):
-        r = dict(base, status=case_status, error="e", invalid="i" if case_status == "invalid" else None,
-                 parameters=[dict(p, verdict=verdict) for p in base["parameters"]])
+        r = dict(base, status=case_status, error="e",
+                 invalid="i" if case_status == "invalid" else None, parameters=[dict(p, verdict=verdict) for p in base["parameters"]])
         statuses.add(report.op_status([r])[0])
     rep = two_op_batch()
     statuses |= {o["status"] for o in rep["ops"]}

@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
 
-    c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why not; "
-                                        "with OP, that op's cases and the command proving each")
+    c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why "
+                                        "not; with OP, that op's cases and how to prove each")
     c.add_argument("ops", nargs="*", metavar="OP",
                    help="only these ops (several, or comma-separated): each case with its "
                         "`torch-prover prove` command, or why the op has no case")
