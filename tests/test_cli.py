@@ -52,7 +52,9 @@ def test_disagreement_exits_1(tmp_path, monkeypatch, capsys):
             dataclasses.replace(tags.inputs[0], tag="non-differentiable"),) + tags.inputs[1:])
     monkeypatch.setattr(prove_mod, "_default_tags", flipped)
     assert cli.main(["prove", "Reshape", "--no-write", "--no-numeric"]) == 1
-    assert "DISAGREE" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("input 0"))
+    assert "disagree" in row.split() and "DISAGREE" not in out  # the record's word
 
 
 def test_tags_command(capsys):
@@ -60,3 +62,119 @@ def test_tags_command(capsys):
     rec = json.loads(capsys.readouterr().out)
     assert [p["tag"] for p in rec["parameters"]] == [
         "differentiable", "non-differentiable", "differentiable", "non-differentiable"]
+
+
+# ----------------------------------------------------------------------------- coverage OP
+def test_coverage_op_lists_cases_and_prove_commands(capsys):
+    from torch_prover.cases import cases_for
+    assert cli.main(["coverage", "Reshape"]) == 0
+    out = capsys.readouterr().out
+    names = [c.name for c in cases_for("Reshape")]
+    assert names and out.startswith("Reshape: ")
+    for name in names:
+        assert name in out
+        assert f"\n    torch-prover prove Reshape --case {name}\n" in out  # whole, copyable
+    assert "Softmax" not in out
+
+
+def test_coverage_several_ops_and_an_op_without_a_case(capsys):
+    assert cli.main(["coverage", "reshape,StringConcat", "Max"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Reshape:") < out.index("StringConcat:") < out.index("Max:")
+    assert "StringConcat: missing, no case (string op): PyTorch has no string tensors" in out
+    assert "torch-prover prove Max --all" in out
+
+
+def test_coverage_unknown_op_is_one_line_exit_2(capsys):
+    assert cli.main(["coverage", "Sofmax"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert "Sofmax" in captured.err and "did you mean Softmax" in captured.err
+
+
+def test_coverage_op_json(capsys):
+    from torch_prover.cases import cases_for
+    assert cli.main(["coverage", "--format", "json", "Reshape"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["format"] == 1 and [e["op"] for e in data["ops"]] == ["Reshape"]
+    entry = data["ops"][0]
+    assert entry["status"] == "covered"
+    assert [c["name"] for c in entry["cases"]] == [c.name for c in cases_for("Reshape")]
+    for c in entry["cases"]:
+        assert set(c) == {"name", "kind", "exporter", "opset", "command"}
+        assert c["command"] == f"torch-prover prove Reshape --case {c['name']}"
+
+
+def test_coverage_without_op_still_lists_every_op(capsys):
+    from torch_prover.tags import all_ops
+    assert cli.main(["coverage", "--format", "json"]) == 0
+    assert [e["op"] for e in json.loads(capsys.readouterr().out)["ops"]] == list(all_ops())
+
+
+# ----------------------------------------------------------------------------- progress
+class _Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_off_a_terminal_logs_periodic_lines_with_an_eta():
+    import io
+    stream, clock = io.StringIO(), _Clock()
+    progress = cli._Progress(stream, clock=clock)   # defaults: 10 cases and 5 s
+    progress(0, 100, "")
+    for done in range(1, 101):        # one case every 0.5 s: 10 cases take 5 s
+        clock.now += 0.5
+        progress(done, 100, f"case_{done}")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "verify-all: 0/100 cases done, 100 to prove"
+    assert lines[1] == "verify-all: 10/100 cases (10%), 5 s elapsed, ETA 45 s"
+    assert len(lines) == 11 and all("ETA" in line for line in lines[1:-1])
+    assert lines[-1] == "verify-all: 100/100 cases done in 50 s"
+    assert "\r" not in stream.getvalue()
+
+
+def test_progress_off_a_terminal_keeps_the_rarer_cadence():
+    import io
+    stream, clock = io.StringIO(), _Clock()
+    progress = cli._Progress(stream, clock=clock)
+    progress(20, 300, "cached")
+    for done in range(21, 301):       # fast cases: 5 s pass every 80 cases
+        clock.now += 0.0625
+        progress(done, 300, "c")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "verify-all: 20/300 cases done (20 from cache), 280 to prove"
+    assert [line.split()[1] for line in lines] == [
+        "20/300", "100/300", "180/300", "260/300", "300/300"]
+    assert lines[1] == "verify-all: 100/300 cases (33%), 5 s elapsed, ETA 12 s"
+    slow, clock = io.StringIO(), _Clock()  # slow cases: every 15 cases (a twentieth of 300)
+    progress = cli._Progress(slow, clock=clock)
+    for done in range(0, 46):
+        progress(done, 300, "c")
+        clock.now += 10
+    assert [line.split()[1] for line in slow.getvalue().splitlines()] == [
+        "0/300", "15/300", "30/300", "45/300"]
+
+
+def test_progress_on_a_terminal_redraws_one_line_with_an_eta():
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream, clock = Tty(), _Clock()
+    progress = cli._Progress(stream, clock=clock, width=70)
+    progress(0, 4, "")
+    for done in range(1, 5):
+        clock.now += 2
+        progress(done, 4, "a_case_name_that_is_long_enough_to_need_cutting_" * 2)
+    out = stream.getvalue()
+    frames = out.split("\r")[1:]
+    assert len(frames) == 5 and out.endswith("\n") and out.count("\n") == 1
+    assert all(len(f.rstrip("\n")) == 69 for f in frames)   # padded, never wider
+    assert "2/4  4 s elapsed  ETA 4 s" in frames[2]
+    assert frames[-1].startswith("[####################] 4/4  8 s elapsed  ETA 0 s")

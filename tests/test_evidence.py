@@ -66,6 +66,8 @@ def test_a_crash_between_two_renames_is_repaired(tmp_path, proof_of, monkeypatch
     import os
     proof = proof_of("reshape_basic")
     d = evidence.write_proof(tmp_path, proof)
+    (d / "proof.json").write_text(json.dumps({**json.loads((d / "proof.json").read_text()),
+                                              "status": "old"}))   # stale: must be replaced
     before = (d / "proof.json").read_bytes()
     monkeypatch.setattr(evidence, "_exchange", lambda a, b: False)
     real_rename, calls = os.rename, []
@@ -83,6 +85,23 @@ def test_a_crash_between_two_renames_is_repaired(tmp_path, proof_of, monkeypatch
     evidence.sweep_temporaries(tmp_path, ["Reshape"])
     assert (d / "proof.json").read_bytes() == before
     assert sorted(p.name for p in d.parent.iterdir()) == ["reshape_basic"]
+
+
+def test_a_current_case_directory_is_kept_as_is(tmp_path, proof_of):
+    """Same record and model, data equal up to noise: the files on disk stay (git clean)."""
+    import numpy as np
+    proof = proof_of("reshape_basic")
+    d = evidence.write_proof(tmp_path, proof)
+    pb = d / "test_data_set_0" / "output_0.pb"
+    y = evidence.load_pb(pb)
+    nudged = y * (1 + 4 * np.finfo(y.dtype).eps)     # what another CPU's kernel might give
+    pb.write_bytes(onnx.numpy_helper.from_array(nudged, "y0").SerializeToString())
+    kept = pb.read_bytes()
+    evidence.write_proof(tmp_path, proof)
+    assert pb.read_bytes() == kept
+    pb.write_bytes(onnx.numpy_helper.from_array(y + 1e-3, "y0").SerializeToString())
+    evidence.write_proof(tmp_path, proof)             # a real difference: rewritten
+    assert np.array_equal(evidence.load_pb(pb), y)
 
 
 def test_files_get_the_users_umask(tmp_path, proof_of):
@@ -114,3 +133,12 @@ def test_prune_never_follows_a_symlink_nor_removes_foreign_folders(tmp_path, pro
     assert evidence.prune(tmp_path, set()) == [tmp_path / "Reshape" / "reshape_basic"]
     assert (outside / "proof.json").exists() and (meeting / "minutes.txt").exists()
     assert (tmp_path / "Reshape" / ".git").is_dir()
+
+
+def test_index_readme_escapes_pipes_in_reasons(tmp_path):
+    report = {"summary": {"cases": 1}, "cases": [{"op": "Clip", "case": "clip_min_only"}],
+              "ops": [{"op": "Clip", "status": "disagrees", "reason": "max |grad| 0.638"}]}
+    evidence.write_index(tmp_path, report)
+    row = next(line for line in (tmp_path / "README.md").read_text().splitlines()
+               if line.startswith("| Clip"))
+    assert "max \\|grad\\| 0.638" in row and "/grad/" not in row

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from torch_prover import html_report, report as report_mod
 from torch_prover.html_report import diagram_svg, render_html
 
 EVIL = "<script>alert('x')</script>"
@@ -34,7 +35,9 @@ def report(proof_of):
            {"op": "TopK", "status": "disagrees", "reason": f"output 1 disagrees {EVIL}"},
            {"op": "Einsum", "status": "error", "reason": "its only case failed"},
            {"op": "StringConcat", "status": "missing", "reason": "string op: no tensor gradient"},
-           {"op": "<img src=x onerror=alert(1)>", "status": "missing", "reason": "hostile name"}]
+           {"op": "<img src=x onerror=alert(1)>", "status": "missing", "reason": "hostile name"},
+           {"op": "Abs", "status": "not run", "reason": "not selected in this run"},
+           {"op": "Mod", "status": "no tags", "reason": "not in Operators.md"}]
     return {"format": 1, "summary": {
         "ops_total": 5, "ops_covered": 3, "cases": 5,
         "parameters": {"agree": 10, "disagree": 1, "proposed": 0, "inconclusive": 0},
@@ -158,3 +161,33 @@ def test_variadic_labels_and_tolerance():
     assert 'id="op-Abs"' in page and "No parameter disagrees" in page
     for anchor in ("disagreements", "broken", "operators"):  # the header's links resolve
         assert f'<section id="{anchor}">' in page
+
+
+CSS_IDENT = re.compile(r"-?[_a-zA-Z][_a-zA-Z0-9-]*")
+
+
+def test_every_class_is_a_valid_css_identifier(page):
+    c = _Checker()
+    c.feed(page)
+    classes = [a["class"] for _, a in c.tags if "class" in a]
+    assert len(classes) > 50
+    for value in classes:
+        assert value == value.strip() and "  " not in value, value
+        for name in value.split():
+            assert CSS_IDENT.fullmatch(name), f"class {name!r} in class={value!r}"
+    assert 'class="badge s-not-run"' in page and 'class="badge s-no-tags"' in page
+    assert "s-not run" not in page and "s-no tags" not in page
+
+
+def test_legend_lists_every_status_from_the_one_list(page):
+    assert html_report.OP_STATUSES is report_mod.OP_STATUSES  # one list, not two
+    legend = re.search(r'<div class="legend">(.*?)</div></div></header>', page, flags=re.S).group(1)
+    shown = re.findall(r'<span class="badge s-([a-z-]+)">([^<]+)</span>', legend)
+    assert [text for _, text in shown] == list(report_mod.OP_STATUSES)
+    assert ("not-run", "not run") in shown and ("no-tags", "no tags") in shown
+    for _, text in shown:  # every status can also be filtered on
+        assert f'data-filter="{text}"' in legend
+    assert '<option value="not run">not run (1)</option>' in page
+    # a status outside the list (a newer report) still gets a legend entry and a valid class
+    odd = render_html({"format": 1, "cases": [], "ops": [{"op": "X", "status": "on hold!"}]})
+    assert 'class="badge s-on-hold">on hold!</span>' in odd

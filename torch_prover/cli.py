@@ -56,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
 
-    c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why not")
+    c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why "
+                                        "not; with OP, that op's cases and how to prove each")
+    c.add_argument("ops", nargs="*", metavar="OP",
+                   help="only these ops (several, or comma-separated): each case with its "
+                        "`torch-prover prove` command, or why the op has no case")
     c.add_argument("--format", choices=("text", "json"), default="text")
 
     r = sub.add_parser("run", help="run a classic proof script unmodified and prove what it exports")
@@ -134,22 +138,88 @@ def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
 
 
 class _Progress:
-    """A one-line progress bar on a terminal; silent otherwise."""
+    """verify-all's progress on stderr; batch.run_batch calls it as (done, total, label).
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.on = stream.isatty()
+    On a terminal: one line redrawn in place -- a bar, done/total, elapsed time, ETA and
+    the case just finished. Elsewhere (CI logs): a plain line when at least ``every``
+    cases (default: a twentieth of the batch, 10 at least) and ``interval`` seconds have
+    both passed since the last one -- whichever is rarer, so a log stays a few lines
+    long -- plus a first and a last line. The ETA is the rate since the first call (the
+    cache lookup is over by then) applied to the cases left. ``clock`` is injectable.
+    """
+
+    def __init__(self, stream=None, clock=None, interval: float = 5.0,
+                 every: int | None = None, width: int | None = None):
+        import time
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
+        self.clock = clock or time.monotonic
+        self.interval, self.every, self.width = interval, every, width
+        self.first: tuple[float, int] | None = None   # (time, done) at the first call
+        self.last: tuple[float, int] | None = None    # (time, done) at the last line logged
+
+    @staticmethod
+    def _duration(seconds: float) -> str:
+        seconds = max(0, round(seconds))
+        return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+
+    def _eta(self, now: float, done: int, total: int) -> str:
+        t0, d0 = self.first
+        if done >= total:
+            return "0 s"
+        if done <= d0 or now <= t0:
+            return "unknown"
+        return self._duration((total - done) * (now - t0) / (done - d0))
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if not self.on:
+        now = self.clock()
+        if self.first is None:
+            self.first = (now, done)
+        elapsed = self._duration(now - self.first[0])
+        eta = self._eta(now, done, total)
+        if self.tty:
+            width = self.width or _stream_width(self.stream)
+            bar = 20
+            filled = int(bar * done / max(total, 1))
+            line = (f"[{'#' * filled}{'.' * (bar - filled)}] {done}/{total}  {elapsed} elapsed"
+                    f"  ETA {eta}  {label}")
+            self.stream.write("\r" + line[:width - 1].ljust(width - 1))
+            if done >= total:
+                self.stream.write("\n")
+            self.stream.flush()
             return
-        width = 30
-        filled = int(width * done / max(total, 1))
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                          f"{label[:40]:<40}")
-        if done == total:
-            self.stream.write("\n")
+        every = self.every or max(10, -(-total // 20))
+        if self.last is None:
+            cached = f" ({done} from cache)" if done else ""
+            line = (f"verify-all: {done}/{total} cases done{cached}"
+                    + (f", {total - done} to prove" if done < total else ""))
+        elif done >= total:
+            if self.last[1] >= total:
+                return
+            line = f"verify-all: {done}/{total} cases done in {elapsed}"
+        elif done - self.last[1] >= every and now - self.last[0] >= self.interval:
+            line = (f"verify-all: {done}/{total} cases ({100 * done // max(total, 1)}%), "
+                    f"{elapsed} elapsed, ETA {eta}")
+        else:
+            return
+        self.last = (now, done)
+        self.stream.write(line + "\n")
         self.stream.flush()
+
+
+def _stream_width(stream) -> int:
+    """Columns of the terminal ``stream`` writes to; 100 when that is not a terminal."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 100
+
+
+def _terminal_width() -> int:
+    """Width for text output on stdout: the terminal's, 100 when not a TTY (COLUMNS wins)."""
+    import shutil
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
@@ -203,10 +273,10 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         from .html_report import render_html
         text = render_html(rep)
     else:
-        text = report.batch_text(rep)
+        text = report.batch_text(rep, _terminal_width())
     if args.report:
         write_text(Path(args.report), text)
-        sys.stdout.write(report.batch_text(rep))
+        sys.stdout.write(report.batch_text(rep, _terminal_width()))
         print(f"report written to {args.report}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -216,12 +286,22 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .coverage import coverage, coverage_text
+    from .coverage import coverage, coverage_text, op_text
+    from .tags import canonical_op
     entries = coverage()
+    if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
+        names = [n.strip() for arg in args.ops for n in arg.split(",") if n.strip()]
+        if not names:
+            raise UsageError("no op named; `torch-prover coverage` lists every op")
+        wanted = list(dict.fromkeys(canonical_op(n) for n in names))
+        by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
+        entries = [by_op[op] for op in wanted]
     if args.format == "json":
         sys.stdout.write(report.to_json({"format": 1, "ops": entries}))
+    elif args.ops:
+        sys.stdout.write(op_text(entries, _terminal_width()))
     else:
-        sys.stdout.write(coverage_text(entries))
+        sys.stdout.write(coverage_text(entries, _terminal_width()))
     return EXIT_OK
 
 
@@ -232,7 +312,7 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.to_json(report.tags_json(tags)))
     else:
-        sys.stdout.write(report.tags_text(tags, schema_tags(op)))
+        sys.stdout.write(report.tags_text(tags, schema_tags(op), _terminal_width()))
     return EXIT_OK
 
 
@@ -274,7 +354,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if proof.failures:
             worst = EXIT_FINDING
         if args.format == "text":
-            sys.stdout.write(report.proof_text(rec))
+            sys.stdout.write(report.proof_text(rec, _terminal_width()))
         elif args.format == "markdown":
             from .script_gen import script_for
             sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))

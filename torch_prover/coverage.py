@@ -4,11 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from .cases import all_cases, all_missing
+from .report import DEFAULT_WIDTH, prove_command, wrap_line
 from .tags import all_ops
 
 
 def coverage() -> list[dict[str, Any]]:
-    """One entry per ai.onnx op of the installed onnx (DESIGN §3 ``coverage`` shape)."""
+    """One entry per ai.onnx op of the installed onnx (DESIGN §3 ``coverage`` shape), each
+    case with the command that proves it."""
     by_op: dict[str, list] = {}
     for c in all_cases():
         if c.domain in ("", "ai.onnx"):
@@ -19,7 +21,8 @@ def coverage() -> list[dict[str, Any]]:
         cases = by_op.get(op)
         if cases:
             entries.append({"op": op, "status": "covered", "cases": [
-                {"name": c.name, "kind": c.kind, "exporter": c.exporter, "opset": c.export_opset}
+                {"name": c.name, "kind": c.kind, "exporter": c.exporter, "opset": c.export_opset,
+                 "command": prove_command(op, c.name)}
                 for c in cases]})
         else:
             category, reason = missing.get(op, ("not yet written", "no case has been written yet"))
@@ -35,17 +38,46 @@ def summary(entries: list[dict[str, Any]]) -> dict[str, int]:
             "reference_only": len(covered) - len(natural), "missing": len(entries) - len(covered)}
 
 
-def coverage_text(entries: list[dict[str, Any]]) -> str:
+def coverage_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) -> str:
     s = summary(entries)
-    lines = [f"{s['covered']} of {s['ops']} ai.onnx ops covered ({s['natural']} by natural cases, "
-             f"{s['reference_only']} by reference cases only); {s['missing']} without a case", ""]
+    lines = wrap_line(f"{s['covered']} of {s['ops']} ai.onnx ops covered ({s['natural']} by "
+                      f"natural cases, {s['reference_only']} by reference cases only); "
+                      f"{s['missing']} without a case", width) + [""]
     for e in entries:
         if e["status"] == "covered":
             kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}" for c in e["cases"]})
-            lines.append(f"  {e['op']:<28} covered  {len(e['cases'])} case(s): "
-                         f"{', '.join(c['name'] for c in e['cases'])}  [{'; '.join(kinds)}]")
+            lines += wrap_line(f"  {e['op']:<28} covered  {len(e['cases'])} case(s): "
+                               f"{', '.join(c['name'] for c in e['cases'])}  "
+                               f"[{'; '.join(kinds)}]", width, " " * 39)
     lines.append("")
     for e in entries:
         if e["status"] == "missing":
-            lines.append(f"  {e['op']:<28} missing  {e['reason_category']}: {e['reason']}")
+            lines += wrap_line(f"  {e['op']:<28} missing  {e['reason_category']}: {e['reason']}",
+                               width, " " * 39)
+    lines.append("")
+    lines += wrap_line("`torch-prover coverage OP` lists one op's cases and the command that "
+                       "proves each", width)
+    return "\n".join(lines) + "\n"
+
+
+def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) -> str:
+    """The given ops' entries: each case (kind, exporter, opset) with the command that
+    proves it, on a line of its own and never wrapped so it can be copied; or why the op
+    has no case."""
+    lines: list[str] = []
+    for e in entries:
+        if lines:
+            lines.append("")
+        if e["status"] != "covered":
+            lines += wrap_line(f"{e['op']}: {e['status']}, no case ({e['reason_category']}): "
+                               f"{e['reason']}", width)
+            continue
+        n = len(e["cases"])
+        lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''}")
+        for c in e["cases"]:
+            lines += wrap_line(f"  {c['name']}  ({c['kind']}, {c['exporter']} exporter, "
+                               f"opset {c['opset']})", width, "    ")
+            lines.append(f"    {c['command']}")
+        if n > 1:
+            lines.append(f"  all {n}: torch-prover prove {e['op']} --all")
     return "\n".join(lines) + "\n"

@@ -47,6 +47,7 @@ import onnx.numpy_helper
 from .errors import OutputError
 from .export import output_index
 from .prove import Proof
+from .report import md_row
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
 _DATA_FILE = re.compile(r"^(input|output|grad_input)_\d+\.pb$")
@@ -343,11 +344,6 @@ def _index_json_is_ours(text: str) -> bool:
     return isinstance(data, dict) and {"format", "summary", "ops"} <= set(data)
 
 
-def _md_cell(text: str) -> str:
-    """Text for a Markdown table cell: a ``|`` inside would end the cell."""
-    return text.replace("|", "\\|")
-
-
 def write_index(out: Path, report: dict[str, Any]) -> list[str]:
     """models/index.json and models/README.md: every ai.onnx op, its status and why.
 
@@ -379,7 +375,7 @@ def write_index(out: Path, report: dict[str, Any]) -> list[str]:
              "| op | status | cases | detail |", "|---|---|---|---|"]
     for o in ops:
         links = ", ".join(f"[{c}]({o['op']}/{c}/proof.json)" for c in cases.get(o["op"], []))
-        lines.append(f"| {o['op']} | {o['status']} | {links} | {_md_cell(o['reason'])} |")
+        lines.append(md_row(o["op"], o["status"], links, o["reason"]))
     if _ours_or_absent(out / "README.md",
                        lambda t: t.startswith(INDEX_HEADER) and INDEX_GENERATOR in t[:300]):
         write_text(out / "README.md", "\n".join(lines) + "\n")

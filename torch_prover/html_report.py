@@ -15,12 +15,12 @@ constant or absent) and the dot by its label is the verdict's colour.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from .report import numeric_line
+from .report import OP_STATUSES, numeric_line
 
-OP_STATUSES = ("disagrees", "error", "invalid", "inconclusive", "proposed", "proved", "missing")
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
 # evidence -> (stroke colour, dash pattern, width, legend text)
 EVIDENCE_STYLE = {
@@ -41,6 +41,17 @@ _EVIDENCE_RANK = ("grad", "zero-grad", "no-grad", "integer", "detached", "consta
 
 def _e(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
+
+
+def _slug(value: Any) -> str:
+    """``value`` as the tail of a CSS class name: ``not run`` -> ``not-run``; anything
+    outside [a-z0-9_-] becomes ``-``, so a class attribute never splits or breaks."""
+    return re.sub(r"[^a-z0-9_-]+", "-", str(value).lower()).strip("-") or "none"
+
+
+def _statuses(present: Iterable[Any]) -> list[str]:
+    """OP_STATUSES, then any other status the report holds (tolerated, listed last)."""
+    return list(OP_STATUSES) + sorted({str(s) for s in present} - set(OP_STATUSES))
 
 
 def _short(s: str, n: int) -> str:
@@ -109,12 +120,12 @@ def _arrow(p: dict, xa: float, xb: float, y: float) -> str:
     verdict = p.get("verdict") or "inconclusive"
     faded = " faded" if ev == "absent" else ""
     source = p.get("source") or ""
-    return (f'<g class="arrow ev-{_e(ev)}"><title>{_e(tip)}</title>'
+    return (f'<g class="arrow ev-{_slug(ev)}"><title>{_e(tip)}</title>'
             f'<line x1="{xa}" y1="{y:.1f}" x2="{xb - 7}" y2="{y:.1f}" stroke="{colour}" '
             f'stroke-width="{width}"{dash_attr} stroke-linecap="round"/>'
             f'<path d="M{xb - 8} {y - 4.5:.1f} L{xb} {y:.1f} L{xb - 8} {y + 4.5:.1f} z" '
             f'fill="{colour}"/>'
-            f'<circle cx="{xa + 5}" cy="{y - 9:.1f}" r="3.6" class="vdot v-{_e(verdict)}"/>'
+            f'<circle cx="{xa + 5}" cy="{y - 9:.1f}" r="3.6" class="vdot v-{_slug(verdict)}"/>'
             f'<text x="{xa + 13}" y="{y - 5.5:.1f}" class="pname{faded}">'
             f'{_e(_short(p["_label"], 16))}</text>'
             f'<text x="{xa + 2}" y="{y + 13:.1f}" class="psrc{faded}">{_e(_short(source, 21))}</text>'
@@ -123,12 +134,12 @@ def _arrow(p: dict, xa: float, xb: float, y: float) -> str:
 
 # ----------------------------------------------------------------------------- pieces
 def _badge(status: str, text: str | None = None) -> str:
-    return f'<span class="badge s-{_e(status)}">{_e(text or status)}</span>'
+    return f'<span class="badge s-{_slug(status)}">{_e(text or status)}</span>'
 
 
 def _verdict_chip(v: str, n: int | None = None) -> str:
     label = v if n is None else f"{n} {v}"
-    return f'<span class="chip v-{_e(v)}">{_e(label)}</span>'
+    return f'<span class="chip v-{_slug(v)}">{_e(label)}</span>'
 
 
 def _param_table(rec: dict) -> str:
@@ -140,7 +151,7 @@ def _param_table(rec: dict) -> str:
         latest = (f' <span class="muted">(latest: {_e(p["tag_latest"])})</span>'
                   if p.get("tag_latest") else "")
         rows.append(
-            f'<tr class="pv-{_e(p.get("verdict"))}"><td class="mono">{_e(p.get("io"))} '
+            f'<tr class="pv-{_slug(p.get("verdict"))}"><td class="mono">{_e(p.get("io"))} '
             f'{_e(p.get("index"))}</td><td class="mono">{_e(p.get("name"))}</td>'
             f'<td class="mono">{_e(p.get("source"))}</td><td>{_ev(p.get("evidence"))}</td>'
             f'<td>{_e(p.get("tag"))}{latest}</td><td>{_verdict_chip(str(p.get("verdict")))}</td>'
@@ -207,15 +218,18 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
     meta = [versions, "tags from " + ", ".join(_e(x) for x in sources) if sources else "",
             "opset " + ", ".join(_e(o) for o in opsets) if opsets else ""]
     n_par = sum(int(params.get(v, 0) or 0) for v in VERDICTS) or 1
-    pbar = "".join(f'<span class="seg v-{v}" style="width:{100.0 * int(params.get(v, 0) or 0) / n_par:.2f}%"'
+    pbar = "".join(f'<span class="seg v-{_slug(v)}" style="width:{100.0 * int(params.get(v, 0) or 0) / n_par:.2f}%"'
                    f' title="{v}: {int(params.get(v, 0) or 0)}"></span>' for v in reversed(VERDICTS))
-    by_status = Counter(o.get("status") for o in ops)
+    by_status = Counter(str(o.get("status")) for o in ops)
     n_ops = len(ops) or 1
-    sbar = "".join(f'<button class="seg s-{st}" style="width:{100.0 * by_status[st] / n_ops:.2f}%" '
-                   f'data-filter="{st}" title="{st}: {by_status[st]} (click to filter)"></button>'
-                   for st in OP_STATUSES if by_status[st])
-    slegend = "".join(f'<button class="legend-item" data-filter="{st}">{_badge(st)} '
-                      f'<b>{by_status[st]}</b></button>' for st in OP_STATUSES if by_status[st])
+    statuses = _statuses(by_status)
+    sbar = "".join(f'<button class="seg s-{_slug(st)}" style="width:{100.0 * by_status[st] / n_ops:.2f}%" '
+                   f'data-filter="{_e(st)}" title="{_e(st)}: {by_status[st]} (click to filter)"></button>'
+                   for st in statuses if by_status[st])
+    # the legend explains every status a report can hold, the absent ones dimmed
+    slegend = "".join(f'<button class="legend-item{"" if by_status[st] else " zero"}" '
+                      f'data-filter="{_e(st)}">{_badge(st)} <b>{by_status[st]}</b></button>'
+                      for st in statuses)
     wall = s.get("wall_time_s")
     cards = [
         ("ops covered", f"{_e(covered)}<small>/{_e(total)}</small>",
@@ -301,8 +315,8 @@ def _broken(cases: list[dict]) -> str:
 
 
 def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
-    order = {s: i for i, s in enumerate(OP_STATUSES)}
-    for o in sorted(ops, key=lambda o: (order.get(o.get("status"), 99), str(o.get("op")))):
+    order = {s: i for i, s in enumerate(_statuses(str(o.get("status")) for o in ops))}
+    for o in sorted(ops, key=lambda o: (order[str(o.get("status"))], str(o.get("op")))):
         op, status = str(o.get("op")), str(o.get("status"))
         recs = by_op.get(op, [])
         counts = Counter(p.get("verdict") for r in recs for p in r.get("parameters") or ())
@@ -310,7 +324,7 @@ def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
         merged = _merge(recs)
         flow = diagram_svg(op, merged) if merged else ""
         case_names = " ".join(
-            f'<span class="casename c-{_e(_case_status(str(r.get("status"))))}">{_e(r.get("case"))}</span>'
+            f'<span class="casename c-{_slug(_case_status(str(r.get("status"))))}">{_e(r.get("case"))}</span>'
             for r in recs)
         search = " ".join([op, status, str(o.get("reason") or "")] +
                           [str(r.get("case")) for r in recs] +
@@ -330,17 +344,15 @@ def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
 
 
 def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
-    counts = Counter(o.get("status") for o in ops)
-    options = "".join(f'<option value="{st}">{st} ({counts[st]})</option>'
-                      for st in OP_STATUSES if counts[st])
-    extra = sorted(str(s) for s in counts if s not in OP_STATUSES)  # tolerate new statuses
-    options += "".join(f'<option value="{_e(st)}">{_e(st)} ({counts[st]})</option>' for st in extra)
+    counts = Counter(str(o.get("status")) for o in ops)
+    options = "".join(f'<option value="{_e(st)}">{_e(st)} ({counts[st]})</option>'
+                      for st in _statuses(counts) if counts[st])
     legend = "".join(
         f'<span class="lg"><svg width="46" height="10"><line x1="2" y1="5" x2="44" y2="5" '
         f'stroke="{c}" stroke-width="{w}"' + (f' stroke-dasharray="{d}"' if d else "")
         + f' stroke-linecap="round"/></svg>{_e(ev)}: {_e(m)}</span>'
         for ev, (c, d, w, m) in EVIDENCE_STYLE.items() if ev not in ("untracked",))
-    vlegend = "".join(f'<span class="lg"><i class="vdot-i v-{v}"></i>{v}</span>' for v in VERDICTS)
+    vlegend = "".join(f'<span class="lg"><i class="vdot-i v-{_slug(v)}"></i>{v}</span>' for v in VERDICTS)
     return (f'<section id="operators"><h2>Operators <span class="count" id="shown">{len(ops)} of {len(ops)}</span>'
             f'</h2><div class="controls"><input id="q" type="search" placeholder="Filter by op, '
             f'case, parameter or reason…" autocomplete="off"><select id="st"><option value="">'
@@ -374,7 +386,8 @@ def render_html(report: dict) -> str:
 _CSS = """
 :root{--bg:#f6f7fb;--card:#fff;--ink:#0f172a;--muted:#64748b;--line:#e2e8f0;
 --agree:#16a34a;--disagree:#dc2626;--proposed:#7c3aed;--inconclusive:#d97706;
---proved:#16a34a;--disagrees:#dc2626;--invalid:#ea580c;--error:#be185d;--missing:#94a3b8}
+--proved:#16a34a;--disagrees:#dc2626;--invalid:#ea580c;--error:#be185d;--missing:#94a3b8;
+--not-run:#cbd5e1;--no-tags:#0e7490}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,
 "Segoe UI",Roboto,Helvetica,Arial,sans-serif}
@@ -402,7 +415,7 @@ button.seg{cursor:pointer}button.seg:hover{filter:brightness(1.15)}
 .statusbar{margin-top:16px}
 .legend{display:flex;flex-wrap:wrap;gap:6px 14px;margin-top:6px}
 .legend-item{background:none;border:0;color:#cbd5e1;cursor:pointer;padding:2px;font:inherit}
-.legend-item b{color:#fff;margin-left:2px}
+.legend-item b{color:#fff;margin-left:2px}.legend-item.zero{opacity:.45}
 .chips{display:flex;flex-wrap:wrap;gap:5px;margin-top:4px}
 .chip{border-radius:999px;padding:1px 8px;font-size:11.5px;font-weight:600;color:#fff;white-space:nowrap}
 .badge{border-radius:6px;padding:2px 8px;font-size:11.5px;font-weight:700;color:#fff;
@@ -410,6 +423,7 @@ white-space:nowrap;display:inline-block}
 .v-agree,.s-proved{background:var(--agree)}.v-disagree,.s-disagrees,.s-disagree{background:var(--disagree)}
 .v-proposed,.s-proposed{background:var(--proposed)}.v-inconclusive,.s-inconclusive{background:var(--inconclusive)}
 .s-invalid{background:var(--invalid)}.s-error{background:var(--error)}.s-missing{background:var(--missing)}
+.s-not-run{background:var(--not-run);color:#334155}.s-no-tags{background:var(--no-tags)}
 .s-declared{background:#475569}.s-new{background:var(--disagree)}
 main{padding:8px 36px 48px;max-width:1500px}
 h2{font-size:18px;margin:26px 0 12px}
@@ -455,6 +469,7 @@ padding:1px 5px;color:#334155;border-left:3px solid var(--missing)}
 .casename.c-proved{border-left-color:var(--agree)}.casename.c-disagrees{border-left-color:var(--disagree)}
 .casename.c-invalid{border-left-color:var(--invalid)}.casename.c-error{border-left-color:var(--error)}
 .casename.c-inconclusive{border-left-color:var(--inconclusive)}
+.casename.c-no-tags{border-left-color:var(--no-tags)}
 details{margin-top:6px}
 summary{cursor:pointer;color:#1d4ed8;font-size:12.5px}
 .case{border:1px solid var(--line);border-radius:8px;padding:10px 12px;margin:8px 0;background:#fcfdff}

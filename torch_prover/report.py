@@ -1,21 +1,120 @@
-"""Renderings of proofs: text, JSON, Markdown. Pure functions of the records, no I/O."""
+"""Renderings of proofs: text, JSON, Markdown. Pure functions of the records, no I/O.
+
+Text is wrapped to a width the caller passes (the CLI passes the terminal's); Markdown
+table cells escape ``|`` as ``\\|`` so a reason reads the same in every rendering.
+"""
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from typing import Any
 
 from .tags import SchemaTags
 from .verdict import VERDICTS, is_failure
 
-VERDICT_MARK = {"agree": "ok", "disagree": "DISAGREE", "proposed": "proposed",
-                "inconclusive": "inconclusive"}
+NOT_RUN, MISSING = "not run", "missing"
+# Every status an op can have in a batch report, most urgent first. The one list every
+# rendering sorts, colours and explains statuses by (op_status and batch_report produce them).
+OP_STATUSES = ("disagrees", "error", "no tags", "invalid", "inconclusive", "proposed", "proved",
+               NOT_RUN, MISSING)
+DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
+_GAP = "  "           # between text table columns
+_FLEX_MIN = 30        # narrower than this, a table's reason goes under its row instead
 
 
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [
-        fmt.format(*map(str, r)) for r in rows]
+# ----------------------------------------------------------------------------- text layout
+def _words(text: str) -> int:
+    """The longest word of ``text``: the narrowest a column can be without breaking words."""
+    return max((len(w) for w in text.split()), default=0)
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, max(width, 1), break_long_words=True,
+                         break_on_hyphens=False) or [""]  # "8e-11" stays whole
+
+
+def wrap_line(text: str, width: int | None, indent: str = "  ") -> list[str]:
+    """One logical line wrapped to ``width``, continuation lines indented."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [""]
+
+
+def _shrink(widths: list[int], floor: list[int], budget: int) -> list[int]:
+    """Take width from the column with the most to spare (down to ``floor``) until the
+    columns fit ``budget``; as close as the floors allow."""
+    w = list(widths)
+    while sum(w) > budget:
+        spare = max(range(len(w)), key=lambda i: (w[i] - floor[i], w[i]))
+        if w[spare] <= floor[spare]:
+            break
+        w[spare] -= 1
+    return w
+
+
+def _fit(natural: list[int], minimum: list[int], budget: int) -> list[int]:
+    """Whole words if the budget allows, broken words (3 columns at least) if it does not."""
+    w = _shrink(natural, minimum, budget)
+    return w if sum(w) <= budget else _shrink(w, [min(n, 3) for n in natural], budget)
+
+
+def _lines(cells: list[str], widths: list[int]) -> list[str]:
+    """One table row, each cell wrapped in its column, as many lines as its tallest cell."""
+    wrapped = [_wrap(c, w) for c, w in zip(cells, widths)]
+    return [_GAP.join(f"{(col[k] if k < len(col) else ''):<{w}}"
+                      for col, w in zip(wrapped, widths)).rstrip()
+            for k in range(max(len(col) for col in wrapped))]
+
+
+def _table(rows: list[list[str]], header: list[str], width: int | None = None,
+           flex: int | None = None) -> list[str]:
+    """A plain-text table, every line at most ``width`` long (None: no limit).
+
+    Column ``flex`` (the long reason) takes what the others leave and wraps under itself;
+    where that would be narrower than _FLEX_MIN it goes on lines of its own under its row
+    instead, indented to the second column, so a row's facts stay on one line and its
+    reason stays readable. Other columns wrap at spaces only when they alone overflow.
+    """
+    rows = [[str(c) for c in r] for r in rows]
+    n = len(header)
+    natural = [max(len(x) for x in [header[i]] + [r[i] for r in rows]) for i in range(n)]
+    minimum = [max(_words(x) for x in [header[i]] + [r[i] for r in rows]) for i in range(n)]
+    gaps = len(_GAP) * (n - 1)
+    widths = natural
+    if width is not None and sum(natural) + gaps > width:
+        if flex is None:
+            widths = _fit(natural, minimum, width - gaps)
+        elif width - gaps - (sum(natural) - natural[flex]) >= _FLEX_MIN:
+            widths = list(natural)
+            widths[flex] = width - gaps - (sum(natural) - natural[flex])
+        else:
+            return _stacked(rows, header, width, flex, natural, minimum)
+    out = _lines(header, widths) + [_GAP.join("-" * w for w in widths)]
+    for r in rows:
+        out += _lines(r, widths)
+    return out
+
+
+def _stacked(rows: list[list[str]], header: list[str], width: int, flex: int,
+             natural: list[int], minimum: list[int]) -> list[str]:
+    """The narrow layout of _table: column ``flex`` on lines of its own under each row."""
+    keep = [i for i in range(len(header)) if i != flex]
+    widths = _fit([natural[i] for i in keep], [minimum[i] for i in keep],
+                  width - len(_GAP) * (len(keep) - 1))
+    indent = " " * min(widths[0] + len(_GAP), width // 3)
+
+    def row(cells: list[str]) -> list[str]:
+        return _lines([cells[i] for i in keep], widths) + [
+            indent + line for line in _wrap(cells[flex], width - len(indent))]
+
+    out = row(header) + [_GAP.join("-" * w for w in widths)]
+    for r in rows:
+        out += row(r)
+    return out
 
 
 def numeric_line(rec: dict[str, Any]) -> str:
@@ -31,27 +130,39 @@ def numeric_line(rec: dict[str, Any]) -> str:
             f"VJP rel err: {vjp} (step {n['step']:g})")
 
 
-def proof_text(rec: dict[str, Any]) -> str:
+def md_cell(text: Any) -> str:
+    """``text`` as one Markdown table cell: ``|`` escaped (GitHub renders ``\\|`` as ``|``,
+    code spans included), line breaks as ``<br>``; the words themselves unchanged."""
+    return re.sub(r"\r?\n", "<br>", str(text)).replace("|", "\\|")
+
+
+def md_row(*cells: Any) -> str:
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+    """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
+    versions and status."""
     head = (f"{rec['op']} / {rec['case']}  ({rec['kind']}, {rec['exporter']} exporter, "
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
                if rec['latest_schema_version'] != rec['schema_version'] else "") + ")")
-    lines = [head]
+    lines = wrap_line(head, width)
     if rec.get("invalid"):
-        lines.append(f"INVALID: {rec['invalid']}")
+        lines += wrap_line(f"INVALID: {rec['invalid']}", width)
     rows = [[f"{p['io']} {p['index']}", p["name"], p["source"], p["evidence"], p["tag"]
              + (f" (latest: {p['tag_latest']})" if p.get("tag_latest") else ""),
-             VERDICT_MARK[p["verdict"]], p["reason"]] for p in rec["parameters"]]
+             p["verdict"], p["reason"]] for p in rec["parameters"]]
     if rows:
         lines += _table(rows, ["param", "name", "pytorch tensor", "evidence", "tag", "verdict",
-                               "reason"])
+                               "reason"], width, flex=6)
     for p in rec["parameters"]:
         if p.get("expected"):
-            lines.append(f"  declared by the case for {p['io']} {p['index']}: "
-                         f"{p['expected']['verdict']} - {p['expected']['reason']}")
-    lines.append(numeric_line(rec))
-    lines.append(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
-        f"{k} {v}" for k, v in rec["versions"].items()))
+            lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
+                           f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+    lines += wrap_line(numeric_line(rec), width)
+    lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
+        f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
     return "\n".join(lines) + "\n"
 
@@ -68,8 +179,8 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
               "|---|---|---|---|---|---|"]
     for p in rec["parameters"]:
         verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
-        lines.append(f"| {p['io']} {p['index']} `{p['name']}` | `{p['source']}` | "
-                     f"{p['evidence']} | {p['tag']} | {verdict} | {p['reason'].replace('|', '/')} |")
+        lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
+                            p["evidence"], p["tag"], verdict, p["reason"]))
     lines += ["", numeric_line(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}); model sha256 "
@@ -78,13 +189,14 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def tags_text(tags: SchemaTags, latest: SchemaTags | None = None) -> str:
+def tags_text(tags: SchemaTags, latest: SchemaTags | None = None,
+              width: int | None = DEFAULT_WIDTH) -> str:
     lines = [f"{tags.op} (schema version {tags.since_version}, from {tags.source})"]
     rows = []
     for f in tags.inputs + tags.outputs:
         note = "non-differentiable by type" if f.non_differentiable_by_type else ""
         rows.append([f"{f.io} {f.position}", f.name, f.option, f.tag, note])
-    lines += _table(rows, ["param", "name", "option", "tag", "note"])
+    lines += _table(rows, ["param", "name", "option", "tag", "note"], width)
     if latest is not None and latest.since_version != tags.since_version:
         lines.append(f"(latest schema version: {latest.since_version})")
     return "\n".join(lines) + "\n"
@@ -148,9 +260,9 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         if recs:
             status, reason = op_status(recs)
         elif e["status"] == "covered":
-            status, reason = "not run", "not selected in this run"
+            status, reason = NOT_RUN, "not selected in this run"
         else:
-            status, reason = "missing", f"{e['reason_category']}: {e['reason']}"
+            status, reason = MISSING, f"{e['reason_category']}: {e['reason']}"
         ops.append({"op": e["op"], "status": status, "reason": reason})
     counts = {v: 0 for v in VERDICTS}
     for r in records:
@@ -202,45 +314,77 @@ def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def prove_command(op: str, case: str, tags_path: str | None = None) -> str:
+    """The command that proves one catalogue case (and reproduces its verdicts)."""
+    return f"torch-prover prove {op} --case {case}" + (f" --tags-from {tags_path}" if tags_path else "")
+
+
 def reproduce(report: dict[str, Any], rec: dict[str, Any]) -> str:
     """The command that reproduces one case's verdicts, tag source included."""
-    path = report["summary"].get("tags_path")
-    return (f"torch-prover prove {rec['op']} --case {rec['case']}"
-            + (f" --tags-from {path}" if path else ""))
+    return prove_command(rec["op"], rec["case"], report["summary"].get("tags_path"))
 
 
-def batch_text(report: dict[str, Any]) -> str:
+def not_run(report: dict[str, Any]) -> list[str]:
+    """The ops that have a case but were not selected in this batch (``--ops``)."""
+    return [o["op"] for o in report["ops"] if o["status"] == NOT_RUN]
+
+
+def _not_run_line(names: list[str], list_names: bool) -> str:
+    what = f"{len(names)} op{'s' if len(names) != 1 else ''} not run in this batch"
+    pointer = "`torch-prover coverage OP` lists an op's cases"
+    return f"{what}: {', '.join(names)} ({pointer})" if list_names else f"{what} ({pointer})"
+
+
+def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+    """verify-all as text: the per-op table of the ops this batch ran (ops not run, and ops
+    without a case, one line each), then the summary and what needs a decision, last,
+    where a terminal leaves the reader."""
     s = report["summary"]
     c = s["parameters"]
-    lines = [f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} run "
-             f"in {s['cases']} cases ({s['cache_hits']} from cache)",
-             f"parameters: {c['agree']} agree, {c['disagree']} disagree "
-             f"({s['declared_disagreements']} declared by their cases, "
-             f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
-             f"{c['inconclusive']} inconclusive",
-             f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
-             f"wall time {s['wall_time_s']:.1f} s"]
+    lines = _table([[o["op"], o["status"], o["reason"]] for o in report["ops"]
+                    if o["status"] not in (NOT_RUN, MISSING)], ["op", "status", "reason"],
+                   width, flex=2)
+    # what this batch did not prove is one line each; the reasons are `coverage`'s
+    skipped = not_run(report)
+    if skipped:  # names only while they are few: the reader chose --ops, the rest is the rest
+        lines += wrap_line(_not_run_line(skipped, len(skipped) <= 12), width)
+    missing = [o["op"] for o in report["ops"] if o["status"] == MISSING]
+    if missing:
+        lines += wrap_line(f"{len(missing)} op{'s' if len(missing) != 1 else ''} without a case: "
+                       f"{', '.join(missing)} (`torch-prover coverage OP` says why)", width)
+    lines.append("")
+    for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} "
+                 f"run in {s['cases']} cases ({s['cache_hits']} from cache)",
+                 f"parameters: {c['agree']} agree, {c['disagree']} disagree "
+                 f"({s['declared_disagreements']} declared by their cases, "
+                 f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
+                 f"{c['inconclusive']} inconclusive",
+                 f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
+                 f"wall time {s['wall_time_s']:.1f} s"):
+        lines += wrap_line(line, width)
     for r in report["cases"]:
         if r["status"] == "error":
-            lines.append(f"  FAILED   {r['op']}/{r['case']}: {r['error']}")
+            lines += wrap_line(f"  FAILED   {r['op']}/{r['case']}: {r['error']}", width, "    ")
         elif r["status"] == "no-tags":
-            lines.append(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}")
+            lines += wrap_line(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}", width, "    ")
         elif r["status"] == "invalid":
-            lines.append(f"  INVALID  {r['invalid']}")
+            lines += wrap_line(f"  INVALID  {r['invalid']}", width, "    ")
     waived = {(w["case"], w["parameter"]) for w in s["waived"]}
     for r in report["cases"]:
         for p in r["parameters"]:
             if p["verdict"] == "disagree":
-                mark = ("waived  " if (r["case"], f"{p['io']} {p['index']}") in waived else
-                        "declared" if _expected(p) == "disagree"
-                        else "DISAGREE")
-                lines.append(f"  {mark} {r['op']} {p['io']} {p['index']} ({p['name']}): tag "
-                             f"{p['tag']}, evidence {p['evidence']} - {p['reason']} "
-                             f"[{reproduce(report, r)}]")
+                mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
+                        "declared by the case" if _expected(p) == "disagree"
+                        else "NEW, needs a decision")
+                lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
+                               f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
+                               f"{p['reason']}", width, "    ")
+                lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
     for op, params in sorted(s.get("missing_from_docs", {}).items()):
-        lines.append(f"  {op}: not in {s['tags_from']}: {', '.join(params)} (reported, not guessed)")
+        lines += wrap_line(f"  {op}: not in {s['tags_from']}: {', '.join(params)} "
+                       "(reported, not guessed)", width, "    ")
     for w in s["stale_waivers"]:
-        lines.append(f"  stale waiver: {w} matches no disagreement any more")
+        lines += wrap_line(f"  stale waiver: {w} matches no disagreement any more", width, "    ")
     return "\n".join(lines) + "\n"
 
 
@@ -285,15 +429,21 @@ def batch_markdown(report: dict[str, Any]) -> str:
     if props:
         out += ["| op | version | parameter | proposed tag | evidence (case) |", "|---|---|---|---|---|"]
         for q in props:
-            out.append(f"| `{q['op']}` | {q['version']} | {q['io']} {q['index']} `{q['name']}` | "
-                       f"`{q['cpp']}` | {q['evidence']} from `{q['source']}` ({q['case']}) |")
+            out.append(md_row(f"`{q['op']}`", q["version"], f"{q['io']} {q['index']} `{q['name']}`",
+                              f"`{q['cpp']}`", f"{q['evidence']} from `{q['source']}` ({q['case']})"))
         out.append("")
     bad = [r for r in report["cases"] if r["status"] in ("error", "invalid")]
     if bad:
         out += [f"## Failed or invalid cases ({len(bad)})", ""]
         out += [f"- `{r['op']}/{r['case']}`: {r.get('error') or r.get('invalid')}" for r in bad]
         out.append("")
-    out += ["## Per-op status", "", "| op | status | detail |", "|---|---|---|"]
-    for o in report["ops"]:
-        out.append(f"| `{o['op']}` | {o['status']} | {o['reason'].replace('|', '/')} |")
+    out += ["## Per-op status", ""]
+    shown = [o for o in report["ops"] if o["status"] != NOT_RUN]
+    if shown:
+        out += ["| op | status | detail |", "|---|---|---|"]
+        out += [md_row(f"`{o['op']}`", o["status"], o["reason"]) for o in shown]
+        out.append("")
+    skipped = not_run(report)
+    if skipped:
+        out.append(_not_run_line(skipped, True) + ".")
     return "\n".join(out) + "\n"
