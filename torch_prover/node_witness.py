@@ -214,11 +214,13 @@ def _value_info(name: str, value) -> onnx.ValueInfoProto:
 
 
 def _output_info(name: str, value) -> onnx.ValueInfoProto:
-    """Element type only: a perturbation may change the output's shape (Range's limit)."""
+    """Element type and rank only: a perturbation may change the output's dimensions
+    (Range's limit), never its rank."""
     if isinstance(value, list):
         return _value_info(name, value)
+    arr = np.asarray(value)
     return onnx.helper.make_tensor_value_info(
-        name, onnx.helper.np_dtype_to_tensor_dtype(np.asarray(value).dtype), None)
+        name, onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), [None] * arr.ndim)
 
 
 def _outer_names(model: onnx.ModelProto, node_index: int) -> list[str]:
@@ -355,8 +357,9 @@ class IsolatedNode:
             rng = np.random.default_rng([seed, 1, point.slot, point.draw, k])
             r = rng.standard_normal(np.shape(x))
             x64 = np.asarray(x, dtype=np.float64)
-            out[a.name] = np.asarray(x64 + point.move * (np.abs(x64) + _scale(x64)) * r
-                                     ).astype(np.asarray(x).dtype)
+            with np.errstate(all="ignore"):   # an inf or nan input stays what it is
+                moved = x64 + point.move * (np.abs(x64) + _scale(x64)) * r
+            out[a.name] = np.asarray(moved).astype(np.asarray(x).dtype)
         return out
 
 
@@ -369,7 +372,8 @@ def _close(a, b) -> bool:
     if not _is_float(a):
         return bool(np.array_equal(a, b))
     tol = FWD_TOL.get(a.dtype.name, 1e-2)
-    scale = max(1.0, float(np.nanmax(np.abs(b), initial=0.0)))
+    finite = np.abs(b[np.isfinite(b)])
+    scale = max(1.0, float(finite.max(initial=0.0)))
     return bool(np.allclose(a, b, rtol=0, atol=tol * scale, equal_nan=True))
 
 
@@ -394,7 +398,9 @@ def _is_float(x) -> bool:
 
 def _scale(x: np.ndarray) -> float:
     """Root mean square of x, or 1 for an all-zero tensor: the size of a relative move."""
-    rms = float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
+    x = x[np.isfinite(x)]
+    with np.errstate(over="ignore"):
+        rms = float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
     return rms if rms > 0 and np.isfinite(rms) else 1.0
 
 
@@ -501,7 +507,9 @@ class _Measure:
     def direction(self, a: Lifted) -> np.ndarray:
         x = np.asarray(self.node.point[a.name], dtype=np.float64)
         rng = np.random.default_rng([self.seed, 2, self.node.lifted.index(a)])
-        return rng.standard_normal(x.shape) * (np.abs(x) + _scale(x)) / 2
+        with np.errstate(all="ignore"):
+            v = rng.standard_normal(x.shape) * (np.abs(x) + _scale(x)) / 2
+        return np.where(np.isfinite(v), v, 0.0)
 
     def observe(self, a: Lifted, p: Point, v: np.ndarray, dtype: str) -> dict[int, _Kind]:
         """How each floating output looks at ``p`` along ``v`` for input ``a``."""
@@ -525,8 +533,9 @@ class _Measure:
         changed: set[int] = set()
         for t in range(SHAPE_PROBES):
             rng = np.random.default_rng([self.seed, 3, self.node.lifted.index(a), t])
-            moved = x * (1 + rng.uniform(-0.5, 0.5, x.shape)) \
-                + 0.5 * _scale(x) * rng.standard_normal(x.shape)
+            with np.errstate(all="ignore"):
+                moved = x * (1 + rng.uniform(-0.5, 0.5, x.shape)) \
+                    + 0.5 * _scale(x) * rng.standard_normal(x.shape)
             try:
                 ys = self.node.run({a.name: np.asarray(moved).astype(dt)})
             except Exception:  # a value the op refuses says nothing about shapes
