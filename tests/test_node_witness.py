@@ -144,6 +144,13 @@ def test_point_on_a_jump_is_moved_and_still_flat(op, x):
     assert "captured point moved" in inp.detail
 
 
+def test_relu_at_its_kink_is_moved_then_smooth():
+    x = np.array([0.0, 1.3, -0.4])
+    w = witness_of(one_node("Relu", {"x": x}), {"x": x})
+    assert outcomes(w) == [SMOOTH]
+    assert w.inputs[0].moves[0].slot == 0 and "kink or tie" in w.inputs[0].moves[0].reasons[0]
+
+
 def test_tied_maxima_are_moved_apart_then_smooth():
     """ReduceMax over [1, 3, 3, ...]: at the tie the one-sided derivatives differ (a kink);
     a small move breaks the tie and the max is smooth in x."""
@@ -299,6 +306,25 @@ def test_captured_values_come_from_the_run():
     assert node.reproduces
 
 
+def test_sequence_inputs_are_perturbed_element_wise():
+    """ConcatFromSequence of a captured SequenceConstruct(a, b): the sequence is lifted as
+    one input, and concatenation is linear in it."""
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((1, 3))
+    graph = oh.make_graph(
+        [oh.make_node("SequenceConstruct", ["a", "b"], ["s"]),
+         oh.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)], "g",
+        [_info("a", a), _info("b", b)], [oh.make_tensor_value_info("y", TP.DOUBLE, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)], ir_version=10)
+    node = nw.isolate(model, 1, {"a": a, "b": b})
+    assert isinstance(node.point["s"], list) and len(node.point["s"]) == 2
+    w = nw.measure(node)
+    assert outcomes(w) == [SMOOTH] and w.inputs[0].dtype == "sequence(float64)"
+    v = [RNG.standard_normal((2, 3)), RNG.standard_normal((1, 3))]
+    dy = RNG.standard_normal((3, 3))
+    assert nw.vjp(node, 0, v, [dy]) == pytest.approx(float(np.sum(dy * np.concatenate(v))),
+                                                     rel=1e-6)
+
+
 # ----------------------------------------------------------------------------- VJP
 def test_vjp_matches_the_analytic_derivative():
     """d<dy, x * y>/dx . v = <dy, y * v>, at the captured point and at a drawn one."""
@@ -307,11 +333,15 @@ def test_vjp_matches_the_analytic_derivative():
     v, dy = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3))
     assert nw.vjp(node, 0, v, [dy]) == pytest.approx(float(np.sum(dy * y * v)), rel=1e-6)
     assert nw.vjp(node, 1, v, [dy]) == pytest.approx(float(np.sum(dy * x * v)), rel=1e-6)
-    point = nw.measure(node).inputs[0].points[1]
+    point = nw.measure(node).inputs[1].points[1]          # a draw of y near the captured y
     at = node.values_at(point)
-    assert not np.array_equal(at["y"], y)
+    assert point.input == "y" and not np.array_equal(at["y"], y)
+    np.testing.assert_array_equal(at["x"], x)
     assert nw.vjp(node, 0, v, [dy], point=point) == pytest.approx(
         float(np.sum(dy * at["y"] * v)), rel=1e-6)
+    y2 = y + 1.0
+    assert nw.vjp(node, 0, v, [dy], point={"y": y2}) == pytest.approx(
+        float(np.sum(dy * y2 * v)), rel=1e-6)
 
 
 def test_vjp_refuses_integer_and_absent_inputs():
@@ -328,6 +358,17 @@ def test_a_model_that_does_not_run_is_not_run_with_why():
     assert "does not run" in w.why and w.inputs[0].detail == w.why
 
 
+def test_a_point_the_runtime_refuses_is_not_run_with_why():
+    """The reference evaluator's nearest Upsample takes integer scales only: every move of
+    the scales is refused, so they are not measured (and the refusal is quoted), while x,
+    measured with the scales as captured, is smooth."""
+    w = case_witness("Upsample", "upsample_nearest")
+    assert w.runtime == "reference"
+    assert outcomes(w) == [SMOOTH, NOT_RUN]
+    assert "refuses" in w.inputs[1].detail and "Not implemented" in w.inputs[1].detail
+    assert w.outputs[0].outcome is SMOOTH
+
+
 # ----------------------------------------------------------------------------- records
 def test_two_calls_give_identical_results():
     model, feeds, index = exported_case("Range", "range_float")
@@ -340,6 +381,7 @@ def test_two_calls_give_identical_results():
 def test_details_carry_no_measured_magnitudes():
     """Only counts, indices and the fixed steps: another BLAS must not change a word."""
     ws = [case_witness("Range", "range_float"), case_witness("Conv", "conv2d_bias"),
+          case_witness("Upsample", "upsample_nearest"),
           witness_of(one_node("Round", {"x": np.array([3.5, 1.0])}), {"x": np.array([3.5, 1.0])})]
     for w in ws:
         texts = [i.detail for i in w.inputs + w.outer] + [o.detail for o in w.outputs]

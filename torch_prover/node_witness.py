@@ -13,17 +13,21 @@ measured by central differences at three points and two step sizes.
    initializer, so one runtime session serves every perturbation. A name the node reads
    twice (``Mul(x, x)``, or an input its subgraph also reads) gets one graph input per
    use, so each node input index can be moved alone. Value types come from the captured
-   arrays themselves (exact where shape inference can only guess).
+   values themselves (exact where shape inference can only guess); tensor sequences
+   (SequenceAt, ConcatFromSequence...) are values like tensors, perturbed element-wise.
 2. **Measure** (``measure``): per floating node input ``i`` and floating node output
-   ``j``, at the captured point and two seeded draws near it, with relative steps ``h``
-   (``numeric.STEP``) and ``h/10`` along a seeded direction ``v``, each point is
-   *regular* (``flat`` or ``smooth``) or *irregular*: a difference that does not settle
-   as the step shrinks (a jump), one-sided differences that disagree and do not shrink
-   (a kink or a tie: ReduceMax with tied maxima, Relu at 0), an output whose shape
-   changes, or a value that turns non-finite. An irregular point is re-drawn (seeded,
-   up to ``TRIES`` times, each move larger) and the move is recorded with its reason;
-   a point still irregular after the last try makes ``i -> j`` a ``jump``. An input
-   that is flat everywhere measured but changes an output's shape under a larger move
+   ``j``, at the captured point and two seeded draws of input ``i`` near it (the other
+   inputs stay as captured: a structural float such as Resize's scales is never moved
+   to measure the data), with relative steps ``h`` (``numeric.STEP``) and ``h/10``
+   along a seeded direction ``v``, each point is *regular* (``flat`` or ``smooth``) or
+   *irregular*: a difference that does not settle as the step shrinks (a jump),
+   one-sided differences that disagree and do not shrink (a kink or a tie: ReduceMax
+   with tied maxima, Relu at 0), an output whose shape changes, a value that is or turns
+   non-finite, or a point the runtime refuses (a probability pushed out of [0, 1]). An
+   irregular point is re-drawn (seeded, up to ``TRIES`` times, each move larger) and
+   the move is recorded with its reasons; a point still irregular after the last try
+   makes ``i -> j`` a ``jump`` (or ``not-run`` when it never ran or never was finite).
+   An input flat at every point that changes an output's shape under a larger move
    (Range's ``limit``) is a shape input: a ``jump``.
 3. **VJP** (``vjp``): ``<dy, (f(p + h v) - f(p - h v)) / 2h>`` for one node input, for
    comparison with PyTorch's ``<grad_i, v>``.
@@ -44,14 +48,20 @@ Thresholds, with their margins (float64 / float32):
 Differences below the zero threshold (converted to the step) never count as unsettled
 or kinked, so rounding noise cannot make a point irregular. Outcomes are decided on
 ratios far from every threshold; detail strings carry only counts, the fixed steps
-and categorical words, never a measured value, so they repeat on any machine.
+and categorical words, never a measured value, so they repeat on any machine
+(a runtime's refusal is quoted with its decimal numbers masked).
+
+Known limit: an op that draws random numbers on every run (onnxruntime's Bernoulli,
+Dropout in training mode) changes between the runs of one finite difference; the
+witness then reports what it saw (usually a jump), not a derivative.
 """
 from __future__ import annotations
 
 import copy
 import enum
+import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Union
 
 import numpy as np
 import onnx
@@ -79,6 +89,9 @@ POINTS = 3
 SHAPE_PROBES = 2
 """Larger moves (up to 50%) of an input that is flat at every point, to find a shape input."""
 
+Value = Union[np.ndarray, list]
+"""A tensor, or a tensor sequence (a list of tensors), as the runtimes take and give them."""
+
 
 class Outcome(enum.Enum):
     """What the numeric witness says about one node input (or output)."""
@@ -96,11 +109,13 @@ class Outcome(enum.Enum):
 class Point:
     """Where a derivative was measured: ``slot`` 0 is the captured point, 1 and 2 seeded
     draws near it; ``draw`` counts re-draws (0: as first chosen); ``move`` is the
-    relative size of the move from the captured point (0 for the captured point)."""
+    relative size of the move from the captured point (0 for the captured point);
+    ``input`` the lifted input that was moved (None: nothing moved)."""
 
     slot: int
     draw: int
     move: float
+    input: str | None = None
 
     @property
     def label(self) -> str:
@@ -123,8 +138,8 @@ class Move:
         what = "captured point" if self.slot == 0 else f"point {self.slot}"
         why = "; ".join(dict.fromkeys(self.reasons))
         if self.settled:
-            return f"{what} moved ({why}; regular after {self.redraws} re-draw" \
-                   f"{'s' if self.redraws != 1 else ''})"
+            return (f"{what} moved ({why}; regular after {self.redraws} "
+                    f"re-draw{'s' * (self.redraws != 1)})")
         return f"{what} irregular at every draw ({why})"
 
 
@@ -193,6 +208,71 @@ class WitnessError(Exception):
     """The node could not be isolated or run: the message says why, in one line."""
 
 
+# ----------------------------------------------------------------------------- values
+def _parts(x: Value) -> list[np.ndarray]:
+    return [np.asarray(e) for e in x] if isinstance(x, list) else [np.asarray(x)]
+
+
+def _is_float(x: Value) -> bool:
+    parts = _parts(x)
+    return bool(parts) and all(np.issubdtype(p.dtype, np.floating) for p in parts)
+
+
+def _elem_dtype(x: Value) -> str:
+    parts = _parts(x)
+    return parts[0].dtype.name if parts else "unknown"
+
+
+def _dtype(x: Value) -> str:
+    return f"sequence({_elem_dtype(x)})" if isinstance(x, list) else _elem_dtype(x)
+
+
+def _shape(x: Value):
+    return tuple(p.shape for p in _parts(x)) if isinstance(x, list) else np.shape(x)
+
+
+def _flat(x: Value) -> np.ndarray:
+    """Every element of a tensor or tensor sequence, as one float64 vector."""
+    parts = _parts(x)
+    if not parts:
+        return np.zeros(0)
+    return np.concatenate([p.astype(np.float64).ravel() for p in parts])
+
+
+def _like(x: Value, flat: np.ndarray) -> Value:
+    """``flat`` put back into the shape and dtype(s) of ``x``."""
+    out, k = [], 0
+    for p in _parts(x):
+        out.append(np.asarray(flat[k:k + p.size].reshape(p.shape)).astype(p.dtype))
+        k += p.size
+    return out if isinstance(x, list) else out[0]
+
+
+def _scale(x: np.ndarray) -> float:
+    """Root mean square of x's finite elements, or 1 when that is 0: a relative move's size."""
+    x = x[np.isfinite(x)]
+    with np.errstate(over="ignore"):
+        rms = float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
+    return rms if rms > 0 and np.isfinite(rms) else 1.0
+
+
+def _relative(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``r`` scaled element-wise to x: (|x| + rms x) / 2, zero where x is not finite."""
+    with np.errstate(all="ignore"):
+        v = r * (np.abs(x) + _scale(x)) / 2
+    return np.where(np.isfinite(v), v, 0.0)
+
+
+_DECIMALS = re.compile(r"[-+]?\d+\.\d*(?:[eE][-+]?\d+)?(?:\s*,\s*[-+]?\d+\.\d*(?:[eE][-+]?\d+)?)*")
+
+
+def _refusal(exc: BaseException) -> str:
+    """A runtime's refusal in one short line, its decimal numbers masked: they are perturbed
+    values whose last digits another machine need not share."""
+    text = " ".join(_DECIMALS.sub("…", describe(exc)).split())
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
 # ----------------------------------------------------------------------------- isolation
 @dataclass(frozen=True)
 class Lifted:
@@ -204,16 +284,17 @@ class Lifted:
     name: str
 
 
-def _value_info(name: str, value) -> onnx.ValueInfoProto:
+def _value_info(name: str, value: Value) -> onnx.ValueInfoProto:
     if isinstance(value, list):
-        elem = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(value[0]).dtype) if value else 1
+        elem = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(value[0]).dtype) if value \
+            else onnx.TensorProto.FLOAT
         return onnx.helper.make_tensor_sequence_value_info(name, elem, None)
     arr = np.asarray(value)
     return onnx.helper.make_tensor_value_info(
         name, onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape)
 
 
-def _output_info(name: str, value) -> onnx.ValueInfoProto:
+def _output_info(name: str, value: Value) -> onnx.ValueInfoProto:
     """Element type and rank only: a perturbation may change the output's dimensions
     (Range's limit), never its rank."""
     if isinstance(value, list):
@@ -233,13 +314,14 @@ def _outer_names(model: onnx.ModelProto, node_index: int) -> list[str]:
 
 
 def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, np.ndarray]):
-    """The values of ``names`` in a run of ``model`` on ``feeds``, and the runtime."""
+    """The values of ``names`` in a run of ``model`` on ``feeds``, the runtime that ran it
+    and why another was skipped."""
     g = model.graph
-    inits = {t.name: t for t in g.initializer}
-    values: dict[str, object] = {}
-    wanted = []
     graph_inputs = {i.name for i in g.input}
     feeds = {k: v for k, v in feeds.items() if k in graph_inputs}
+    inits = {t.name: t for t in g.initializer}
+    values: dict[str, Value] = {}
+    wanted = []
     for n in names:
         if n in feeds:
             values[n] = np.asarray(feeds[n])
@@ -247,20 +329,17 @@ def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, n
             values[n] = onnx.numpy_helper.to_array(inits[n])
         else:
             wanted.append(n)
-    runtime, why = None, ""
-    if wanted or not values:
-        m = copy.deepcopy(model)
-        outs = [o.name for o in m.graph.output]
-        # untyped extra outputs: both runtimes type them from the producing node
-        m.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in outs)
-        outs = [o.name for o in m.graph.output]
-        runner, got, why = _choose_runtime(m, dict(feeds))
-        if runner is None:
-            raise WitnessError(f"the exported model does not run ({why})")
-        runtime = runner.kind
-        for n in wanted:
-            values[n] = got[outs.index(n)]
-    return values, runtime, why
+    m = copy.deepcopy(model)
+    outs = [o.name for o in m.graph.output]
+    # untyped extra outputs: both runtimes type them from the producing node
+    m.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in outs)
+    outs = [o.name for o in m.graph.output]
+    runner, got, why = _choose_runtime(m, feeds)
+    if runner is None:
+        raise WitnessError(f"the exported model does not run ({why})")
+    for n in wanted:
+        values[n] = got[outs.index(n)]
+    return values, runner.kind, why
 
 
 class IsolatedNode:
@@ -283,8 +362,8 @@ class IsolatedNode:
         sources = list(dict.fromkeys([n for n in node.input if n] + outer + outs))
         captured, self.capture_runtime, capture_why = _capture(model, sources, feeds)
 
-        # graph input names: a value read twice gets one input per use (the first use by
-        # the subgraph keeps the original name), so each node input index moves alone
+        # graph input names: a value read twice gets one input per use (a subgraph's read
+        # keeps the original name), so each node input index moves alone
         lifted: list[Lifted] = [Lifted(None, n, n) for n in outer]
         taken = set(outer) | set(outs)
         input_names: list[str | None] = []
@@ -301,7 +380,7 @@ class IsolatedNode:
         self.lifted = tuple(sorted(lifted, key=lambda a: (a.index is None, a.index or 0)))
         self.input_names = tuple(input_names)
         self.output_names = tuple(o or None for o in node.output)
-        self.point = {a.name: captured[a.source] for a in self.lifted}
+        self.point: dict[str, Value] = {a.name: captured[a.source] for a in self.lifted}
         self.captured_outputs = tuple(captured[o] if o else None for o in node.output)
 
         # cut the node with onnx's own extractor, told the exact types of what it reads
@@ -338,43 +417,44 @@ class IsolatedNode:
         it = iter(got)
         return tuple(next(it) if o else None for o in self.output_names)
 
-    def run(self, values: Mapping[str, np.ndarray] | None = None) -> tuple:
+    def run(self, values: Mapping[str, Value] | None = None) -> tuple:
         """Node outputs for the captured point updated with ``values`` (by lifted name)."""
         feeds = dict(self.point)
         if values:
             feeds.update(values)
         return self._order(self._runner.run(feeds))
 
-    def values_at(self, point: Point, seed: int = 0) -> dict[str, np.ndarray]:
+    def values_at(self, point: Point, seed: int = 0) -> dict[str, Value]:
         """The lifted inputs' values at ``point`` (as ``measure`` with ``seed`` drew it)."""
-        if point.slot == 0 and point.draw == 0:
-            return dict(self.point)
         out = dict(self.point)
-        for k, a in enumerate(self.lifted):
-            x = self.point[a.name]
-            if not _is_float(x):
-                continue
-            rng = np.random.default_rng([seed, 1, point.slot, point.draw, k])
-            r = rng.standard_normal(np.shape(x))
-            x64 = np.asarray(x, dtype=np.float64)
-            with np.errstate(all="ignore"):   # an inf or nan input stays what it is
-                moved = x64 + point.move * (np.abs(x64) + _scale(x64)) * r
-            out[a.name] = np.asarray(moved).astype(np.asarray(x).dtype)
+        if point.input is None:
+            return out
+        k = [a.name for a in self.lifted].index(point.input)
+        x = self.point[point.input]
+        flat = _flat(x)
+        rng = np.random.default_rng([seed, 1, point.slot, point.draw, k])
+        # away from zero, by a random fraction of the element's size: no element changes
+        # sign (Relu, Abs, Sign keep their regime), a value on a grid (Round at 3.5, Floor
+        # at 2, a Resize scale of exactly 1) leaves it on the side that keeps the output's
+        # shape, and tied elements (ReduceMax) move apart by different amounts
+        away = np.where(flat < 0, -1.0, 1.0) * np.abs(rng.standard_normal(flat.shape))
+        with np.errstate(all="ignore"):   # an inf or nan element stays what it is
+            moved = flat + point.move * 2 * _relative(flat, away)
+        out[point.input] = _like(x, moved)
         return out
 
 
-def _close(a, b) -> bool:
-    if a is None or b is None or isinstance(a, list) or isinstance(b, list):
+def _close(a: Value | None, b: Value | None) -> bool:
+    if a is None or b is None:
         return True
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
+    if _shape(a) != _shape(b):
         return False
     if not _is_float(a):
-        return bool(np.array_equal(a, b))
-    tol = FWD_TOL.get(a.dtype.name, 1e-2)
-    finite = np.abs(b[np.isfinite(b)])
-    scale = max(1.0, float(finite.max(initial=0.0)))
-    return bool(np.allclose(a, b, rtol=0, atol=tol * scale, equal_nan=True))
+        return all(np.array_equal(p, q) for p, q in zip(_parts(a), _parts(b)))
+    fa, fb = _flat(a), _flat(b)
+    tol = FWD_TOL.get(_elem_dtype(a), 1e-2)
+    scale = max(1.0, float(np.abs(fb[np.isfinite(fb)]).max(initial=0.0)))
+    return bool(np.allclose(fa, fb, rtol=0, atol=tol * scale, equal_nan=True))
 
 
 def isolate(model: onnx.ModelProto, node_index: int,
@@ -392,27 +472,14 @@ def isolate(model: onnx.ModelProto, node_index: int,
 
 
 # ----------------------------------------------------------------------------- measuring
-def _is_float(x) -> bool:
-    return not isinstance(x, list) and np.issubdtype(np.asarray(x).dtype, np.floating)
-
-
-def _scale(x: np.ndarray) -> float:
-    """Root mean square of x, or 1 for an all-zero tensor: the size of a relative move."""
-    x = x[np.isfinite(x)]
-    with np.errstate(over="ignore"):
-        rms = float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
-    return rms if rms > 0 and np.isfinite(rms) else 1.0
-
-
 _PRECISION = ("float64", "float32", "float16", "bfloat16")
 
 
 def _least_precise(dtypes: Sequence[str]) -> str:
-    known = [d for d in dtypes if d in _PRECISION]
     unknown = [d for d in dtypes if d not in _PRECISION]
     if unknown:
         return unknown[0]
-    return max(known, key=_PRECISION.index) if known else "float64"
+    return max(dtypes, key=_PRECISION.index) if dtypes else "float64"
 
 
 class _Kind(enum.Enum):
@@ -421,24 +488,32 @@ class _Kind(enum.Enum):
     FLAT = "flat"
     SMOOTH = "smooth"
     SHAPE = "the output's shape changes"
-    NONFINITE = "the output is or turns non-finite"
     JUMP = "the difference grows like 1/step"
     KINK = "one-sided differences differ (a kink or tie)"
+    NONFINITE = "the output is or turns non-finite"
+    EMPTY = "the output is empty"
+    REFUSED = "the runtime refuses the point"
 
     @property
     def regular(self) -> bool:
         return self in (_Kind.FLAT, _Kind.SMOOTH)
 
+    @property
+    def unmeasured(self) -> bool:
+        """Irregular because nothing could be measured, not because of what was."""
+        return self in (_Kind.NONFINITE, _Kind.EMPTY, _Kind.REFUSED)
 
-def _classify(y0, yp_h, ym_h, yp_l, ym_l, dtype: str) -> _Kind:
-    """One output at one point, from f(p), f(p ± h v) and f(p ± h/10 v)."""
-    shapes = {np.shape(y) for y in (yp_h, ym_h, yp_l, ym_l)}
-    if shapes != {np.shape(y0)}:
+
+def _classify(y0: Value, yp_h: Value, ym_h: Value, yp_l: Value, ym_l: Value,
+              dtype: str, captured: Value) -> _Kind:
+    """One output at one point, from f(p), f(p ± h v) and f(p ± h/10 v); ``captured`` is
+    the output at the captured point (an output empty here but not there was moved out
+    of its regime)."""
+    if {_shape(y) for y in (yp_h, ym_h, yp_l, ym_l)} != {_shape(y0)}:
         return _Kind.SHAPE
-    y0, yp_h, ym_h, yp_l, ym_l = (np.asarray(y, dtype=np.float64)
-                                  for y in (y0, yp_h, ym_h, yp_l, ym_l))
+    y0, yp_h, ym_h, yp_l, ym_l = (_flat(y) for y in (y0, yp_h, ym_h, yp_l, ym_l))
     if y0.size == 0:
-        return _Kind.FLAT
+        return _Kind.EMPTY if _flat(captured).size else _Kind.FLAT
     ok = np.isfinite(y0)
     if not ok.any():
         return _Kind.NONFINITE
@@ -485,6 +560,24 @@ def _aggregate(outcomes: Sequence[Outcome]) -> Outcome:
     return Outcome.FLAT
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """One draw of one point for one input: each floating output's kind, and the runtime's
+    refusal when it refused the point."""
+
+    kinds: dict
+    refusal: str = ""
+
+    @property
+    def irregular(self) -> list[tuple[int, _Kind]]:
+        return [(j, k) for j, k in self.kinds.items() if not k.regular]
+
+    def reason(self) -> str:
+        if self.refusal:
+            return f"{_Kind.REFUSED.value}: {self.refusal}"
+        return "; ".join(f"output {j}: {k.value}" for j, k in self.irregular)
+
+
 class _Measure:
     def __init__(self, node: IsolatedNode, seed: int):
         self.node, self.seed = node, seed
@@ -492,11 +585,11 @@ class _Measure:
         self.float_outputs = [j for j, y in enumerate(node.base_outputs)
                               if y is not None and _is_float(y)]
 
-    def point(self, slot: int, draw: int, dtype: str) -> Point:
+    def point(self, a: Lifted, slot: int, draw: int, dtype: str) -> Point:
         if slot == 0 and draw == 0:
             return Point(0, 0, 0.0)
         k = draw - 1 if slot == 0 else draw
-        return Point(slot, draw, MOVE[dtype] * 2.0 ** k)
+        return Point(slot, draw, MOVE[dtype] * 2.0 ** k, a.name)
 
     def at(self, p: Point) -> tuple[dict, tuple]:
         if p not in self._cache:
@@ -505,52 +598,52 @@ class _Measure:
         return self._cache[p]
 
     def direction(self, a: Lifted) -> np.ndarray:
-        x = np.asarray(self.node.point[a.name], dtype=np.float64)
-        rng = np.random.default_rng([self.seed, 2, self.node.lifted.index(a)])
-        with np.errstate(all="ignore"):
-            v = rng.standard_normal(x.shape) * (np.abs(x) + _scale(x)) / 2
-        return np.where(np.isfinite(v), v, 0.0)
+        x = _flat(self.node.point[a.name])
+        rng = np.random.default_rng([self.seed, 2, [b.name for b in self.node.lifted].index(a.name)])
+        return _relative(x, rng.standard_normal(x.shape))
 
-    def observe(self, a: Lifted, p: Point, v: np.ndarray, dtype: str) -> dict[int, _Kind]:
+    def observe(self, a: Lifted, p: Point, v: np.ndarray, dtype: str) -> _Seen:
         """How each floating output looks at ``p`` along ``v`` for input ``a``."""
         h = STEP[dtype]
-        values, y0 = self.at(p)
-        x = np.asarray(values[a.name], dtype=np.float64)
-        dt = np.asarray(values[a.name]).dtype
-        ys = {}
-        for s in (h, h / 10):
-            for sign in (1.0, -1.0):
-                ys[s, sign] = self.node.run({**values,
-                                              a.name: np.asarray(x + sign * s * v).astype(dt)})
-        return {j: _classify(y0[j], ys[h, 1.0][j], ys[h, -1.0][j], ys[h / 10, 1.0][j],
-                             ys[h / 10, -1.0][j], dtype)
-                for j in self.float_outputs}
+        try:
+            values, y0 = self.at(p)
+            x = values[a.name]
+            ys = {}
+            for s in (h, h / 10):
+                for sign in (1.0, -1.0):
+                    ys[s, sign] = self.node.run({**values, a.name: _like(x, _flat(x) + sign * s * v)})
+        except Exception as exc:  # the runtime refuses this point: a reason to move it
+            return _Seen({j: _Kind.REFUSED for j in self.float_outputs}, _refusal(exc))
+        return _Seen({j: _classify(y0[j], ys[h, 1.0][j], ys[h, -1.0][j], ys[h / 10, 1.0][j],
+                                   ys[h / 10, -1.0][j], dtype, self.node.base_outputs[j])
+                      for j in self.float_outputs})
 
-    def shape_input(self, a: Lifted, y0: tuple) -> list[int]:
+    def shape_input(self, a: Lifted) -> list[int]:
         """Outputs whose shape changes when ``a`` alone moves by up to 50%."""
-        x = np.asarray(self.node.point[a.name], dtype=np.float64)
-        dt = np.asarray(self.node.point[a.name]).dtype
+        y0 = self.node.base_outputs
+        x = self.node.point[a.name]
+        flat = _flat(x)
         changed: set[int] = set()
         for t in range(SHAPE_PROBES):
-            rng = np.random.default_rng([self.seed, 3, self.node.lifted.index(a), t])
+            rng = np.random.default_rng(
+                [self.seed, 3, [b.name for b in self.node.lifted].index(a.name), t])
             with np.errstate(all="ignore"):
-                moved = x * (1 + rng.uniform(-0.5, 0.5, x.shape)) \
-                    + 0.5 * _scale(x) * rng.standard_normal(x.shape)
+                moved = flat * (1 + rng.uniform(-0.5, 0.5, flat.shape)) \
+                    + 0.5 * _scale(flat) * rng.standard_normal(flat.shape)
             try:
-                ys = self.node.run({a.name: np.asarray(moved).astype(dt)})
+                ys = self.node.run({a.name: _like(x, moved)})
             except Exception:  # a value the op refuses says nothing about shapes
                 continue
-            changed |= {j for j in self.float_outputs if np.shape(ys[j]) != np.shape(y0[j])}
+            changed |= {j for j in self.float_outputs if _shape(ys[j]) != _shape(y0[j])}
         return sorted(changed)
 
     def input(self, a: Lifted) -> InputWitness:
         node = self.node
         x = node.point[a.name]
-        name, index = a.source, a.index
-        dtype = "sequence" if isinstance(x, list) else np.asarray(x).dtype.name
-        if isinstance(x, list):
+        name, index, dtype = a.source, a.index, _dtype(x)
+        if isinstance(x, list) and not x:
             return InputWitness(index, name, dtype, Outcome.NOT_RUN,
-                                "a sequence: its elements are not perturbed")
+                                "an empty sequence: nothing to perturb")
         if not _is_float(x):
             return InputWitness(index, name, dtype, Outcome.INTEGER, f"{dtype}: not perturbed")
         if not self.float_outputs:
@@ -558,8 +651,8 @@ class _Measure:
                                 "the node has no floating output to measure")
         # the step of the least precise dtype on the way: a float32 output of a float64
         # input cannot be differenced at float64's step
-        fd_dtype = _least_precise([dtype] + [np.asarray(node.base_outputs[j]).dtype.name
-                                             for j in self.float_outputs])
+        fd_dtype = _least_precise([_elem_dtype(x)] + [_elem_dtype(node.base_outputs[j])
+                                                      for j in self.float_outputs])
         if fd_dtype not in ZERO:
             return InputWitness(index, name, dtype, Outcome.NOT_RUN,
                                 f"{fd_dtype}: too coarse for a two-step finite difference")
@@ -567,56 +660,56 @@ class _Measure:
         v = self.direction(a)
         points: list[Point] = []
         moves: list[Move] = []
-        final: list[dict[int, _Kind]] = []
-        try:
-            for slot in range(POINTS):
-                reasons: list[str] = []
-                for draw in range(TRIES):
-                    p = self.point(slot, draw, fd_dtype)
-                    kinds = self.observe(a, p, v, fd_dtype)
-                    bad = [(j, k) for j, k in kinds.items() if not k.regular]
-                    if not bad:
-                        break
-                    reasons.append("; ".join(f"output {j}: {k.value}" for j, k in bad))
-                points.append(p)
-                final.append(kinds)
-                if reasons:
-                    moves.append(Move(slot, min(len(reasons), TRIES - 1), tuple(reasons),
-                                      settled=not bad))
-        except Exception as exc:  # a runtime refusing a perturbed point
-            return InputWitness(index, name, dtype, Outcome.NOT_RUN,
-                                f"perturbing it failed in {node.runtime}: {describe(exc)}",
-                                step=h)
+        final: list[_Seen] = []
+        for slot in range(POINTS):
+            reasons: list[str] = []
+            for draw in range(TRIES):
+                p = self.point(a, slot, draw, fd_dtype)
+                seen = self.observe(a, p, v, fd_dtype)
+                if not seen.irregular:
+                    break
+                reasons.append(seen.reason())
+            points.append(p)
+            final.append(seen)
+            if reasons:
+                moves.append(Move(slot, min(len(reasons), TRIES - 1), tuple(reasons),
+                                  settled=not seen.irregular))
         steps = f"steps {_fmt_step(h)}, {_fmt_step(h / 10)}"
-        pairs: list[PairWitness] = []
-        flat_everywhere = all(k is _Kind.FLAT for kinds in final for k in kinds.values())
-        shaped = self.shape_input(a, self.at(Point(0, 0, 0.0))[1]) if flat_everywhere else []
-        for j in self.float_outputs:
-            ks = [kinds[j] for kinds in final]
-            irregular = [k for k in ks if not k.regular]
-            if irregular:
-                what = irregular[0]
-                outcome = Outcome.NOT_RUN if what is _Kind.NONFINITE else Outcome.JUMP
-                detail = (f"{outcome.value} into output {j}: {what.value} at every draw of "
-                          f"{sum(not k.regular for k in ks)} of {len(ks)} points ({steps})")
-            elif any(k is _Kind.SMOOTH for k in ks):
-                outcome = Outcome.SMOOTH
-                n = sum(k is _Kind.SMOOTH for k in ks)
-                detail = f"smooth into output {j} at {n} point{'s' * (n != 1)} ({steps})"
-            elif j in shaped:
-                outcome = Outcome.JUMP
-                detail = (f"jump into output {j}: zero at {len(ks)} points ({steps}), but its "
-                          f"shape changes with the input's value (a shape input)")
-            else:
-                outcome = Outcome.FLAT
-                detail = f"flat into output {j}: zero at {len(ks)} points ({steps})"
-            pairs.append(PairWitness(index, j, outcome, detail))
-        outcome = _aggregate([p.outcome for p in pairs])
+        flat_everywhere = all(k is _Kind.FLAT for seen in final for k in seen.kinds.values())
+        shaped = self.shape_input(a) if flat_everywhere else []
+        pairs = tuple(self._pair(index, j, [seen.kinds[j] for seen in final], steps,
+                                 j in shaped, next((f.refusal for f in final if f.refusal), ""))
+                      for j in self.float_outputs)
         detail = _summary(pairs, steps, len(points))
-        if moves:
-            detail += "; " + "; ".join(m.detail for m in moves)
-        return InputWitness(index, name, dtype, outcome, detail, tuple(pairs), tuple(points),
-                            tuple(moves), h)
+        # a point irregular at every draw is already in its pair's detail
+        settled = [m.detail for m in moves if m.settled]
+        if settled:
+            detail += "; " + "; ".join(settled)
+        return InputWitness(index, name, dtype, _aggregate([p.outcome for p in pairs]), detail,
+                            pairs, tuple(points), tuple(moves), h)
+
+    @staticmethod
+    def _pair(index: int | None, j: int, ks: list[_Kind], steps: str, shaped: bool,
+              refusal: str) -> PairWitness:
+        bad = [k for k in ks if not k.regular]
+        if bad:
+            measured = [k for k in bad if not k.unmeasured]
+            what = (measured or bad)[0]
+            outcome = Outcome.JUMP if measured else Outcome.NOT_RUN
+            why = f"{what.value} ({refusal})" if what is _Kind.REFUSED else what.value
+            detail = (f"{outcome.value} into output {j}: {why} at every draw of {len(bad)} "
+                      f"of {len(ks)} points ({steps})")
+        elif _Kind.SMOOTH in ks:
+            outcome, n = Outcome.SMOOTH, ks.count(_Kind.SMOOTH)
+            detail = f"smooth into output {j} at {n} point{'s' * (n != 1)} ({steps})"
+        elif shaped:
+            outcome = Outcome.JUMP
+            detail = (f"jump into output {j}: zero at {len(ks)} points ({steps}), but its "
+                      f"shape changes with the input's value (a shape input)")
+        else:
+            outcome = Outcome.FLAT
+            detail = f"flat into output {j}: zero at {len(ks)} points ({steps})"
+        return PairWitness(index, j, outcome, detail)
 
 
 def _summary(pairs: Sequence[PairWitness], steps: str, n_points: int) -> str:
@@ -632,7 +725,7 @@ def _summary(pairs: Sequence[PairWitness], steps: str, n_points: int) -> str:
 
 
 def _sources(ws: Sequence[InputWitness]) -> str:
-    """``inputs 0, 2; outer value h`` for a list of input witnesses."""
+    """``inputs 0, 2 and outer value h`` for a list of input witnesses."""
     idx = [w.index for w in ws if w.index is not None]
     names = [w.name for w in ws if w.index is None]
     parts = [_plural("input", idx)] if idx else []
@@ -645,28 +738,24 @@ def measure(node: IsolatedNode, *, seed: int = 0) -> NodeWitness:
     """Measure every floating input of the isolated node into every floating output."""
     m = _Measure(node, seed)
     by_index = {a.index: a for a in node.lifted if a.index is not None}
-    inputs: list[InputWitness] = []
-    for i, gname in enumerate(node.input_names):
-        if gname is None:
-            inputs.append(InputWitness(i, "", "", Outcome.ABSENT, "optional input not given"))
-        else:
-            inputs.append(m.input(by_index[i]))
+    inputs = tuple(InputWitness(i, "", "", Outcome.ABSENT, "optional input not given")
+                   if gname is None else m.input(by_index[i])
+                   for i, gname in enumerate(node.input_names))
     outer = tuple(m.input(a) for a in node.lifted if a.index is None)
+    every = inputs + outer
     outputs: list[OutputWitness] = []
-    measured = [w for w in inputs + list(outer) if w.pairs]
     for j, y in enumerate(node.base_outputs):
         oname = node.output_names[j] or ""
         if y is None:
             outputs.append(OutputWitness(j, "", "", Outcome.ABSENT, "optional output not given"))
             continue
-        dtype = "sequence" if isinstance(y, list) else np.asarray(y).dtype.name
+        dtype = _dtype(y)
         if not _is_float(y):
             outputs.append(OutputWitness(j, oname, dtype, Outcome.INTEGER,
                                          f"{dtype}: not differentiated"))
             continue
-        from_ = [(w, p.outcome) for w in measured for p in w.pairs if p.output == j]
-        unmeasured = [w for w in inputs + list(outer)
-                      if w.outcome is Outcome.NOT_RUN and not w.pairs]
+        from_ = [(w, p.outcome) for w in every for p in w.pairs if p.output == j]
+        unmeasured = [w for w in every if w.outcome is Outcome.NOT_RUN and not w.pairs]
         outcome = _aggregate([o for _, o in from_] + [Outcome.NOT_RUN] * len(unmeasured))
         if outcome is Outcome.NONE:
             detail = "no floating input to measure"
@@ -678,8 +767,8 @@ def measure(node: IsolatedNode, *, seed: int = 0) -> NodeWitness:
             detail = "; ".join(parts)
         outputs.append(OutputWitness(j, oname, dtype, outcome, detail))
     return NodeWitness(node.op, node.domain, node.node_index, node.node_name, node.runtime,
-                       node.capture_runtime, node.why, seed, tuple(inputs), tuple(outputs),
-                       outer, node.reproduces)
+                       node.capture_runtime, node.why, seed, inputs, tuple(outputs), outer,
+                       node.reproduces)
 
 
 def witness(model: onnx.ModelProto, node_index: int, feeds: Mapping[str, np.ndarray], *,
@@ -708,15 +797,16 @@ def _not_run(model: onnx.ModelProto, node_index: int, why: str, seed: int) -> No
 
 
 # ----------------------------------------------------------------------------- VJP
-def vjp(node: IsolatedNode, index: int, v: np.ndarray, dy: Sequence[np.ndarray | None], *,
-        point: Mapping[str, np.ndarray] | Point | None = None, step: float | None = None,
+def vjp(node: IsolatedNode, index: int, v: Value, dy: Sequence[Value | None], *,
+        point: Mapping[str, Value] | Point | None = None, step: float | None = None,
         seed: int = 0) -> float:
     """``<dy, (f(p + h v) - f(p - h v)) / 2h>`` for node input ``index``.
 
-    ``dy`` has one entry per node output (None: not contracted); ``point`` is the
-    captured point by default, a ``Point`` of ``measure`` (with its ``seed``), or values
-    by lifted input name overriding the captured ones. ``step`` defaults to
-    ``numeric.STEP`` for the input's dtype. Compare with PyTorch's ``<grad_index, v>``.
+    ``v`` has the input's shape (a list of tensors for a sequence input); ``dy`` has one
+    entry per node output (None: not contracted). ``point`` is the captured point by
+    default, a ``Point`` of ``measure`` (with its ``seed``), or values by lifted input
+    name overriding the captured ones. ``step`` defaults to ``numeric.STEP`` for the
+    input's dtype. Compare with PyTorch's ``<grad_index, v>``.
     """
     if not 0 <= index < len(node.input_names) or node.input_names[index] is None:
         raise WitnessError(f"node input {index} is absent or does not exist")
@@ -726,18 +816,16 @@ def vjp(node: IsolatedNode, index: int, v: np.ndarray, dy: Sequence[np.ndarray |
     else:
         values = dict(node.point)
         values.update(point or {})
-    x = np.asarray(values[gname])
+    x = values[gname]
     if not _is_float(x):
-        raise WitnessError(f"node input {index} is {x.dtype.name}: not differentiable")
-    h = step if step is not None else STEP.get(x.dtype.name, 1e-3)
-    x64 = x.astype(np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    plus = node.run({**values, gname: np.asarray(x64 + h * v).astype(x.dtype)})
-    minus = node.run({**values, gname: np.asarray(x64 - h * v).astype(x.dtype)})
+        raise WitnessError(f"node input {index} is {_dtype(x)}: not differentiable")
+    h = step if step is not None else STEP.get(_elem_dtype(x), 1e-3)
+    flat, dv = _flat(x), _flat(v)
+    plus = node.run({**values, gname: _like(x, flat + h * dv)})
+    minus = node.run({**values, gname: _like(x, flat - h * dv)})
     total = 0.0
     for j, d in enumerate(dy):
         if d is None:
             continue
-        diff = np.asarray(plus[j], dtype=np.float64) - np.asarray(minus[j], dtype=np.float64)
-        total += float(np.sum(np.asarray(d, dtype=np.float64) * diff) / (2 * h))
+        total += float(np.sum(_flat(d) * (_flat(plus[j]) - _flat(minus[j]))) / (2 * h))
     return total
