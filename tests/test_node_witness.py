@@ -162,7 +162,7 @@ def test_tied_maxima_are_moved_apart_then_smooth():
     assert "kink or tie" in inp.moves[0].reasons[0]
 
 
-# ----------------------------------------------------------------------------- integer, none, absent
+# ----------------------------------------------------------------------------- integer, none...
 def test_reshape_shape_is_integer_and_lifted():
     model, feeds, index = exported_case("Reshape", "reshape_basic")
     node = nw.isolate(model, index, feeds)
@@ -292,6 +292,13 @@ def test_local_function_is_kept():
     assert nw.vjp(node, 0, v, [dy]) == pytest.approx(float(np.sum(dy * 3 * X ** 2 * v)),
                                                      rel=1e-6)
     assert outcomes(nw.measure(node)) == [SMOOTH]
+
+
+def test_the_exported_model_is_left_as_it_was():
+    model, feeds, index = exported_case("Clip", "clip_scalar_bounds")
+    before = model.SerializeToString(deterministic=True)
+    nw.witness(model, index, feeds)
+    assert model.SerializeToString(deterministic=True) == before
 
 
 def test_captured_values_come_from_the_run():

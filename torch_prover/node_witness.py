@@ -424,15 +424,18 @@ class IsolatedNode:
             feeds.update(values)
         return self._order(self._runner.run(feeds))
 
+    def position(self, name: str) -> int:
+        """Where the lifted input ``name`` is in ``lifted``: what seeds its random draws."""
+        return [a.name for a in self.lifted].index(name)
+
     def values_at(self, point: Point, seed: int = 0) -> dict[str, Value]:
         """The lifted inputs' values at ``point`` (as ``measure`` with ``seed`` drew it)."""
         out = dict(self.point)
         if point.input is None:
             return out
-        k = [a.name for a in self.lifted].index(point.input)
         x = self.point[point.input]
         flat = _flat(x)
-        rng = np.random.default_rng([seed, 1, point.slot, point.draw, k])
+        rng = np.random.default_rng([seed, 1, point.slot, point.draw, self.position(point.input)])
         # away from zero, by a random fraction of the element's size: no element changes
         # sign (Relu, Abs, Sign keep their regime), a value on a grid (Round at 3.5, Floor
         # at 2, a Resize scale of exactly 1) leaves it on the side that keeps the output's
@@ -599,7 +602,7 @@ class _Measure:
 
     def direction(self, a: Lifted) -> np.ndarray:
         x = _flat(self.node.point[a.name])
-        rng = np.random.default_rng([self.seed, 2, [b.name for b in self.node.lifted].index(a.name)])
+        rng = np.random.default_rng([self.seed, 2, self.node.position(a.name)])
         return _relative(x, rng.standard_normal(x.shape))
 
     def observe(self, a: Lifted, p: Point, v: np.ndarray, dtype: str) -> _Seen:
@@ -611,7 +614,8 @@ class _Measure:
             ys = {}
             for s in (h, h / 10):
                 for sign in (1.0, -1.0):
-                    ys[s, sign] = self.node.run({**values, a.name: _like(x, _flat(x) + sign * s * v)})
+                    moved = _like(x, _flat(x) + sign * s * v)
+                    ys[s, sign] = self.node.run({**values, a.name: moved})
         except Exception as exc:  # the runtime refuses this point: a reason to move it
             return _Seen({j: _Kind.REFUSED for j in self.float_outputs}, _refusal(exc))
         return _Seen({j: _classify(y0[j], ys[h, 1.0][j], ys[h, -1.0][j], ys[h / 10, 1.0][j],
@@ -625,8 +629,7 @@ class _Measure:
         flat = _flat(x)
         changed: set[int] = set()
         for t in range(SHAPE_PROBES):
-            rng = np.random.default_rng(
-                [self.seed, 3, [b.name for b in self.node.lifted].index(a.name), t])
+            rng = np.random.default_rng([self.seed, 3, self.node.position(a.name), t])
             with np.errstate(all="ignore"):
                 moved = flat * (1 + rng.uniform(-0.5, 0.5, flat.shape)) \
                     + 0.5 * _scale(flat) * rng.standard_normal(flat.shape)
