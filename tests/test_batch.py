@@ -68,7 +68,8 @@ def test_cache_reuses_and_no_cache_recomputes(tmp_path):
 
 def _disagreeing_records():
     rec = {"op": "Mod", "case": "mod_x", "status": "disagree", "parameters": [
-        {"io": "input", "index": 1, "name": "B", "verdict": "disagree", "evidence": "no-grad",
+        {"io": "input", "index": 1, "name": "B", "verdict": "disagree", "evidence": "grad",
+         "rule": "both witnesses",
          "tag": "differentiable", "source": "b", "reason": "b requires grad but ..."}]}
     return [rec]
 
@@ -106,7 +107,7 @@ def test_batch_report_shape_and_markdown_order():
     recs.append({"op": "Abs", "case": "abs_basic", "status": "proved", "exporter": "dynamo",
                  "opset": 25, "latest_schema_version": 13, "parameters": [
                      {"io": "input", "index": 0, "name": "X", "verdict": "proposed",
-                      "evidence": "grad", "tag": "unknown", "source": "x",
+                      "evidence": "grad", "tag": "unknown", "source": "x", "rule": "both witnesses",
                       "reason": "x received ... -> propose differentiable"}]})
     rep = report.batch_report(recs, coverage(), 1.0)
     assert rep["format"] == 1 and len(rep["ops"]) == 203

@@ -18,7 +18,7 @@ def test_prove_reshape_json(tmp_path, capsys):
     assert (by["input", 1]["name"], by["input", 1]["tag"], by["input", 1]["verdict"]) == (
         "shape", "non-differentiable", "agree")
     assert (by["output", 0]["name"], by["output", 0]["verdict"]) == ("reshaped", "agree")
-    assert rec["format"] == 1 and rec["op"] == "Reshape"
+    assert rec["format"] == 2 and rec["op"] == "Reshape"
     assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
 
 

@@ -80,8 +80,8 @@ def test_failed_check_makes_verdict_inconclusive(monkeypatch):
     monkeypatch.setattr(numeric, "check", off_by_two)
     proof = prove_case(find_case("Reshape"))
     p = param(proof, "input", 0)
-    assert p.verdict == "inconclusive" and "numeric check failed" in p.reason
-    assert "rel err" in p.reason and proof.failures
+    assert (p.verdict, p.rule) == ("inconclusive", "VJP check failed")
+    assert "rel err" in p.reason and proof.failures and proof.status == "failed"
 
 
 def test_no_numeric_leaves_the_record_without_a_block():
@@ -116,6 +116,7 @@ def test_no_runtime_is_recorded_not_skipped(monkeypatch):
     assert "onnxruntime cannot load this" in rec["numeric"]["why"]
     assert "reference cannot load this" in rec["numeric"]["why"]
     p = param(proof, "input", 0)
-    assert p.verdict == "agree" and "no runtime could run the model" in p.reason
+    assert (p.verdict, p.rule) == ("agree", "autograd only")
+    assert "the exported model does not run" in p.reason
     ref = prove_case(find_case("Shrink"))
     assert param(ref, "input", 0).verdict == "inconclusive"

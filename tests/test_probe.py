@@ -82,13 +82,15 @@ def test_detached_output():
     assert outs == ["grad", "detached"]
 
 
-def test_refusing_backward_is_no_grad():
-    """PyTorch refuses a derivative: that is attributed to the one input, not a crash."""
+def test_a_refused_derivative_is_unsupported_not_no_grad():
+    """PyTorch refuses d zeta(x, q)/dx ("not implemented"): a gap in PyTorch, attributed to
+    that one input, and not evidence that zeta is flat in x (it is not: the math says
+    d zeta/dx = -sum log(n+q)/(n+q)^x)."""
     def zeta(x, q):
         return torch.special.zeta(x, q)
     case = Case("Add", "t_refuse", zeta, (F(3, low=2.0, high=3.0), F(3, low=1.0, high=2.0)))
     r = probe(case)
-    assert [e.evidence for e in r.inputs] == ["no-grad", "grad"]
+    assert [e.evidence for e in r.inputs] == ["unsupported", "grad"]
     assert "not implemented" in r.inputs[0].detail
 
 

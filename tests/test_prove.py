@@ -109,11 +109,15 @@ class _PReLU(torch.nn.Module):
         return self.act(x)
 
 
-def test_a_folded_parameter_is_not_exercised_and_says_how_to_keep_it():
-    """TorchScript's constant folding turns PReLU's slope parameter into a constant: the
-    slope cannot be judged, and the reason names the option that keeps it."""
+def test_a_folded_parameter_is_judged_by_the_numeric_witness_and_says_how_to_keep_it():
+    """TorchScript's constant folding turns PReLU's slope parameter into a constant: PyTorch's
+    gradient can no longer be attributed to it, so only the node's own finite differences
+    speak (PRelu is linear in the slope where x < 0: differentiable, as tagged), and the
+    reason names the option that would keep the parameter."""
+    from torch_prover.verdict import Rule
     proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (F(2, 3, 4),), ("x",),
                             exporter="torchscript"))
     p = param(proof, "input", 1)
-    assert p.verdict == "inconclusive" and p.evidence == "constant"
+    assert p.evidence == "constant" and p.autograd.outcome == "not exercised"
+    assert (p.verdict, p.rule, p.numeric.outcome) == ("agree", Rule.NUMERIC_ONLY, "smooth")
     assert "act.weight" in p.reason and "do_constant_folding=False" in p.reason

@@ -15,7 +15,8 @@ PIPE_REASON = ("x received a nonzero gradient (max |grad| 2.01); finite differen
 
 def _param(io, index, name, source, evidence, tag, verdict, reason):
     return {"io": io, "index": index, "name": name, "source": source, "evidence": evidence,
-            "tag": tag, "verdict": verdict, "reason": reason}
+            "tag": tag, "verdict": verdict, "reason": reason,
+            "rule": "not exercised" if verdict == "inconclusive" else "both witnesses"}
 
 
 def record(op="Reshape", case="reshape_basic", verdicts=("agree", "agree", "agree")):

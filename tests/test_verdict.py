@@ -1,56 +1,88 @@
-"""verdict.decide is pure: evidence x tag x numeric gate -> verdict."""
+"""verdict.decide is pure: one test per row of the two-witness table (module docstring).
+
+Each expectation is the table's row, written out here: the witnesses' outcomes in, the
+supported tag and verdict out.
+"""
 import pytest
 
-from torch_prover.verdict import Gate, decide, supported_tag
+from torch_prover.verdict import Rule, Vjp, Witness, decide
+from torch_prover.vocab import AutogradOutcome as A
+from torch_prover.vocab import NumericOutcome as N
+from torch_prover.vocab import Tag, Verdict
+
+D, ND, U = Tag.DIFF, Tag.NONDIFF, Tag.UNKNOWN
 
 
-def d(evidence, tag, **kw):
-    kw.setdefault("detail", "nonzero gradient")
-    kw.setdefault("dtype", "float64")
-    return decide(evidence=evidence, tag=tag, subject="x", **kw)[0]
+def d(a, n, tag=D, **kw):
+    kw.setdefault("float_capable", True)
+    return decide(autograd=Witness(a, "autograd says"), numeric=Witness(n, "numeric says"),
+                  tag=tag, **kw)
 
 
-@pytest.mark.parametrize("evidence,dtype,supports", [
-    ("grad", "float64", "differentiable"), ("zero-grad", "float64", "non-differentiable"),
-    ("no-grad", "float64", "non-differentiable"), ("integer", "int64", "non-differentiable"),
-    ("constant", "int64", "non-differentiable"), ("constant", "float32", None),
-    ("absent", None, None), ("detached", "float64", "non-differentiable")])
-def test_supported_tag(evidence, dtype, supports):
-    assert supported_tag(evidence, dtype) == supports
+@pytest.mark.parametrize("a,n,supports,rule", [
+    (A.GRAD, N.SMOOTH, D, Rule.BOTH),
+    (A.ZERO, N.FLAT, ND, Rule.BOTH),
+    (A.NONE, N.JUMP, ND, Rule.BOTH),
+    (A.DETACHED, N.NONE, ND, Rule.BOTH),
+    (A.GRAD, N.FLAT, None, Rule.CONFLICT),
+    (A.ZERO, N.SMOOTH, D, Rule.NUMERIC_OVER_AUTOGRAD),
+    (A.UNSUPPORTED, N.SMOOTH, D, Rule.NUMERIC_ONLY),
+    (A.NOT_EXERCISED, N.FLAT, ND, Rule.NUMERIC_ONLY),
+    (A.GRAD, N.NOT_RUN, D, Rule.AUTOGRAD_ONLY),
+    (A.ZERO, N.NOT_RUN, ND, Rule.AUTOGRAD_ONLY),
+    (A.UNSUPPORTED, N.NOT_RUN, None, Rule.NOT_EXERCISED),
+    (A.NOT_EXERCISED, N.ABSENT, None, Rule.NOT_EXERCISED),
+])
+def test_each_row_of_the_table(a, n, supports, rule):
+    got = d(a, n)
+    assert (got.supports, got.rule) == (supports, rule)
+    want = Verdict.INCONCLUSIVE if supports is None else (
+        Verdict.AGREE if supports == D else Verdict.DISAGREE)
+    assert got.verdict == want
 
 
-def test_agree_disagree_proposed():
-    assert d("grad", "differentiable") == "agree"
-    assert d("grad", "non-differentiable") == "disagree"
-    assert d("grad", "unknown") == "proposed"
-    assert d("integer", "differentiable", dtype="int64") == "disagree"
-    assert d("zero-grad", "differentiable") == "disagree"
+def test_against_the_tag():
+    assert d(A.GRAD, N.SMOOTH, tag=ND).verdict == Verdict.DISAGREE
+    assert d(A.GRAD, N.SMOOTH, tag=U).verdict == Verdict.PROPOSED
+    assert "propose differentiable" in d(A.GRAD, N.SMOOTH, tag=U).reason
+    assert "but the schema says non-differentiable" in d(A.GRAD, N.SMOOTH, tag=ND).reason
 
 
-def test_not_exercised_is_inconclusive_never_agree():
-    assert d("absent", "differentiable", dtype=None) == "inconclusive"
-    assert d("constant", "differentiable", dtype="float32") == "inconclusive"
+def test_a_refusal_decides_nothing_alone():
+    """BatchNormalization's running stats: PyTorch refuses, the node is smooth -> D."""
+    assert d(A.UNSUPPORTED, N.SMOOTH).verdict == Verdict.AGREE
+    assert "numeric witness only" in d(A.UNSUPPORTED, N.SMOOTH).reason
 
 
-def test_numeric_gate():
-    assert d("grad", "differentiable", gate=Gate("failed", "fd 1 vs 2")) == "inconclusive"
-    assert d("grad", "differentiable", gate=Gate("passed", "ok")) == "agree"
-    assert d("grad", "differentiable", gate=Gate("no-runtime", "none")) == "agree"
-    assert d("grad", "differentiable", gate=Gate("no-runtime", "none"), reference=True) == "inconclusive"
-    assert d("grad", "differentiable", gate=Gate("off", "off"), reference=True) == "inconclusive"
+def test_vjp_states():
+    assert d(A.GRAD, N.SMOOTH, vjp=Vjp.FAILED, vjp_detail="1 vs 2").verdict == Verdict.INCONCLUSIVE
+    assert d(A.GRAD, N.SMOOTH, vjp=Vjp.AT_JUMP, vjp_detail="tie").verdict == Verdict.AGREE
+    assert d(A.GRAD, N.SMOOTH, vjp=Vjp.PASSED, vjp_detail="ok").verdict == Verdict.AGREE
 
 
-def test_ambiguous_wins():
-    assert d("grad", "differentiable", problem="x feeds inputs 0, 1") == "inconclusive"
+def test_a_reference_case_needs_the_numeric_witness():
+    got = d(A.GRAD, N.NOT_RUN, reference=True)
+    assert (got.verdict, got.rule) == (Verdict.INCONCLUSIVE, Rule.NEEDS_NUMERIC)
+
+
+def test_ambiguity_and_forward_mismatch_win_over_the_witnesses():
+    assert d(A.GRAD, N.SMOOTH, problem="x feeds inputs 0, 1").verdict == Verdict.INCONCLUSIVE
+    assert d(A.GRAD, N.SMOOTH, forward="output 0 differs").verdict == Verdict.INCONCLUSIVE
+
+
+def test_the_schema_types_decide_even_when_the_model_mismatches():
+    """HammingWindow's int64 size: non-differentiable by type, whatever the export did."""
+    got = d(A.INTEGER, N.INTEGER, tag=ND, float_capable=False, forward="output 0 differs")
+    assert (got.verdict, got.rule) == (Verdict.AGREE, Rule.BY_TYPE)
+
+
+def test_by_type():
+    """An input whose schema allows only integer types is N whatever the case shows."""
+    got = d(A.NOT_EXERCISED, N.ABSENT, tag=ND, float_capable=False, types="tensor(int64)")
+    assert (got.supports, got.rule, got.verdict) == (ND, Rule.BY_TYPE, Verdict.AGREE)
+    assert d(A.INTEGER, N.INTEGER, tag=D, float_capable=False).verdict == Verdict.DISAGREE
 
 
 def test_integer_evidence_on_a_float_capable_parameter_decides_nothing():
     """Mod on int64 says nothing about Mod's float divisor: not a disagreement."""
-    assert d("integer", "differentiable", dtype="int64", float_capable=True) == "inconclusive"
-    assert d("integer", "non-differentiable", dtype="int64", float_capable=True) == "inconclusive"
-    assert d("integer", "non-differentiable", dtype="int64", float_capable=False) == "agree"
-
-
-def test_forward_mismatch_taints_integer_evidence_too():
-    gate = Gate("forward-mismatch", "output 0 differs in 1 of 12 elements")
-    assert d("integer", "non-differentiable", dtype="uint8", gate=gate) == "inconclusive"
+    assert d(A.INTEGER, N.INTEGER, tag=ND).verdict == Verdict.INCONCLUSIVE

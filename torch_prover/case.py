@@ -12,7 +12,9 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from .verdict import VERDICTS
+from .vocab import Verdict
+
+VERDICTS = tuple(Verdict)
 
 DEFAULT_OPSET = 25
 """Newest opset torch 2.13's exporter produces reliably: asked for 26-28 it returns an
@@ -140,6 +142,9 @@ class Case:
         verdict is not agree/proposed.
     unexercised: parameters this case deliberately does not exercise, keyed like expect,
         with the reason (another case may exercise them).
+    surrogate: parameters whose PyTorch backward is a surrogate, not the op's derivative
+        (bernoulli's zero gradient in p, a straight-through estimator), keyed like expect,
+        with the reason: their autograd evidence counts as ``unsupported``.
     export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
         each needing a reason in ``notes``.
     float_dtype: float64 by default so numeric checks can be tight; a case whose op the
@@ -159,6 +164,7 @@ class Case:
     float_dtype: torch.dtype = torch.float64
     expect: Mapping[str, Expect] = field(default_factory=dict)
     unexercised: Mapping[str, str] = field(default_factory=dict)
+    surrogate: Mapping[str, str] = field(default_factory=dict)
     kind: str = "natural"
     translation: Mapping[Any, Any] | None = None
     fwd_tol: float | None = None
@@ -174,7 +180,7 @@ class Case:
         if self.input_names is not None and len(self.input_names) != len(self.inputs):
             raise CaseError(f"{self.name}: {len(self.input_names)} input_names for "
                             f"{len(self.inputs)} inputs")
-        for key in list(self.expect) + list(self.unexercised):
+        for key in list(self.expect) + list(self.unexercised) + list(self.surrogate):
             io, _, idx = key.partition(" ")
             if io not in ("input", "output") or not idx.isdigit():
                 raise CaseError(f"{self.name}: key {key!r} must look like 'input 1' or 'output 0'")

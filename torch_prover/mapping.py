@@ -4,15 +4,38 @@ Attribution is by data dependency, not by trusting names or positions: each node
 is traced back to the graph inputs and module parameters (initializers) it depends on,
 through any glue nodes; each node output forward to the graph outputs it reaches.
 Anything that cannot be attributed cleanly makes the case *invalid* (DESIGN §1.3).
+
+Each attribution also says which nodes on its path *compute* (``through``): a tensor that
+reaches the node via ``Shape``, ``Floor``, a comparison or a quantizer is still attributed,
+but PyTorch's gradient for it is evidence about that computation, not about this node, so
+the autograd witness counts only when ``through`` is empty (value-preserving glue only:
+``VALUE_SLOTS``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
 import onnx
 
 ABSENT, CONSTANT, TENSOR = "absent", "constant", "tensor"
+
+_ALL = frozenset(range(64))
+VALUE_SLOTS: dict[str, frozenset[int]] = {
+    "Identity": frozenset({0}), "Reshape": frozenset({0}), "Transpose": frozenset({0}),
+    "Squeeze": frozenset({0}), "Unsqueeze": frozenset({0}), "Flatten": frozenset({0}),
+    "Slice": frozenset({0}), "Split": frozenset({0}), "Concat": _ALL, "Expand": frozenset({0}),
+    "Tile": frozenset({0}), "Gather": frozenset({0}), "GatherElements": frozenset({0}),
+    "GatherND": frozenset({0}), "Cast": frozenset({0}), "CastLike": frozenset({0}),
+    "Optional": frozenset({0}), "OptionalGetElement": frozenset({0}),
+    "SequenceConstruct": _ALL, "SequenceInsert": frozenset({0, 1}),
+    "SequenceAt": frozenset({0}), "SplitToSequence": frozenset({0}),
+}
+"""Glue that moves, copies or re-types values without computing on them: op type -> the
+input slots through which a value passes unchanged. Cast/CastLike count only float to
+float (a cast to an integer type is a Floor in disguise)."""
+_FLOAT_TYPES = ("float", "double", "complex", "bfloat")
 
 
 @dataclass(frozen=True)
@@ -26,6 +49,7 @@ class Attribution:
     dtype: str | None       # ONNX elem type name of the node value, when known
     path: tuple[str, ...]   # op types of glue nodes between source and the node
     problem: str | None = None   # set when the attribution is ambiguous
+    through: tuple[str, ...] = ()   # computing (not value-preserving) ops on the path
 
 
 @dataclass(frozen=True)
@@ -34,6 +58,7 @@ class Mapping:
     inputs: tuple[Attribution, ...]
     outputs: tuple[Attribution, ...]
     invalid: str | None = None    # whole-case problem (no / several target nodes)
+    node_index: int | None = None  # the target node's index in graph.node
 
     @property
     def problems(self) -> list[str]:
@@ -45,7 +70,7 @@ def _elem_type(t: int) -> str:
     return onnx.helper.tensor_dtype_to_np_dtype(t).name if t else "unknown"
 
 
-def _subgraph_names(node: onnx.NodeProto) -> set[str]:
+def subgraph_names(node: onnx.NodeProto) -> set[str]:
     """Names read inside a node's subgraphs (If/Loop/Scan bodies capture outer values)."""
     names: set[str] = set()
     for attr in node.attribute:
@@ -53,12 +78,12 @@ def _subgraph_names(node: onnx.NodeProto) -> set[str]:
         for g in graphs:
             for n in g.node:
                 names.update(n.input)
-                names |= _subgraph_names(n)
+                names |= subgraph_names(n)
     return names
 
 
 def _node_inputs(node: onnx.NodeProto) -> list[str]:
-    return [n for n in node.input if n] + sorted(_subgraph_names(node))
+    return [n for n in node.input if n] + sorted(subgraph_names(node))
 
 
 class _Graph:
@@ -93,27 +118,64 @@ class _Graph:
                     if a.name == "value" and a.HasField("t"):
                         self.types[n.output[0]] = _elem_type(a.t.data_type)
 
-    def roots(self, value: str, tracked: set[str], memo: dict) -> tuple[frozenset[str], tuple[str, ...]]:
-        """Tracked sources ``value`` depends on, and the op types of the nodes on the way."""
+    def _passes(self, node: onnx.NodeProto, slot: int, name: str) -> bool:
+        """Does the value in input ``slot`` reach the node's outputs unchanged?"""
+        if slot not in VALUE_SLOTS.get(node.op_type, ()) or node.domain not in ("", "ai.onnx"):
+            return False
+        if node.op_type in ("Cast", "CastLike"):
+            out = self.types.get(node.output[0], "")
+            return self.types.get(name, "").startswith(_FLOAT_TYPES) and \
+                out.startswith(_FLOAT_TYPES)
+        return True
+
+    def roots(self, value: str, tracked: set[str], memo: dict
+              ) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+        """Tracked sources ``value`` depends on, the op types of the nodes on the way, and
+        those of them that compute on a tracked value (not value-preserving glue)."""
         if value in memo:
             return memo[value]
         if value in tracked:
-            memo[value] = (frozenset([value]), ())
+            memo[value] = (frozenset([value]), (), ())
             return memo[value]
         if value not in self.producer:
-            memo[value] = (frozenset(), ())   # untracked initializer or constant-free input
+            memo[value] = (frozenset(), (), ())   # untracked initializer or constant input
             return memo[value]
         node = self.graph.node[self.producer[value]]
         found: set[str] = set()
         path: list[str] = []
-        for name in _node_inputs(node):
-            r, p = self.roots(name, tracked, memo)
+        computing: list[str] = []
+        for slot, name in enumerate(_node_inputs(node)):
+            r, p, c = self.roots(name, tracked, memo)
             found |= r
             if r:
                 path.extend(p)
+                computing.extend(c)
+                if not self._passes(node, slot, name):
+                    computing.append(node.op_type)
         path.append(node.op_type)
-        memo[value] = (frozenset(found), tuple(dict.fromkeys(path)))
+        memo[value] = (frozenset(found), tuple(dict.fromkeys(path)),
+                       tuple(dict.fromkeys(computing)))
         return memo[value]
+
+    def computing_after(self, value: str, skip_node: int) -> tuple[str, ...]:
+        """Computing ops between a node output and the graph outputs it reaches."""
+        found: list[str] = []
+        seen: set[str] = set()
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for c in self.consumers.get(v, []):
+                if c == skip_node:
+                    continue
+                node = self.graph.node[c]
+                slots = [k for k, n in enumerate(_node_inputs(node)) if n == v]
+                if not all(self._passes(node, k, v) for k in slots):
+                    found.append(node.op_type)
+                stack.extend(o for o in node.output if o)
+        return tuple(dict.fromkeys(found))
 
     def reachable_outputs(self, start: Iterable[str], skip_node: int | None) -> set[str]:
         """Graph outputs reachable from ``start`` values without going through ``skip_node``."""
@@ -155,18 +217,19 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
         if not name:
             inputs.append(Attribution("input", i, ABSENT, None, None, ()))
             continue
-        roots, path = g.roots(name, tracked, memo)
+        roots, path, through = g.roots(name, tracked, memo)
         dtype = g.types.get(name)
         if not roots:
             inputs.append(Attribution("input", i, CONSTANT, None, dtype, path))
         elif len(roots) == 1:
             (src,) = roots
             feeding.setdefault(src, []).append(i)
-            inputs.append(Attribution("input", i, TENSOR, src, dtype, path))
+            inputs.append(Attribution("input", i, TENSOR, src, dtype, path, through=through))
         else:
             inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
                                       problem=f"input {i} depends on several tensors "
-                                              f"({', '.join(sorted(roots))})"))
+                                              f"({', '.join(sorted(roots))})",
+                                      through=through))
     # a tensor feeding two node inputs, or reaching the outputs around the node, is ambiguous
     problems: dict[int, str] = {}
     for src, idxs in feeding.items():
@@ -180,8 +243,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                 problems.setdefault(i, f"{src} reaches graph output {', '.join(sorted(bypass))} "
                                        f"without passing through the {op} node")
     inputs = [a if a.index not in problems else
-              Attribution(a.io, a.index, a.kind, a.source, a.dtype, a.path, problems[a.index])
-              for a in inputs]
+              dataclasses.replace(a, problem=problems[a.index]) for a in inputs]
     outputs: list[Attribution] = []
     node_outs = list(node.output)
     for j, name in enumerate(node_outs):
@@ -208,5 +270,6 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                       and reached[0] in g.reachable_outputs([o], skip_node=None)]
             if others:
                 problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
-        outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem))
-    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs))
+        outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
+                                   through=g.computing_after(name, t)))
+    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t)

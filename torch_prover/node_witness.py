@@ -26,7 +26,7 @@ measured by central differences at three points and two step sizes.
    non-finite, or a point the runtime refuses (a probability pushed out of [0, 1]). An
    irregular point is re-drawn (seeded, up to ``TRIES`` times, each move larger) and
    the move is recorded with its reasons; a point still irregular after the last try
-   makes ``i -> j`` a ``jump`` (or ``not-run`` when it never ran or never was finite).
+   makes ``i -> j`` a ``jump`` (or ``not run`` when it never ran or never was finite).
    An input flat at every point that changes an output's shape under a larger move
    (Range's ``limit``) is a shape input: a ``jump``.
 3. **VJP** (``vjp``): ``<dy, (f(p + h v) - f(p - h v)) / 2h>`` for one node input, for
@@ -65,13 +65,15 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 import onnx
+import onnx.defs
 import onnx.helper
 import onnx.numpy_helper
 import onnx.utils
 
 from .case import describe
-from .mapping import _subgraph_names
-from .numeric import FWD_TOL, STEP, _choose_runtime
+from .vocab import NumericOutcome
+from .mapping import subgraph_names
+from .numeric import FWD_TOL, STEP, choose_runtime
 
 ZERO = {"float64": 1e-10, "float32": 1e-5}
 """A central difference at most ZERO * (output scale) is zero (see the module docstring)."""
@@ -93,16 +95,8 @@ Value = Union[np.ndarray, list]
 """A tensor, or a tensor sequence (a list of tensors), as the runtimes take and give them."""
 
 
-class Outcome(enum.Enum):
-    """What the numeric witness says about one node input (or output)."""
-
-    SMOOTH = "smooth"       # nonzero derivative, stable as the step shrinks
-    FLAT = "flat"           # zero derivative at every point
-    JUMP = "jump"           # a discontinuity, or the output's shape depends on the value
-    NONE = "none"           # nothing floating on the other side to measure
-    INTEGER = "integer"     # integer / bool / string: never perturbed
-    ABSENT = "absent"       # optional input or output not given
-    NOT_RUN = "not-run"     # could not be measured (the detail says why)
+Outcome = NumericOutcome
+"""What the numeric witness says about one node input (or output): vocab.NumericOutcome."""
 
 
 @dataclass(frozen=True)
@@ -310,7 +304,7 @@ def _outer_names(model: onnx.ModelProto, node_index: int) -> list[str]:
     scope = {i.name for i in g.input} | {t.name for t in g.initializer}
     for n in g.node[:node_index]:
         scope.update(o for o in n.output if o)
-    return sorted(_subgraph_names(g.node[node_index]) & scope)
+    return sorted(subgraph_names(g.node[node_index]) & scope)
 
 
 def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, np.ndarray]):
@@ -334,7 +328,7 @@ def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, n
     # untyped extra outputs: both runtimes type them from the producing node
     m.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in outs)
     outs = [o.name for o in m.graph.output]
-    runner, got, why = _choose_runtime(m, feeds)
+    runner, got, why = choose_runtime(m, feeds)
     if runner is None:
         raise WitnessError(f"the exported model does not run ({why})")
     for n in wanted:
@@ -399,7 +393,7 @@ class IsolatedNode:
         g.input.extend(_value_info(a.name, self.point[a.name]) for a in self.lifted)
         self.model = one
 
-        runner, got, why = _choose_runtime(one, dict(self.point))
+        runner, got, why = choose_runtime(one, dict(self.point))
         if runner is None:
             raise WitnessError(f"the isolated {self.op} node does not run ({why})")
         self._runner = runner
@@ -782,7 +776,50 @@ def witness(model: onnx.ModelProto, node_index: int, feeds: Mapping[str, np.ndar
         node = isolate(model, node_index, feeds)
     except WitnessError as exc:
         return _not_run(model, node_index, str(exc), seed)
+    why = _random_op(model, node_index) or _draws_anew(node)
+    if why:
+        return _not_run(model, node_index, why, seed)
     return measure(node, seed=seed)
+
+
+def _random_op(model: onnx.ModelProto, node_index: int) -> str:
+    """Why a sampling op is not measured: its schema has a ``seed`` attribute (Dropout,
+    Bernoulli, RandomNormalLike...). A finite difference then differentiates one
+    realization of its random draws (a runtime may even redraw them on every run),
+    which is not the op's derivative ('' for a deterministic op)."""
+    n = model.graph.node[node_index]
+    version = next((i.version for i in model.opset_import if i.domain == n.domain), None)
+    try:
+        schema = onnx.defs.get_schema(n.op_type, version, n.domain) if version else \
+            onnx.defs.get_schema(n.op_type, n.domain)
+    except Exception:
+        return ""
+    if "seed" in schema.attributes:
+        return (f"{n.op_type} samples random numbers (its schema has a seed attribute): a "
+                "finite difference would differentiate one realization, not the op")
+    return ""
+
+
+def _draws_anew(node: IsolatedNode) -> str:
+    """Why finite differences cannot measure the node: its outputs differ between two runs
+    at the same point (Dropout in training, Bernoulli: a random op draws anew on every
+    run), checked at the captured point and at a nudged one ('' when deterministic)."""
+    m = MOVE["float32"]
+    with np.errstate(all="ignore"):   # an inf or nan element stays what it is
+        nudged = {a.name: _like(x, _flat(x) + m * (1 + np.abs(_flat(x))))
+                  for a in node.lifted if _is_float(x := node.point[a.name])}
+    for values in ({}, nudged):
+        try:
+            first, second = node.run(values), node.run(values)
+        except Exception:   # a point the runtime refuses is measure's business
+            continue
+        for j, (a, b) in enumerate(zip(first, second)):
+            if a is None or b is None:
+                continue
+            if any(not np.array_equal(x, y, equal_nan=True) for x, y in zip(_parts(a), _parts(b))):
+                return (f"output {j} differs between two runs at the same point: the node draws "
+                        "new random numbers on every run, so finite differences measure noise")
+    return ""
 
 
 def _not_run(model: onnx.ModelProto, node_index: int, why: str, seed: int) -> NodeWitness:

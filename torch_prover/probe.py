@@ -1,7 +1,9 @@
 """Autograd probe: run the case's module, backpropagate a seeded ``dy``, classify every tensor.
 
-Evidence classes (DESIGN §1): grad, zero-grad, no-grad, integer for inputs and module
-parameters; grad, zero-grad, no-grad, integer, detached for outputs. "zero-grad" needs
+Evidence classes (DESIGN §1): grad, zero-grad, no-grad, unsupported, integer for inputs and
+module parameters; grad, zero-grad, no-grad, unsupported, integer, detached for outputs.
+A refusal ("the derivative for '_unique2' is not implemented") is ``unsupported``: a gap in
+PyTorch, which says nothing about the math; ``no-grad`` is autograd answering None. "zero-grad" needs
 the gradient to be identically zero on every seed, so one lucky sample cannot decide it.
 """
 from __future__ import annotations
@@ -14,8 +16,11 @@ import torch
 
 from .case import Case, CaseError, first_line
 
-GRAD, ZERO_GRAD, NO_GRAD, INTEGER, DETACHED, UNTRACKED = (
-    "grad", "zero-grad", "no-grad", "integer", "detached", "untracked")
+from .vocab import Evidence
+
+GRAD, ZERO_GRAD, NO_GRAD, UNSUPPORTED, INTEGER, DETACHED, UNTRACKED = (
+    Evidence.GRAD, Evidence.ZERO_GRAD, Evidence.NO_GRAD, Evidence.UNSUPPORTED,
+    Evidence.INTEGER, Evidence.DETACHED, Evidence.UNTRACKED)
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class TensorEvidence:
     label: str          # "x", "param conv.weight", "output 0"
     dtype: str          # "float64", "int64", ...
     shape: tuple[int, ...]
-    evidence: str
+    evidence: Evidence
     detail: str         # one line, for the reason text
 
 
@@ -104,7 +109,9 @@ def _classify(grads_over_seeds: list[torch.Tensor | None], errors: list[str]) ->
     present = [g for g in grads_over_seeds if g is not None]
     if not present:
         err = next((e for e in errors if e), "")
-        return NO_GRAD, (f"autograd refuses: {err}" if err else "autograd gives no gradient (None)")
+        if err:
+            return UNSUPPORTED, f"PyTorch refuses: {err}"
+        return NO_GRAD, "autograd gives no gradient (None)"
     if all(bool((g == 0).all()) for g in present):
         return ZERO_GRAD, f"gradient identically zero on all {len(grads_over_seeds)} seeds"
     peak = max(float(g.abs().max()) for g in present)

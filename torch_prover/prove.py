@@ -7,34 +7,28 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import onnx
 import torch
 
+from . import node_witness
 from . import numeric as numeric_mod
 from .case import Case, CaseError, Spec, T
 from .export import Exported, export_case
-from .mapping import ABSENT, CONSTANT, Mapping, map_node
+from .mapping import ABSENT, Mapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
+from .record import RECORD_FORMAT, record, versions
 from .tags import SchemaTags, canonical_op, schema_tags
-from .verdict import (AGREE, DISAGREE, INCONCLUSIVE, NOT_EXERCISED, PROPOSED, Gate, Parameter,
-                      decide, is_failure, is_integer_dtype, not_exercised)
+from .verdict import Rule, is_failure
+from .vocab import Evidence, Tag, Verdict
+from .witnesses import Parameter, parameters
 
-RECORD_FORMAT = 1
+__all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",
+           "TagSource"]
+
 TagSource = Callable[[str, int | None, str], SchemaTags]
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for dist in ("torch", "onnx", "onnxruntime", "onnxscript", "torch-prover"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
 
 
 @dataclass(frozen=True)
@@ -53,6 +47,7 @@ class Proof:
     graph_outputs: tuple[str, ...]
     tag_source: str = "onnx.defs"
     versions: dict[str, str] = field(default_factory=versions)
+    witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
 
     @property
     def op(self) -> str:
@@ -66,17 +61,23 @@ class Proof:
     def sha256(self) -> str:
         return hashlib.sha256(self.model_bytes).hexdigest()
 
-    def count(self, verdict: str) -> int:
+    def count(self, verdict: Verdict) -> int:
         return sum(p.verdict == verdict for p in self.parameters)
 
     @property
     def status(self) -> str:
-        """invalid | disagree | inconclusive | proved (every verdict agree/proposed)."""
+        """invalid | failed | disagree | inconclusive | proved -- and exactly ``failed`` or
+        ``invalid`` (or an undeclared ``disagree``) is what makes the exit code 1."""
         if self.invalid:
             return "invalid"
-        if self.count(DISAGREE):
+        if any(p.verdict == Verdict.DISAGREE for p in self.failures):
             return "disagree"
-        if self.count(INCONCLUSIVE) and not (self.count(AGREE) or self.count(PROPOSED)):
+        if self.failures:
+            return "failed"
+        if self.count(Verdict.DISAGREE):
+            return "disagree"
+        if self.count(Verdict.INCONCLUSIVE) and not (self.count(Verdict.AGREE)
+                                                     or self.count(Verdict.PROPOSED)):
             return "inconclusive"
         return "proved"
 
@@ -87,68 +88,32 @@ class Proof:
         with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
-        return [p for p in self.parameters if is_failure(p.verdict, p.reason, p.expected)]
+        return [p for p in self.parameters if is_failure(p.verdict, p.rule, p.expected)]
 
     @property
     def unexpected(self) -> list[Parameter]:
-        """Parameters whose verdict differs from what the case declares."""
-        return [p for p in self.parameters if p.verdict != _default_expectation(p)]
+        """Parameters whose verdict differs from what the case and the schema lead one to
+        expect (``expected_verdict``): never derived from the verdict itself."""
+        return [p for p in self.parameters if p.verdict != expected_verdict(self.case, p)]
 
     def record(self) -> dict[str, Any]:
-        n = self.numeric
-        return {
-            "format": RECORD_FORMAT,
-            "op": self.op, "domain": self.case.domain, "case": self.case.name,
-            "kind": self.case.kind, "opset": self.opset, "exporter": self.exporter,
-            "schema_version": self.schema_version, "latest_schema_version": self.latest_version,
-            "tags_from": self.tag_source,
-            "versions": self.versions, "seeds": list(self.case.seeds),
-            "status": self.status, "invalid": self.invalid,
-            "parameters": [_param_record(p) for p in self.parameters],
-            "numeric": None if n is None else {
-                "runtime": n.runtime, "why": n.why or None,
-                "forward_max_abs_err": (None if n.forward_max_abs_err is None else
-                                        numeric_mod.shown_error(n.forward_max_abs_err,
-                                                                n.fwd_bound)),
-                "forward_ok": n.forward_ok, "forward_detail": n.forward_detail,
-                "vjp_rel_err": {k: numeric_mod.shown_error(c.rel_err, n.vjp_tol)
-                                for k, c in sorted(n.vjp.items())},
-                "vjp": {k: _vjp_record(c, n.vjp_tol) for k, c in sorted(n.vjp.items())},
-                "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol},
-            "model": {"path": "model.onnx", "sha256": self.sha256},
-        }
+        return record(self)
 
 
-def _vjp_record(c: numeric_mod.VjpCheck, tol: float) -> dict[str, Any]:
-    """One VJP check as committed: pass/fail and the error bound; the two derivative values
-    only when they disagree (a passing pair is noise in its late digits, see shown_error)."""
-    rec: dict[str, Any] = {"ok": c.ok, "rel_err": numeric_mod.shown_error(c.rel_err, tol)}
-    if not c.ok:
-        rec["fd"] = numeric_mod.shown_value(c.fd)
-        rec["analytic"] = numeric_mod.shown_value(c.analytic)
-    return rec
-
-
-def _param_record(p: Parameter) -> dict[str, Any]:
-    rec = {"io": p.io, "index": p.index, "name": p.name, "source": p.source,
-           "evidence": p.evidence, "tag": p.tag, "verdict": p.verdict, "reason": p.reason}
-    if p.tag_latest is not None:
-        rec["tag_latest"] = p.tag_latest
-    if p.path:
-        rec["path"] = list(p.path)
-    if p.expected is not None:
-        rec["expected"] = {"verdict": p.expected, "reason": p.expected_reason}
-    return rec
-
-
-def _default_expectation(p: Parameter) -> str:
-    if p.expected is not None:
-        return p.expected
-    if p.evidence in ("absent", "untracked") or (
-            p.evidence in ("constant", "integer") and p.verdict == INCONCLUSIVE
-            and not_exercised(p.reason)):
-        return INCONCLUSIVE
-    return PROPOSED if p.tag == "unknown" else AGREE
+def expected_verdict(case: Case, p: Parameter) -> Verdict:
+    """What a parameter's verdict should be, from outside the engine: the case's declaration
+    (``expect=``, ``unexercised=``), the schema (a parameter allowing no gradient-carrying
+    type is non-differentiable by type), the graph's structure (an input the node does not
+    have is not exercised), and otherwise the schema's tag (unknown: proposed; else agree)."""
+    key = f"{p.io} {p.index}"
+    if key in case.expect:
+        return Verdict(case.expect[key].verdict)
+    if p.by_type:   # decided by the schema's types alone: non-differentiable
+        return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
+                                                                           Verdict.PROPOSED)
+    if key in case.unexercised or p.evidence == Evidence.ABSENT:
+        return Verdict.INCONCLUSIVE
+    return Verdict.PROPOSED if p.tag == Tag.UNKNOWN else Verdict.AGREE
 
 
 def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
@@ -158,41 +123,53 @@ def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
 # ----------------------------------------------------------------------------- stages
 def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Mapping,
                    evidence_of: dict[str, TensorEvidence]) -> numeric_mod.NumericResult:
-    run = pr.runs[0]
+    """The whole model against PyTorch: forward on the first seed; PyTorch's VJP against
+    the model's finite difference on every seed (a gradient zero on one seed and not on
+    another is checked where it is not)."""
     model = exported.model
     gin = [i.name for i in model.graph.input]
-    by_name = dict(zip(case.names, run.inputs))
-    feeds = {n: by_name[n].detach().numpy() for n in gin}
     gout = [o.name for o in model.graph.output]
-    outs = [run.outputs[exported.output_names.index(o)] for o in gout]
-    dy = [run.dy[exported.output_names.index(o)] for o in gout]
-    grads: dict[str, torch.Tensor] = {}
-    zero: set[str] = set()
+    sources = {}
     for a in mapping.inputs:
-        if a.source is None or a.problem:
+        if a.source is None or a.problem or a.through:
             continue
         ev = evidence_of.get(a.source)
-        if ev is None or ev.evidence not in ("grad", "zero-grad"):
-            continue
-        g = (run.input_grads[case.names.index(a.source)] if a.source in case.names
-             else run.param_grads.get(a.source))
-        if g is not None:
-            grads[a.source] = g
-            if ev.evidence == "zero-grad":
-                zero.add(a.source)
+        if ev is not None and ev.evidence in (Evidence.GRAD, Evidence.ZERO_GRAD):
+            sources[a.source] = ev.evidence
+    zero = {s for s, e in sources.items() if e == Evidence.ZERO_GRAD}
+    points = []
+    for run in pr.runs:
+        by_name = dict(zip(case.names, run.inputs))
+        grads = {}
+        for s in sources:
+            g = (run.input_grads[case.names.index(s)] if s in case.names
+                 else run.param_grads.get(s))
+            if g is not None:
+                grads[s] = g
+        points.append(numeric_mod.SeedPoint(
+            run.seed, {n: by_name[n].detach().numpy() for n in gin},
+            [run.dy[exported.output_names.index(o)] for o in gout], grads))
+    first = pr.runs[0]
+    outs = [first.outputs[exported.output_names.index(o)] for o in gout]
     return numeric_mod.check(
-        model, feeds=feeds, expected_outputs=outs, dy=dy, grads=grads, zero_grads=zero,
-        initializers=set(run.params), float_dtype=_least_precise(case.float_dtype, outs),
-        seed=case.seeds[0], fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol)
+        model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
+        grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
+        float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
 
 
-def _forward_gate(numeric: numeric_mod.NumericResult | None) -> Gate | None:
-    """A forward mismatch taints every verdict: the graph is not the PyTorch model."""
-    if numeric is None or numeric.runtime is None or numeric.forward_ok:
-        return None
-    return Gate("forward-mismatch", f"ONNX forward differs from PyTorch "
-                                    f"({numeric.forward_detail}, tolerance {numeric.fwd_tol:g}) "
-                                    f"in {numeric.runtime}")
+def _witness_stage(case: Case, pr: ProbeResult, exported: Exported,
+                   mapping: Mapping) -> tuple[node_witness.NodeWitness, ...]:
+    """The node's own finite differences at each probe seed's point: autograd's evidence
+    from any seed is met by a measurement at that seed (Min's second input is the minimum
+    somewhere on seed 1 only)."""
+    found = []
+    for run in pr.runs:
+        by_name = dict(zip(case.names, run.inputs))
+        feeds = {i.name: by_name[i.name].detach().numpy() for i in exported.model.graph.input}
+        found.append(node_witness.witness(exported.model, mapping.node_index, feeds,
+                                          seed=run.seed))
+    return tuple(found)
 
 
 _PRECISION = {torch.float64: 3, torch.complex128: 3, torch.float32: 2, torch.complex64: 2,
@@ -206,106 +183,6 @@ def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> st
     worst = min(dtypes, key=lambda d: _PRECISION.get(d, 3))
     return str(worst).removeprefix("torch.").replace("complex128", "float64").replace(
         "complex64", "float32")
-
-
-def _gate(numeric: numeric_mod.NumericResult | None, sources: Sequence[str]) -> Gate:
-    if numeric is None:
-        return Gate("off", "numeric check off")
-    if numeric.runtime is None:
-        return Gate("no-runtime", numeric.why)
-    mismatch = _forward_gate(numeric)
-    if mismatch is not None:
-        return mismatch
-    checks = [numeric.vjp[s] for s in sources if s in numeric.vjp]
-    bad = [c for c in checks if not c.ok]
-    if bad:
-        c = bad[0]
-        return Gate("failed", f"finite difference {numeric_mod.shown_value(c.fd)} vs autograd "
-                              f"{numeric_mod.shown_value(c.analytic)} for {c.source} (rel err "
-                              f"{numeric_mod.shown_error(c.rel_err, numeric.vjp_tol)} > "
-                              f"{numeric.vjp_tol:g}, {numeric.runtime})")
-    if not checks:
-        return Gate("passed", f"ONNX forward matches ({numeric.runtime})")
-    return Gate("passed", f"finite differences agree in {numeric.runtime} (rel err "
-                          f"{numeric_mod.shown_error(max(c.rel_err for c in checks), numeric.vjp_tol)})")
-
-
-def _subject(src: str, params: set[str]) -> str:
-    return f"param {src}" if src in params else src
-
-
-def _verdicts(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
-              latest: SchemaTags, numeric_res, evidence_of: dict[str, TensorEvidence],
-              exported: Exported) -> tuple[Parameter, ...]:
-    params = set(pr.params)
-    out: list[Parameter] = []
-    n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
-    n_out = max(len(mapping.outputs), sum(f.option != "variadic" for f in tags.outputs))
-    grad_sources = [a.source for a in mapping.inputs if a.source]
-    initializers = {t.name for t in exported.model.graph.initializer}
-    folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == "grad"]
-    for io, attrs, count in (("input", mapping.inputs, n_in), ("output", mapping.outputs, n_out)):
-        for i in range(count):
-            formal = tags.formal(io, i)
-            if formal is None:
-                raise CaseError(f"{case.op}/{case.name}: the {case.op} node has {io} {i}, which "
-                                f"schema version {tags.since_version} does not define")
-            latest_formal = latest.formal(io, i)
-            a = attrs[i] if i < len(attrs) else None
-            dtype, path, problem = (a.dtype, a.path, a.problem) if a else (None, (), None)
-            if a is None or a.kind == ABSENT:
-                ev, detail, source = "absent", "", "absent"
-                if a is not None and io == "output" and a.dtype:
-                    detail, source = "reaches no graph output", "unused"
-            elif a.kind == CONSTANT:
-                ev, detail, source = "constant", "", f"constant {dtype}"
-                if folded and not is_integer_dtype(dtype):
-                    source += " (a folded module parameter?)"
-            elif io == "input":
-                if a.source is None:
-                    ev, detail, source = "ambiguous", "", "several tensors"
-                else:
-                    te = evidence_of.get(a.source)
-                    if te is None:
-                        ev, detail, source = "constant", "", f"constant {dtype} ({a.source})"
-                    else:
-                        ev, detail, source = te.evidence, te.detail, _subject(a.source, params)
-                        if a.path:
-                            source += f" via {'/'.join(a.path)}"
-                        if ev in ("grad", "zero-grad", "no-grad") and dtype and not dtype.startswith(("float", "complex")):
-                            ev, detail = "integer", f"reaches the node as {dtype}"
-            else:
-                j = exported.output_names.index(a.source)
-                te = pr.outputs[j]
-                ev, detail, source = te.evidence, te.detail, f"output {j}"
-            if ev == "absent" and detail:
-                verdict, reason = INCONCLUSIVE, f"{NOT_EXERCISED}: {io} {i} {detail} in this case"
-            else:
-                gate = None
-                if ev in ("grad", "zero-grad"):
-                    gate = _gate(numeric_res, grad_sources if io == "output" else [a.source])
-                elif ev not in ("absent", "ambiguous"):
-                    gate = _forward_gate(numeric_res)
-                verdict, reason = decide(
-                    evidence=ev, detail=detail, dtype=dtype, tag=formal.tag,
-                    subject=source.split(" via ")[0] if io == "input" else source,
-                    problem=problem, gate=gate, reference=case.kind == "reference",
-                    float_capable=formal.float_capable)
-            if ev == "constant" and folded and not is_integer_dtype(dtype):
-                keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
-                        else "optimize=False")
-                reason += (f"; the exporter folded module parameter {', '.join(folded)} into "
-                           f"constants: export with {keep} to keep it an initializer")
-            key = f"{io} {i}"
-            exp = case.expect.get(key)
-            out.append(Parameter(
-                io, i, formal.name, source, "ambiguous" if problem else ev, formal.tag,
-                verdict, reason,
-                tag_latest=(latest_formal.tag if latest_formal and latest_formal.tag != formal.tag
-                            else None),
-                path=path, expected=exp.verdict if exp else None,
-                expected_reason=exp.reason if exp else None))
-    return tuple(out)
 
 
 def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
@@ -339,19 +216,28 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
         return Proof(case, exported.opset, exported.exporter, schema.since_version,
                      latest.since_version, (), None, exported.model,
                      f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source)
-    numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of) if numeric else None
-    params = _verdicts(case, pr, mapping, schema, latest, numeric_res, evidence_of, exported)
+    numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
+    if numeric:
+        numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of)
+        witness = _witness_stage(case, pr, exported, mapping)
+        off = None
+    keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
+            else "optimize=False")
+    params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
+                        evidence_of, exported.output_names,
+                        {t.name for t in exported.model.graph.initializer}, keep)
     problems = mapping.problems
     invalid = None
     if problems:
         # one unattributable tensor taints the whole case: nothing in it may say agree
         invalid = f"{case.op}/{case.name}: ambiguous attribution: {problems[0]}"
-        params = tuple(p if p.verdict == INCONCLUSIVE else dataclasses.replace(
-            p, verdict=INCONCLUSIVE, reason=f"case invalid ({problems[0]}); evidence was: {p.reason}")
+        params = tuple(p if p.verdict == Verdict.INCONCLUSIVE else dataclasses.replace(
+            p, verdict=Verdict.INCONCLUSIVE, supports=None, rule=Rule.AMBIGUOUS,
+            reason=f"case invalid ({problems[0]}); evidence was: {p.reason}")
             for p in params)
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
-                 gout, tag_source)
+                 gout, tag_source, witness=witness)
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,

@@ -11,7 +11,8 @@ import textwrap
 from typing import Any
 
 from .tags import SchemaTags
-from .verdict import VERDICTS, is_failure
+from .verdict import VERDICTS, Rule, is_failure
+from .vocab import Verdict
 
 NOT_RUN, MISSING = "not run", "missing"
 # Every status an op can have in a batch report, most urgent first. The one list every
@@ -224,6 +225,13 @@ def _expected(p: dict[str, Any]) -> str | None:
     return p.get("expected", {}).get("verdict")
 
 
+def fails(p: dict[str, Any]) -> bool:
+    """``verdict.is_failure`` on a record's parameter (its fields, never its reason)."""
+    expected = _expected(p)
+    return is_failure(Verdict(p["verdict"]), Rule(p["rule"]),
+                      Verdict(expected) if expected else None)
+
+
 def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
     """Aggregate the records of one op's cases into (status, reason)."""
     statuses = [r["status"] for r in records]
@@ -273,7 +281,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
                 if _expected(p) == "disagree"]
     unwaived = [(r, p) for r, p in disagreements
                 if (r["case"], p["io"], p["index"]) not in waived
-                and is_failure(p["verdict"], p["reason"], _expected(p))]
+                and fails(p)]
     summary = {
         "ops_total": len(coverage_entries),
         "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
@@ -284,7 +292,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "unwaived_disagreements": len(unwaived),
         "unexpected_inconclusive": sum(
             1 for r in records for p in r["parameters"]
-            if p["verdict"] == "inconclusive" and is_failure(p["verdict"], p["reason"], _expected(p))),
+            if p["verdict"] == "inconclusive" and fails(p)),
         "invalid_cases": sum(r["status"] == "invalid" for r in records),
         "failed_cases": sum(r["status"] == "error" for r in records),
         "cases_without_tags": sum(r["status"] == "no-tags" for r in records),

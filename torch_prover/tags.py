@@ -29,6 +29,13 @@ _NON_DIFF_TYPE_PREFIXES = ("tensor(int", "tensor(uint", "tensor(bool", "tensor(s
                            "seq(tensor(int", "seq(tensor(uint", "seq(tensor(bool", "seq(tensor(string")
 
 
+def _element_type(t: str) -> str:
+    """``optional(seq(tensor(float)))`` -> ``tensor(float``: the tensor type inside."""
+    while t.startswith(("seq(", "optional(")):
+        t = t.split("(", 1)[1][:-1]
+    return t.rstrip(")")
+
+
 @dataclass(frozen=True)
 class Formal:
     """One formal parameter of a schema."""
@@ -44,7 +51,7 @@ class Formal:
     def float_capable(self) -> bool:
         """Some allowed type can carry a gradient (float8/float4 storage types cannot):
         integer evidence alone says nothing then."""
-        return any(t.removeprefix("seq(").rstrip(")") in _GRADIENT_TYPES for t in self.types)
+        return any(_element_type(t) in _GRADIENT_TYPES for t in self.types)
 
     @property
     def non_differentiable_by_type(self) -> bool:

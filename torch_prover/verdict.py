@@ -1,142 +1,165 @@
-"""Evidence + schema tag -> verdict, per ONNX formal parameter. Pure functions, no I/O.
+"""Two witnesses + the schema's tag -> one verdict per ONNX parameter. Pure, no I/O.
 
-Rule of thumb (DESIGN §4): never say ``agree`` without evidence that could have said
-``disagree``; an attribution problem or a failed numeric check makes ``inconclusive``.
+The witnesses: PyTorch autograd (what ``torch.autograd`` says about the tensor that became
+this node parameter, counted only when it reached the node through value-preserving
+glue) and the ONNX node's own finite differences (``node_witness``). Each says
+differentiable (D), non-differentiable (N), or nothing (None). The rule is this table
+(DESIGN §1, stage 5; the README repeats it):
+
+=========  =========  ==============  ============================================
+autograd   numeric    supports        reason starts with
+=========  =========  ==============  ============================================
+D          D          D               both witnesses (a failed VJP check: inconclusive)
+N          N          N               both witnesses
+D          N          --              inconclusive: a surrogate / straight-through gradient?
+N          D          D               numeric witness: PyTorch does not track a derivative
+None       D or N     the numeric's   numeric witness only (PyTorch has no derivative here)
+D or N     None       the autograd's  autograd only (a reference case: inconclusive)
+None       None       --              inconclusive: not exercised
+=========  =========  ==============  ============================================
+
+Before the table: a parameter whose schema allows no gradient-carrying type is N by type,
+and so is every input of an op none of whose outputs allows one (OptionalHasElement,
+NMS) -- the schema alone decides those; then an ambiguous attribution or a forward
+mismatch makes the verdict inconclusive.
+``agree`` therefore always rests on evidence that could have said ``disagree``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-from .tags import DIFF, NONDIFF, UNKNOWN
+from .vocab import AutogradOutcome as A
+from .vocab import NumericOutcome as N
+from .vocab import Tag, Verdict
 
-AGREE, DISAGREE, PROPOSED, INCONCLUSIVE = "agree", "disagree", "proposed", "inconclusive"
-VERDICTS = (AGREE, DISAGREE, PROPOSED, INCONCLUSIVE)
-EVIDENCE_CLASSES = ("grad", "zero-grad", "no-grad", "integer", "constant", "absent",
-                    "detached", "untracked", "ambiguous")
+AGREE, DISAGREE, PROPOSED, INCONCLUSIVE = (Verdict.AGREE, Verdict.DISAGREE, Verdict.PROPOSED,
+                                           Verdict.INCONCLUSIVE)
+VERDICTS = tuple(Verdict)
 
-_INTEGER_DTYPES = ("int", "uint", "bool")
-
-
-NOT_EXERCISED = "not exercised"
-
-
-def not_exercised(reason: str) -> bool:
-    """An inconclusive verdict that only means this case did not exercise the parameter."""
-    return reason.startswith(NOT_EXERCISED)
+AUTOGRAD_SAYS: dict[A, Tag | None] = {
+    A.GRAD: Tag.DIFF, A.ZERO: Tag.NONDIFF, A.NONE: Tag.NONDIFF, A.DETACHED: Tag.NONDIFF,
+    A.INTEGER: None, A.UNSUPPORTED: None, A.NOT_EXERCISED: None}
+NUMERIC_SAYS: dict[N, Tag | None] = {
+    N.SMOOTH: Tag.DIFF, N.FLAT: Tag.NONDIFF, N.JUMP: Tag.NONDIFF, N.NONE: Tag.NONDIFF,
+    N.INTEGER: None, N.ABSENT: None, N.NOT_RUN: None}
+"""What each outcome says. Integer outcomes say nothing here: integer evidence decides only
+where the schema allows no floating type, which the by-type rule covers."""
 
 
-def is_failure(verdict: str, reason: str, expected: str | None) -> bool:
-    """Whether one verdict fails a run: a disagreement, or an inconclusive verdict where
-    evidence should have decided -- unless the case declares exactly that verdict (a
-    reviewed finding, DESIGN's "waived"). The one rule for prove, verify-all and reports."""
-    if expected == verdict:
-        return False
-    return verdict == DISAGREE or (verdict == INCONCLUSIVE and not not_exercised(reason))
+class Rule(StrEnum):
+    """Which row of the table decided: a record field, so reports never parse reasons."""
+
+    AMBIGUOUS = "ambiguous attribution"
+    FORWARD = "forward mismatch"
+    BY_TYPE = "by type"
+    BOTH = "both witnesses"
+    CONFLICT = "witnesses conflict"
+    NUMERIC_OVER_AUTOGRAD = "numeric witness over autograd"
+    NUMERIC_ONLY = "numeric witness only"
+    AUTOGRAD_ONLY = "autograd only"
+    VJP_FAILED = "VJP check failed"
+    NEEDS_NUMERIC = "reference case without numeric confirmation"
+    NOT_EXERCISED = "not exercised"
+
+
+class Vjp(StrEnum):
+    """PyTorch's vector-Jacobian product against the ONNX model's finite difference."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    AT_JUMP = "at a jump"      # failed where the numeric witness found a tie/kink: a subgradient
+    EMPTY = "compared nothing"   # every compared value was zero: not a pass
+    NOT_RUN = "not run"
 
 
 @dataclass(frozen=True)
-class Parameter:
-    """One entry of the proof record: one index of one formal parameter."""
-
-    io: str
-    index: int
-    name: str
-    source: str
-    evidence: str
-    tag: str
-    verdict: str
-    reason: str
-    tag_latest: str | None = None
-    path: tuple[str, ...] = ()
-    expected: str | None = None       # verdict the case declares, when it deviates
-    expected_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Gate:
-    """What the numeric check says about one gradient-carrying tensor."""
-
-    state: str      # "passed" | "failed" | "forward-mismatch" | "no-runtime" | "off"
+class Witness:
+    outcome: A | N
     detail: str
 
-
-def is_integer_dtype(dtype: str | None) -> bool:
-    return bool(dtype) and dtype.startswith(_INTEGER_DTYPES)
-
-
-def supported_tag(evidence: str, dtype: str | None) -> str | None:
-    """The tag the evidence supports, or None when it says nothing."""
-    if evidence in ("grad",):
-        return DIFF
-    if evidence in ("zero-grad", "no-grad", "integer", "detached"):
-        return NONDIFF
-    if evidence == "constant":
-        return NONDIFF if is_integer_dtype(dtype) else None
-    return None
+    @property
+    def says(self) -> Tag | None:
+        if isinstance(self.outcome, A):
+            return AUTOGRAD_SAYS[self.outcome]
+        return NUMERIC_SAYS[self.outcome]
 
 
-def decide(*, evidence: str, detail: str, dtype: str | None, tag: str, subject: str,
-           problem: str | None = None, gate: Gate | None = None,
-           reference: bool = False, float_capable: bool = False) -> tuple[str, str]:
-    """(verdict, one-line reason) for one parameter.
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    supports: Tag | None
+    rule: Rule
+    reason: str
 
-    ``float_capable``: the schema also allows floating types here, so integer evidence
-    (an integer tensor or constant) only shows the case picked an integer type.
-    """
-    if problem:
-        return INCONCLUSIVE, f"ambiguous attribution: {problem}"
-    if gate is not None and gate.state == "forward-mismatch":
-        return INCONCLUSIVE, f"the exported model is not the PyTorch model: {gate.detail}"
-    supports = supported_tag(evidence, dtype)
-    if supports == NONDIFF and float_capable and (
-            evidence == "integer" or evidence == "constant"):
-        return INCONCLUSIVE, (f"{NOT_EXERCISED}: {dtype} here, but the schema also allows "
-                              "floating types; a floating case must decide")
+
+def judge(supports: Tag | None, tag: Tag) -> Verdict:
+    """What the supported tag means against the schema's tag."""
     if supports is None:
-        if evidence == "absent":
-            return INCONCLUSIVE, f"{NOT_EXERCISED}: this case leaves it out"
-        if evidence == "constant":
-            return INCONCLUSIVE, (f"{NOT_EXERCISED}: a constant of type {dtype or 'float'}; "
-                                  "its dtype alone cannot decide")
-        if evidence == "untracked":
-            return INCONCLUSIVE, f"{NOT_EXERCISED}: {detail}"
-        return INCONCLUSIVE, f"no evidence ({evidence})"
-    because = _because(evidence, detail, dtype, subject)
-    if evidence in ("grad", "zero-grad") and gate is not None:
-        if gate.state == "failed":
-            return INCONCLUSIVE, f"{because}, but the numeric check failed: {gate.detail}"
-        if gate.state == "passed":
-            because += f"; {gate.detail}"
-        elif reference:
-            return INCONCLUSIVE, (f"{because}, but this reference case counts only with a "
-                                  f"numeric confirmation: {gate.detail}")
-        else:
-            because += f" ({gate.detail})"
-    if tag == UNKNOWN:
-        return PROPOSED, f"{because} -> propose {supports}"
-    if tag == supports:
-        return AGREE, because
-    if evidence == "zero-grad":
-        return DISAGREE, (f"{because}: piecewise constant, which ONNX's convention tags "
-                          f"non-differentiable, but the schema says {tag}")
-    return DISAGREE, f"{because}, but the schema says {tag}"
+        return INCONCLUSIVE
+    if tag == Tag.UNKNOWN:
+        return PROPOSED
+    return AGREE if supports == tag else DISAGREE
 
 
-def _because(evidence: str, detail: str, dtype: str | None, subject: str) -> str:
-    if evidence in ("grad", "zero-grad") and subject.startswith("output"):
-        return f"{subject}: {detail}"
-    if evidence == "grad":
-        return f"{subject} received a {detail}"
-    if evidence == "zero-grad":
-        return f"{subject}'s {detail}"
-    if evidence == "no-grad":
-        return f"{subject} requires grad but {detail}"
-    if evidence == "integer":
-        if detail.startswith("reaches"):
-            return f"{subject} {detail}: cannot carry a gradient"
-        return f"{subject} is {dtype}: cannot carry a gradient"
-    if evidence == "constant":
-        return f"a constant of type {dtype} folded into the graph: cannot carry a gradient"
-    if evidence == "detached":
-        return f"{subject} is {detail}"
-    return f"{subject}: {detail}"
+def decide(*, autograd: Witness, numeric: Witness, tag: Tag, float_capable: bool,
+           types: str = "", no_gradient_output: str | None = None,
+           problem: str | None = None, forward: str | None = None,
+           vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False) -> Decision:
+    """The verdict of one parameter (the module docstring's table)."""
+    def done(supports: Tag | None, rule: Rule, reason: str) -> Decision:
+        verdict = judge(supports, tag)
+        if supports is not None and verdict == DISAGREE and rule != Rule.BY_TYPE:
+            reason += f", but the schema says {tag}"
+        elif verdict == PROPOSED:
+            reason += f" -> propose {supports}"
+        return Decision(verdict, supports, rule, reason)
+
+    if not float_capable:   # the schema alone decides: no evidence is needed, none can differ
+        return done(Tag.NONDIFF, Rule.BY_TYPE,
+                    f"the schema allows no gradient-carrying type here ({types or 'none'})")
+    if no_gradient_output is not None:
+        return done(Tag.NONDIFF, Rule.BY_TYPE, "no output of the op can carry a gradient "
+                                               f"({no_gradient_output})")
+    if problem:
+        return done(None, Rule.AMBIGUOUS, f"ambiguous attribution: {problem}")
+    if forward:
+        return done(None, Rule.FORWARD, f"the exported model is not the PyTorch model: {forward}")
+    a, n = autograd.says, numeric.says
+    both = f"autograd: {autograd.detail}; numeric: {numeric.detail}"
+    if a is not None and n is not None:
+        if a == n == Tag.DIFF:
+            if vjp == Vjp.FAILED:
+                return done(None, Rule.VJP_FAILED, f"{both}; but {vjp_detail}")
+            extra = f"; {vjp_detail}" if vjp_detail else ""
+            return done(Tag.DIFF, Rule.BOTH, f"{both}{extra}")
+        if a == n:
+            return done(a, Rule.BOTH, both)
+        if a == Tag.DIFF:
+            return done(None, Rule.CONFLICT, f"{both}: PyTorch's gradient is a surrogate "
+                                             "(straight-through?) the ONNX op does not have")
+        return done(Tag.DIFF, Rule.NUMERIC_OVER_AUTOGRAD,
+                    f"numeric witness: the ONNX function has a derivative that PyTorch does "
+                    f"not track ({both})")
+    if n is not None:
+        return done(n, Rule.NUMERIC_ONLY, f"numeric witness only (PyTorch has no derivative "
+                                          f"here: {autograd.detail}): {numeric.detail}")
+    if a is not None:
+        if reference:
+            return done(None, Rule.NEEDS_NUMERIC,
+                        f"autograd: {autograd.detail}, but a reference case counts only with "
+                        f"the numeric witness, which did not run ({numeric.detail})")
+        return done(a, Rule.AUTOGRAD_ONLY,
+                    f"autograd only: {autograd.detail} (numeric witness: {numeric.detail})")
+    return done(None, Rule.NOT_EXERCISED, f"not exercised: {both}")
+
+
+def is_failure(verdict: Verdict, rule: Rule, expected: Verdict | None) -> bool:
+    """Whether one verdict fails a run: a disagreement, or an inconclusive verdict where
+    evidence should have decided (witnesses in conflict, a failed check) -- unless the
+    case declares exactly that verdict (a reviewed finding). The one rule for prove,
+    verify-all and reports."""
+    if expected == verdict:
+        return False
+    return verdict == DISAGREE or (verdict == INCONCLUSIVE and rule not in (
+        Rule.NOT_EXERCISED, Rule.AMBIGUOUS))

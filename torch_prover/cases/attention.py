@@ -93,7 +93,8 @@ CASES = [
          unexercised=_UNEXERCISED),
     Case("Attention", "attention_bool_mask", attention_bool_mask,
          (F(1, 2, 3, 4), F(1, 2, 5, 4), F(1, 2, 5, 4), B(1, 1, 3, 5)), ("q", "k", "v", "mask"),
-         unexercised=_UNEXERCISED),
+         unexercised={"input 3": "a bool mask here; the schema also allows a float (additive) "
+                                 "mask, which attention_float_mask exercises", **_UNEXERCISED}),
     Case("Attention", "attention_causal_gqa_scale", attention_causal_gqa_scale,
          (F(1, 4, 3, 4), F(1, 2, 3, 4), F(1, 2, 3, 4)), ("q", "k", "v"),
          unexercised={"input 3": "is_causal replaces the mask", **_UNEXERCISED}),
@@ -109,9 +110,7 @@ CASES = [
          unexercised={"input 3": "covered by attention_kv_cache",
                       "input 4": "covered by attention_kv_cache",
                       "input 5": "covered by attention_kv_cache",
-                      "input 6": "covered by attention_nonpad_kv_seqlen",
-                      "output 1": "covered by attention_kv_cache",
-                      "output 2": "covered by attention_kv_cache"},
+                      "input 6": "covered by attention_nonpad_kv_seqlen"},
          notes="qk_matmul_output_mode=3: qk_matmul_output is the softmax of the scores. "
                "Inputs are not named q/k/v: the exporter names the unused present_key/"
                "present_value node outputs 'v' and 'v_1', which would clash with an input "

@@ -35,12 +35,20 @@ MIN_GRAD = ("clamp passes dy to min where x < min (5 and 4 of 12 elements on see
 MAX_GRAD = ("clamp passes dy to max where x > max (3 and 2 of 12 elements on seeds 0/1), so "
             "max gets a nonzero gradient and the ONNX Clip's finite differences confirm it; "
             "the schema tags max non-differentiable")
+MIN_CONST = ("Y = max(X, min) where X < min: dY/dmin = 1 there; the Clip node's own finite "
+             "differences in min (a lifted constant) are nonzero; the schema tags min "
+             "non-differentiable (as in clip_tensor_bounds)")
+MAX_CONST = ("Y = min(X, max) where X > max: dY/dmax = 1 there; the Clip node's own finite "
+             "differences in max (a lifted constant) are nonzero; the schema tags max "
+             "non-differentiable (as in clip_tensor_bounds)")
 TS_NOTE = ("dynamo exports clamp with tensor bounds (or a single bound) as Max/Min, never Clip; "
            "the TorchScript exporter emits Clip (with a Cast of each bound to x's type).")
 
 CASES = [
     Case("Clip", "clip_scalar_bounds", clip_scalar, (F(3, 4),), ("x",),
-         notes="Python-float bounds export as float constants: min/max are not exercised here."),
+         expect={"input 1": Expect("disagree", MIN_CONST), "input 2": Expect("disagree", MAX_CONST)},
+         notes="Python-float bounds export as float constants: only the numeric witness, "
+               "which lifts them to inputs, can see them"),
     Case("Clip", "clip_tensor_bounds", clip_tensor, (F(3, 4), LO, HI), ("x", "min", "max"),
          exporter="torchscript", notes=TS_NOTE,
          expect={"input 1": Expect("disagree", MIN_GRAD),

@@ -43,6 +43,9 @@ CASES = [
          notes="torch.cond on a bool graph input; x and y are captured by both branches, "
                "so If's only formal input is cond"),
     Case("Loop", "loop_while_loop", loop_while, (F(2, 3),), ("x",),
+         unexercised={"input 2": "the first loop-carried value is the int64 counter; x, the "
+                                 "second, is variadic input 3",
+                      "output 0": "the final int64 counter, which no graph output uses"},
          notes="torch while_loop with a constant counter: M is absent, cond and the counter "
                "are constants, x is the second loop-carried value"),
     Case("Loop", "loop_scripted_for", loop_for_scripted, (F(2, 3), T(3)), ("x", "n"),

@@ -6,7 +6,7 @@ with a reduction, duplicates are fine and exercise accumulation.
 import torch
 import torch.nn.functional as Fn
 
-from ..case import Case, F, I, T
+from ..case import Case, Expect, F, I, T
 
 
 def gather_elements_dim1(data, indices):
@@ -64,6 +64,13 @@ def unique_inverse_counts(x):
 _ROWS_NO_DUP = [[0, 2], [3, 1], [1, 0]]      # no repeated column within a row
 _ROWS_DUP = [[0, 0], [3, 1], [2, 2]]         # repeats: reductions accumulate
 
+_UNIQUE_X = ("Y holds X's distinct values, each a copy of one element of X (a gather, like "
+             "TopK's Values): dY/dX selects; PyTorch refuses ('derivative for _unique2 is not "
+             "implemented'), a gap in PyTorch, and the Unique node's own finite differences are "
+             "nonzero; the schema tags X non-differentiable")
+_UNIQUE_Y = ("Y = X gathered at the first occurrences: dy flows back to X (see input 0); the "
+             "schema tags Y non-differentiable")
+
 CASES = [
     Case("GatherElements", "gatherelements_dim1", gather_elements_dim1,
          (F(3, 4), I(3, 5, high=4)), ("data", "indices")),
@@ -111,9 +118,11 @@ CASES = [
                "emits OneHot with constant depth and values"),
     Case("Unique", "unique_sorted", unique_sorted,
          (T([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
+         expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
          notes="fixed input so there are repeated values; torch.unique has no derivative"),
     Case("Unique", "unique_inverse_counts", unique_inverse_counts,
          (T([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
+         expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
          unexercised={"output 1": "torch.unique never returns first-occurrence indices"},
          notes="outputs Y, inverse_indices (through a Reshape) and counts; ONNX output 1 "
                "(indices) is left unused by the exporter"),

@@ -1,0 +1,63 @@
+"""The words of a proof record, as enums: tags, evidence classes, witness outcomes, verdicts.
+
+States are data. Code compares these members, never the text of a reason; the output
+modules turn them into words. Each is a ``StrEnum`` whose value is the word a record
+holds, so ``json.dumps`` writes the word and a record read back compares equal.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Tag(StrEnum):
+    """ONNX's differentiability category of a formal parameter (three explicit states)."""
+
+    DIFF = "differentiable"
+    NONDIFF = "non-differentiable"
+    UNKNOWN = "unknown"
+
+
+class Verdict(StrEnum):
+    AGREE = "agree"            # the evidence supports the schema's tag, and could have not
+    DISAGREE = "disagree"      # the evidence supports the other tag
+    PROPOSED = "proposed"      # the tag is unknown; the evidence decides it
+    INCONCLUSIVE = "inconclusive"  # not exercised, ambiguous, or the witnesses conflict
+
+
+class Evidence(StrEnum):
+    """What the case showed about one tensor (DESIGN §1, evidence classes)."""
+
+    GRAD = "grad"                  # nonzero gradient
+    ZERO_GRAD = "zero-grad"        # gradient identically zero on every seed
+    NO_GRAD = "no-grad"            # requires grad, autograd gives None
+    UNSUPPORTED = "unsupported"    # PyTorch refuses: a gap in PyTorch, not math
+    INTEGER = "integer"            # integer / bool dtype
+    CONSTANT = "constant"          # folded into the graph
+    ABSENT = "absent"              # optional input not given, or output reaching nothing
+    DETACHED = "detached"          # an output autograd does not connect to any input
+    UNTRACKED = "untracked"        # floating, but the case asks no gradient for it
+    AMBIGUOUS = "ambiguous"        # cannot be attributed to one tensor
+
+
+class AutogradOutcome(StrEnum):
+    """The PyTorch witness, scoped: what autograd says about this node parameter."""
+
+    GRAD = "grad"                  # nonzero gradient through value-preserving glue
+    ZERO = "zero"                  # identically zero on every seed
+    NONE = "none"                  # no gradient (None), no refusal
+    DETACHED = "detached"          # output not connected, every floating node input tracked
+    UNSUPPORTED = "unsupported"    # refusal ("not implemented"): decides nothing
+    INTEGER = "integer"            # integer dtype: no gradient can exist
+    NOT_EXERCISED = "not exercised"  # constant, untracked, absent, or via a computing op
+
+
+class NumericOutcome(StrEnum):
+    """The ONNX witness: the isolated node's own finite differences, per input index."""
+
+    SMOOTH = "smooth"      # nonzero, stable as the step shrinks
+    FLAT = "flat"          # zero at every point
+    JUMP = "jump"          # grows like 1/step, or the output shape changes
+    NONE = "none"          # no floating output to measure
+    INTEGER = "integer"    # integer / bool input: not perturbed
+    ABSENT = "absent"      # optional input or output not given
+    NOT_RUN = "not run"    # could not run (the detail says why), or numeric checks off
