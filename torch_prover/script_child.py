@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import onnx  # noqa: F401 - imported here so the forkserver preloads it for every child
-import onnxscript  # noqa: F401 - the exporter's backend, likewise
 import torch
 import torch.onnx
 

@@ -24,7 +24,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from multiprocessing import spawn
 from pathlib import Path
+from typing import Iterator
 
 from .script_wire import MANIFEST
 
@@ -32,7 +34,7 @@ MAX_LINES = 200
 MAX_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 300.0
 _READ_GRACE = 2.0       # seconds to drain the pipe after the child ended
-CHILD_MODULE = "torch_prover.script_child"
+SERVER_MODULE = "torch_prover.script_server"   # the preload: imports and warms the exporter
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,31 @@ class ChildResult:
 
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([CHILD_MODULE])   # only effective before the server starts
+    ctx.set_forkserver_preload([SERVER_MODULE])   # only effective before the server starts
     return ctx
+
+
+@contextlib.contextmanager
+def _without_main() -> Iterator[None]:
+    """Start a child without re-running the prover's ``__main__`` in it.
+
+    multiprocessing's spawn and forkserver children import the parent's main module first
+    (so that pickled functions defined there resolve). The child's code lives in
+    :mod:`script_child`, so that import is only a cost -- and a hazard: an unguarded main
+    module would run again in the script's process. The preparation data is filtered for
+    the duration of ``Process.start()``; nothing else of multiprocessing changes."""
+    real = spawn.get_preparation_data
+
+    def preparation(name: str) -> dict:
+        data = real(name)
+        data.pop("init_main_from_name", None)
+        data.pop("init_main_from_path", None)
+        return data
+    spawn.get_preparation_data = preparation
+    try:
+        yield
+    finally:
+        spawn.get_preparation_data = real
 
 
 def _kill_group(pid: int) -> None:
@@ -169,7 +194,8 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT) -> Ch
                        name="torch-prover-script")
     tail = OutputTail()
     t0 = time.monotonic()
-    proc.start()
+    with _without_main():
+        proc.start()
     try:
         out_w.close()
         alive_r.close()
