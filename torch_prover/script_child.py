@@ -26,11 +26,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import runpy
 import signal
 import sys
 import threading
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -78,15 +78,31 @@ def instrumented(run: ScriptRun):
             setattr(owner, name, old)
 
 
+def _run_as_main(path: Path, argv0: str) -> None:
+    """What ``python SCRIPT`` does: the file's code in a fresh ``__main__`` module, with
+    ``__file__`` absolute and ``sys.argv[0]`` as given (``runpy.run_path`` would make both
+    the absolute path)."""
+    main = types.ModuleType("__main__")
+    main.__file__, main.__cached__ = str(path), None
+    code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    sys.argv = [argv0]
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 def execute(run: ScriptRun, argv0: str) -> None:
     """Run the script as ``__main__`` (``sys.argv == [argv0]``, its directory first on
     ``sys.path``), instrumented; how it ended goes into ``run``."""
     argv, sys_path = sys.argv[:], sys.path[:]
-    sys.argv = [argv0]
     sys.path.insert(0, str(run.path.parent))
     try:
         with instrumented(run):
-            runpy.run_path(str(run.path), run_name="__main__")
+            _run_as_main(run.path, argv0)
     except SystemExit as exc:
         if exc.code not in (None, 0):
             run.ended, run.error = Outcome.EXITED, f"the script exited with status {exc.code}"
