@@ -325,3 +325,19 @@ def test_the_module_crosses_as_a_graph_with_its_parameter_names(tmp_path, monkey
     inits = {t.name for t in onnx.load(tmp_path / "lin.onnx").graph.initializer}
     sources = {p["source"] for p in rec["parameters"] if p["io"] == "input"}
     assert {"param weight", "param bias"} <= sources and {"weight", "bias"} <= inits
+
+
+def test_a_module_that_cannot_cross_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """When neither torch.export nor TorchScript can save the module (here the script breaks
+    both in its own process), there is no autograd probe to run: exit 2, saying why."""
+    script = write(tmp_path, "sabotage.py", MAX_METHOD1 + """\
+    def refuse(*args, **kwargs):
+        raise RuntimeError("not today")
+    torch.export.export = torch.jit.trace = refuse
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 2
+    line = one_line(out.err)
+    assert "could not be saved as a graph" in line
+    assert "torch.export: RuntimeError: not today" in line
+    assert "TorchScript: RuntimeError: not today" in line

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from . import report
 from .case import CaseError
+from .script_process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
@@ -72,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "change the verdicts.")
     r.add_argument("script", help="path of the proof script (the style of ONNX's Method 1)")
     r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
-    r.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds the script may run before it is killed (default: 300)")
+    r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
+                   help=f"seconds the script may run before it is killed (default: "
+                        f"{RUN_TIMEOUT:g})")
     _proof_options(r, ("text", "json", "markdown"))
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")

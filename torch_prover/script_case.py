@@ -112,7 +112,7 @@ def _rename(graph: onnx.GraphProto, names: dict[str, str]) -> None:
                 _rename(g, names)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
     """What the script exported, as the engine's Case and Exported."""
 

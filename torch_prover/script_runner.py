@@ -72,7 +72,7 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
     return path, canonical_op(op) if op else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScriptProof:
     source: str
     capture: Any        # script_wire.Capture
