@@ -158,6 +158,13 @@ class _Refuse:
         return refuse
 
 
+def ready_loader() -> None:
+    """Import the ExportedProgram reader (~1 s: it pulls in torch._inductor) -- called while
+    the script's process runs, so the prover does not wait for it afterwards."""
+    with contextlib.suppress(ImportError):
+        from torch.export.pt2_archive import _package  # noqa: F401
+
+
 @contextlib.contextmanager
 def _weights_only() -> Iterator[None]:
     """torch.load forced to weights_only=True; the pt2 archive's raw unpicklers refused."""

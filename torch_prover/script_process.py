@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 from multiprocessing import spawn
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .script_wire import MANIFEST
 
@@ -137,6 +137,14 @@ def _context():
     return ctx
 
 
+def prestart() -> None:
+    """Start the fork server now, so its imports and warm-up overlap the prover's own
+    (a single ``run`` otherwise waits for them in turn). Idempotent."""
+    from multiprocessing import forkserver
+    _context()
+    forkserver.ensure_running()
+
+
 @contextlib.contextmanager
 def _without_main() -> Iterator[None]:
     """Start a child without re-running the prover's ``__main__`` in it.
@@ -182,9 +190,11 @@ def _reader(fd: int, tail: OutputTail) -> threading.Thread:
     return thread
 
 
-def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT) -> ChildResult:
+def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
+              meanwhile: Callable[[], None] | None = None) -> ChildResult:
     """Run ``script`` in a child (cwd, environment and argv as ``python SCRIPT``), the
-    capture going into ``outdir``; never longer than ``timeout`` seconds."""
+    capture going into ``outdir``; never longer than ``timeout`` seconds. ``meanwhile``
+    runs in this process while the child does (the prover's own preparations)."""
     from .script_child import ChildJob, child_main
     ctx = _context()
     out_r, out_w = ctx.Pipe(duplex=False)
@@ -201,7 +211,9 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT) -> Ch
         alive_r.close()
         reader = _reader(os.dup(out_r.fileno()), tail)
         out_r.close()
-        proc.join(timeout)
+        if meanwhile is not None:
+            meanwhile()
+        proc.join(max(0.0, timeout - (time.monotonic() - t0)))
         timed_out = proc.exitcode is None
         _kill_group(proc.pid)         # on time out: the script; else what it left running
         if timed_out:

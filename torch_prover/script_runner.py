@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 from .case import CaseError
 from .script_child import run_script  # noqa: F401 - the in-process capture, for its tests
-from .script_process import DEFAULT_TIMEOUT, ChildEnd, Output, run_child
+from .script_process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
 from .script_report import script_lines, script_markdown, script_record, shown_output
 
 
@@ -91,14 +91,14 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     prove; the script's (capped) output goes to ``echo`` either way."""
     from .prove import prove_case
     from .script_case import directives, prepare, usable
-    from .script_module import ModuleLoadError, load_module
+    from .script_module import ModuleLoadError, load_module, ready_loader
     from .script_wire import WireError, read_capture
     path, op = check_arguments(path, op, timeout)
     source = path.read_text(encoding="utf-8", errors="replace")
     declared = directives(source)
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
-        child = run_child(os.fspath(path), where, timeout)
+        child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader)
         if echo is not None and (child.output.text or child.output.truncated):
             echo.write(shown_output(child.output))
             echo.flush()
@@ -133,6 +133,7 @@ def cmd_run(args) -> int:
     from . import report
     from .cli import EXIT_FINDING, EXIT_OK
     check_arguments(args.script, args.op, args.timeout)
+    prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
     fmt = args.format
     echo = sys.stdout if fmt == "text" else sys.stderr   # stdout stays pure JSON / Markdown
