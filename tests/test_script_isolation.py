@@ -132,6 +132,13 @@ def test_os_exit_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     assert "leaving" in out.out
 
 
+def test_sys_exit_non_zero_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "quit.py", MAX_METHOD1 + "    raise SystemExit(4)\n")
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt="text")
+    assert code == 2
+    assert "exited with status 4" in one_line(out.err)
+
+
 def test_a_crash_by_signal_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "crash.py", """\
         import os, signal
