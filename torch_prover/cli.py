@@ -15,6 +15,7 @@ from typing import Sequence
 from . import preflight, report
 from .case import CaseError
 from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, OutputError, UsageError
+from .script_process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 
 __all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
 
@@ -63,9 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "`torch-prover prove` command, or why the op has no case")
     c.add_argument("--format", choices=("text", "json"), default="text")
 
-    r = sub.add_parser("run", help="run a classic proof script unmodified and prove what it exports")
+    r = sub.add_parser(
+        "run", help="run a classic proof script unmodified and prove what it exports",
+        description="Run a classic 'Method 1' proof script unmodified and prove the model it "
+                    "exports. WARNING: this executes the script with your privileges, like "
+                    "`python SCRIPT.py`: run only scripts you would run yourself. It runs in a "
+                    "child process (its own process group, killed at --timeout); the proof is "
+                    "made in torch-prover's process from what the script exported (the ONNX "
+                    "model, its inputs, its module saved as a graph), so the script cannot "
+                    "change the verdicts.")
     r.add_argument("script", help="path of the proof script (the style of ONNX's Method 1)")
     r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
+    r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
+                   help=f"seconds the script may run before it is killed (default: "
+                        f"{RUN_TIMEOUT:g})")
     _proof_options(r, ("text", "json", "markdown"))
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")

@@ -32,7 +32,8 @@ class Exported:
 @contextlib.contextmanager
 def quiet():
     """Silence the exporter's progress prints, warnings and torchvision notices."""
-    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._dynamo",
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._export",
+                                              "torch._dynamo",
                                               "onnxscript", "torch.fx")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

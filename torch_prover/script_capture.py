@@ -2,7 +2,8 @@
 
 The records (:class:`ScriptRun`, :class:`BackwardCall`, :class:`ExportCall`) and the
 wrappers that record ``torch.autograd.backward``, ``Tensor.backward`` and
-``torch.autograd.grad`` while the script runs (script_runner installs them).
+``torch.autograd.grad`` while the script runs (script_child installs them, in the
+script's own process; these records hold live objects and never leave it).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import onnx
 import torch
 
 from .case import describe
+from .script_wire import Outcome
 
 
 # ============================================================================ capture
@@ -56,6 +58,7 @@ class ScriptRun:
     exports: list[ExportCall] = field(default_factory=list)
     error: str | None = None                   # one line, with the script's line number
     traceback: str | None = None
+    ended: Outcome = Outcome.FINISHED          # FINISHED, EXITED or RAISED
     busy: int = 0                              # >0 while inside an instrumented call
 
 

@@ -1,15 +1,21 @@
-"""From a captured script run to a Case and its exported model.
+"""From a script's capture (plain data) to a Case and its exported model, in the prover.
 
 Which op the graph is about (the one that is not glue, or ``--op``, or a
 ``# torch-prover: op=X`` line), which PyTorch tensors the graph inputs are, and the
 script's own model renamed to the engine's conventions (outputs ``y0..``), so the engine
-proves the very graph the script wrote.
+proves the very graph the script wrote. Everything here reads data the script's process
+handed over (:mod:`script_wire`) and the module loaded from its graph
+(:mod:`script_module`); nothing of the script runs here.
+
+Directives (``# torch-prover: op=X fwd_tol=T vjp_tol=T``) are read from the source before
+the script runs, and checked: a tolerance must be finite and positive, and a relative VJP
+tolerance of 1 or more would accept any gradient, so neither can switch the check off.
 """
 from __future__ import annotations
 
-import inspect
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +23,8 @@ import onnx
 import torch
 
 from .case import Case, Spec, describe
-from .export import Exported, model_opset, quiet
-from .script_capture import ScriptRun, _fill, _leaves
+from .export import Exported, model_opset
+from .script_wire import Capture, dtype_of
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
                       "Identity", "Constant"})
@@ -80,53 +86,6 @@ def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, lis
     return None, ops
 
 
-class BoundModule(torch.nn.Module):
-    """``module(*args, **kwargs)`` with the script's non-tensor arguments filled back in;
-    ``forward`` takes only the tensors, so the probe can call it like any case model.
-    ``named_parameters`` is the inner module's, unprefixed: those are the initializer names."""
-
-    def __init__(self, module: torch.nn.Module, args: tuple, kwargs: dict):
-        super().__init__()
-        self.inner = module
-        self.template = (args, kwargs)
-
-    def named_parameters(self, *a: Any, **k: Any):
-        return self.inner.named_parameters(*a, **k)
-
-    def forward(self, *tensors: torch.Tensor) -> Any:
-        args, kwargs = _fill(self.template, iter(tensors))
-        return self.inner(*args, **kwargs)
-
-
-def _split_args(args: Any, kwargs: dict) -> tuple[tuple, dict]:
-    """torch.onnx.export's args: a tensor, a tuple, or (legacy) a tuple ending in a dict."""
-    if not isinstance(args, tuple):
-        args = (args,) if not isinstance(args, list) else tuple(args)
-    if args and isinstance(args[-1], dict) and not kwargs:
-        return args[:-1], dict(args[-1])
-    return args, dict(kwargs)
-
-
-def _python_names(module: torch.nn.Module, args: tuple, kwargs: dict) -> list[str | None]:
-    """A PyTorch-side name per tensor leaf: forward's parameter names (``x``), kwargs keys."""
-    try:
-        params = [p for p in inspect.signature(module.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    names: list[str | None] = []
-    for i, a in enumerate(args):
-        base = params[i].name if i < len(params) else None
-        leaves = _leaves(a)
-        names += [base] if len(leaves) == 1 and isinstance(a, torch.Tensor) else [
-            f"{base}_{k}" if base else None for k in range(len(leaves))]
-    for key, v in kwargs.items():
-        leaves = _leaves(v)
-        names += [key] if isinstance(v, torch.Tensor) else [
-            f"{key}_{k}" for k in range(len(leaves))]
-    return names
-
-
 def _value_names(graph: onnx.GraphProto) -> set[str]:
     names = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     for node in graph.node:
@@ -153,14 +112,13 @@ def _rename(graph: onnx.GraphProto, names: dict[str, str]) -> None:
                 _rename(g, names)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
     """What the script exported, as the engine's Case and Exported."""
 
     case: Case
     exported: Exported
-    leaves: tuple[torch.Tensor, ...]          # the script's own tensors, in case-input order
-    outputs: tuple[torch.Tensor, ...]         # module outputs on them
+    names: tuple[str, ...]                    # case input names, one per tensor argument
     renamed: dict[str, str]                   # graph name -> name in the proved model
     candidates: list[str]                     # ops computing on the tensors
     inferred: str | None                      # what the graph alone says the target is
@@ -169,25 +127,60 @@ class Prepared:
 
 
 DIRECTIVE = re.compile(r"^\s*#\s*torch-prover:(.*)$", re.MULTILINE)
-DIRECTIVE_KEYS = {"op": str, "fwd_tol": float, "vjp_tol": float}
 
 
-def directives(source: str) -> dict[str, Any]:
-    """``# torch-prover: op=Constant fwd_tol=20`` lines: what a script declares about itself
-    (the target op when the graph cannot say, tolerances for random outputs)."""
-    from .cli import UsageError
+@dataclass(frozen=True)
+class Directives:
+    """What a script declares about itself: the target op when the graph cannot say,
+    tolerances for random outputs. Each one set is shown in every report."""
+
+    op: str | None = None
+    fwd_tol: float | None = None      # forward: absolute, scaled by the outputs' magnitude
+    vjp_tol: float | None = None      # VJP: relative error of finite difference vs autograd
+
+    def set(self) -> dict[str, Any]:
+        """The directives the script gave, in declaration order of the fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+def _tolerance(token: str, key: str, value: str) -> float:
+    from .errors import UsageError
+    try:
+        tol = float(value)
+    except ValueError:
+        raise UsageError(f"script directive {token!r}: not a {key} value") from None
+    if not math.isfinite(tol) or tol <= 0:
+        raise UsageError(f"script directive {token!r}: a tolerance must be a finite number "
+                         "> 0 (this one would switch the numeric check off)")
+    if key == "vjp_tol" and tol >= 1:
+        raise UsageError(f"script directive {token!r}: a relative tolerance of 1 or more "
+                         "accepts a finite difference of 0 against any gradient, which switches "
+                         "the numeric check off")
+    return tol
+
+
+def directives(source: str) -> Directives:
+    """The ``# torch-prover: ...`` lines of ``source`` (UsageError, one line, on an unknown
+    key, a bad value, an unknown op, or a tolerance that would turn the check off)."""
+    from .errors import UsageError
+    from .tags import UnknownOpError, canonical_op
     found: dict[str, Any] = {}
+    keys = [f.name for f in fields(Directives)]
     for line in DIRECTIVE.findall(source):
         for token in line.split():
             key, _, value = token.partition("=")
-            if key not in DIRECTIVE_KEYS or not value:
+            if key not in keys or not value:
                 raise UsageError(f"unknown script directive {token!r} (known: "
-                                 f"{', '.join(k + '=...' for k in DIRECTIVE_KEYS)})")
-            try:
-                found[key] = DIRECTIVE_KEYS[key](value)
-            except ValueError:
-                raise UsageError(f"script directive {token!r}: not a {key} value") from None
-    return found
+                                 f"{', '.join(k + '=...' for k in keys)})")
+            if key == "op":
+                try:
+                    found[key] = canonical_op(value)
+                except UnknownOpError as exc:
+                    raise UsageError(f"script directive {token!r}: {exc}") from None
+            else:
+                found[key] = _tolerance(token, key, value)
+    return Directives(**found)
 
 
 def _case_name(path: Path) -> str:
@@ -195,62 +188,11 @@ def _case_name(path: Path) -> str:
     return name or "script"
 
 
-def _float_dtype(leaves: list[torch.Tensor], module: torch.nn.Module) -> torch.dtype:
-    params = {p.dtype for p in module.parameters() if p.is_floating_point()}
-    if len(params) == 1:
-        return params.pop()
-    floats = [t.dtype for t in leaves if t.is_floating_point()]
-    if not floats:
-        return torch.float32
-    return min(floats, key=lambda d: torch.finfo(d).bits)
-
-
-def _backward_leaves(run: ScriptRun) -> list[torch.Tensor]:
-    """The leaf tensors the script's backward passes reached (AccumulateGrad nodes), and the
-    inputs of its torch.autograd.grad calls, in the order found."""
-    found: dict[int, torch.Tensor] = {}
-    for call in run.backward:
-        for t in call.inputs:
-            found.setdefault(id(t), t)
-        stack = [t.grad_fn for t in call.tensors if t.grad_fn is not None]
-        seen: set[int] = set()
-        while stack:
-            node = stack.pop()
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
-            variable = getattr(node, "variable", None)
-            if isinstance(variable, torch.Tensor):
-                found.setdefault(id(variable), variable)
-            stack.extend(n for n, _ in node.next_functions)
-    return list(found.values())
-
-
-def _use_backward_values(leaves: list[torch.Tensor], run: ScriptRun, module: torch.nn.Module
-                         ) -> tuple[list[torch.Tensor], list[int]]:
-    """Export arguments that are placeholders (floating, no requires_grad) while the backward
-    pass differentiated another tensor of the same shape and dtype: use that tensor. The graph
-    depends on shapes only; the evidence should be the script's."""
-    params = {id(p) for p in module.parameters()}
-    pool = [t for t in _backward_leaves(run)
-            if id(t) not in params and all(t is not x for x in leaves)]
-    out, swapped = list(leaves), []
-    for i, t in enumerate(leaves):
-        if not t.is_floating_point() or t.requires_grad:
-            continue
-        alike = [c for c in pool if c.shape == t.shape and c.dtype == t.dtype]
-        if len(alike) == 1:
-            out[i] = alike[0]
-            pool.remove(alike[0])
-            swapped.append(i)
-    return out, swapped
-
-
 def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
     """Index of the tensor argument behind each graph input. Positional when every tensor is
     a graph input; otherwise (an exporter dropped an unused one) by name, or by the position
     TorchScript writes into its default names (``onnx::Mul_2``)."""
-    from .cli import UsageError
+    from .errors import UsageError
     if len(gin) == len(py):
         return list(range(len(py)))
     by_name = [py.index(g) if g in py else None for g in gin]
@@ -264,13 +206,13 @@ def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
                      "which is which (name them with input_names=)")
 
 
-def _pick_op(op: str | None, declared: dict[str, Any], model: onnx.ModelProto,
+def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
              tracked: set[str]) -> tuple[str, str | None, list[str], str]:
     """(op, inferred, candidates, where the op came from)."""
-    from .cli import UsageError
+    from .errors import UsageError
     from .tags import canonical_op
     inferred, candidates = infer_op(model, tracked)
-    chosen, origin = (op, "--op") if op else (declared.get("op"), "script directive")
+    chosen, origin = (op, "--op") if op else (declared.op, "script directive")
     if chosen:
         chosen = canonical_op(chosen)
         present = {n.op_type for n in model.graph.node}
@@ -289,39 +231,60 @@ def _pick_op(op: str | None, declared: dict[str, Any], model: onnx.ModelProto,
     return canonical_op(inferred), inferred, candidates, "graph"
 
 
-def prepare(run: ScriptRun, op: str | None = None) -> Prepared:
-    """Turn the script's last successful export into a Case and an Exported (UsageError
-    with one line when the script gives nothing to prove)."""
-    from .cli import UsageError
-    from .probe import flatten_outputs
 
-    failed = [c for c in run.exports if c.error]
-    if run.error:
-        if failed and not any(c.model is not None for c in run.exports):
-            raise UsageError(f"the script's export failed: {failed[-1].error}")
-        raise UsageError(f"{run.error}; fix the script (torch-prover --debug run shows the "
+
+def usable(cap: Capture) -> None:
+    """UsageError (one line) when the capture gives nothing to prove, most basic first."""
+    from .errors import UsageError
+    from .script_wire import Outcome
+    if cap.outcome is Outcome.RUNNER_FAILED:
+        raise UsageError(cap.problem or "torch-prover's child failed")
+    if cap.error:
+        if cap.export_errors and not cap.exports_done:
+            raise UsageError(f"the script's export failed: {cap.export_errors[-1]}")
+        raise UsageError(f"{cap.error}; fix the script (torch-prover --debug run shows the "
                          "traceback)")
-    done = [c for c in run.exports if c.model is not None]
-    if not done:
+    if not cap.exports_done:
         raise UsageError("the script never calls torch.onnx.export: there is no ONNX model to "
                          "attribute its gradients to")
-    if not run.backward:
+    if not cap.backward_calls:
         raise UsageError("the script never calls torch.autograd.backward, Tensor.backward or "
                          "torch.autograd.grad: Method 1 needs a backward pass with a dy to show "
                          "which tensors carry gradients")
-    declared = directives(run.source)
-    call = done[-1]
-    notes = [f"the script exported {len(done)} models; proving the last one"
-             ] if len(done) > 1 else []
-    module = call.module
-    if not isinstance(module, torch.nn.Module):
-        raise UsageError(f"the script exports a {type(module).__name__}; torch-prover proves an "
-                         "exported torch.nn.Module")
-    args, kwargs = _split_args(call.args, call.kwargs)
-    leaves = _leaves((args, kwargs))
-    flat = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
-    model = onnx.ModelProto()
-    model.CopyFrom(call.model)
+    if cap.outcome is not Outcome.FINISHED:
+        raise UsageError(cap.problem or f"the script's process reported {cap.outcome.value}")
+    n = len(cap.leaves)
+    if cap.export is None or not (len(cap.python_names) == len(cap.requires) == n) or any(
+            not 0 <= i < n for i in cap.swapped):
+        raise UsageError("the script's process handed over an inconsistent capture")
+
+
+def _names(cap: Capture, gin: list[str], existing: set[str]) -> tuple[list[str], list[int]]:
+    """A case input name per tensor argument, and the argument behind each graph input."""
+    asked = list(cap.export.input_names)
+    py = [asked[i] if i < len(asked) else p for i, p in enumerate(cap.python_names)]
+    which = _match_inputs(gin, py)
+    names: list[str] = []
+    for i, p in enumerate(py):
+        g = gin[which.index(i)] if i in which else None
+        good = p and p.isidentifier() and p not in names and (p == g or p not in existing)
+        names.append(p if good and not (g and i < len(asked)) else g or f"input_{i}")
+    return names, which
+
+
+def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
+            declared: Directives) -> Prepared:
+    """Turn the script's last successful export (a usable capture) into a Case whose model is
+    ``module`` and an Exported holding the script's own graph (UsageError, one line, when the
+    graph cannot be attributed)."""
+    from .errors import UsageError
+    info = cap.export
+    notes = [f"the script exported {cap.exports_done} models; proving the last one"
+             ] if cap.exports_done > 1 else []
+    try:
+        model = onnx.load_from_string(cap.model)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise UsageError(f"the script's model does not parse: {describe(exc)}") from None
     graph = model.graph
     inits = {t.name for t in graph.initializer}
     if any(i.name in inits for i in graph.input):   # keep_initializers_as_inputs=True
@@ -331,46 +294,25 @@ def prepare(run: ScriptRun, op: str | None = None) -> Prepared:
         notes.append("dropped the initializers listed as graph inputs "
                      "(keep_initializers_as_inputs=True)")
     gin = [i.name for i in graph.input]
-    asked = list(call.options.get("input_names") or [])
-    py = [asked[i] if i < len(asked) else p
-          for i, p in enumerate(_python_names(module, args, kwargs))]
-    which = _match_inputs(gin, py)
     existing = _value_names(graph)
-    names: list[str] = []
-    for i, p in enumerate(py):
-        g = gin[which.index(i)] if i in which else None
-        good = p and p.isidentifier() and p not in names and (p == g or p not in existing)
-        names.append(p if good and not (g and i < len(asked)) else g or f"input_{i}")
+    names, which = _names(cap, gin, existing)
     renamed = {gin[k]: names[i] for k, i in enumerate(which) if gin[k] != names[i]}
-    if len(gin) < len(leaves):
-        unused = [names[i] for i in range(len(leaves)) if i not in which]
+    if len(gin) < len(cap.leaves):
+        unused = [names[i] for i in range(len(cap.leaves)) if i not in which]
         notes.append(f"the exporter dropped unused input(s) {', '.join(unused)}")
-
-    leaves, swapped = _use_backward_values(leaves, run, module)
-    if swapped:
-        placeholders = ", ".join(names[i] for i in swapped)
+    if cap.swapped:
+        placeholders = ", ".join(names[i] for i in cap.swapped)
         notes.append(f"the script exported placeholder input(s) ({placeholders}); the proof "
                      "uses the tensors its backward pass differentiated (same shape and dtype), "
                      "so the evidence matches its printed gradients")
-    requires = [t.is_floating_point() and t.requires_grad for t in leaves]
-    if not any(requires) and any(t.is_floating_point() for t in leaves):
-        requires = [t.is_floating_point() for t in leaves]
+    if cap.probing_all:
         notes.append("no exported input requires grad; probing every floating input")
     specs = tuple(Spec("custom", make=(lambda t: lambda gen, dt: t.detach().clone())(t),
-                       requires_grad=r) for t, r in zip(leaves, requires))
-    bound: torch.nn.Module = module if flat else BoundModule(module, args, kwargs)
-    args_now = [t.detach().clone().requires_grad_(r) if r else t.detach().clone()
-                for t, r in zip(leaves, requires)]
-    try:
-        with quiet():
-            outputs = tuple(o.detach() for o in flatten_outputs(bound(*args_now)))
-    except Exception as exc:
-        raise UsageError(f"calling the exported module on the script's inputs raised "
-                         f"{describe(exc)}") from exc
+                       requires_grad=r) for t, r in zip(cap.leaves, cap.requires))
     gout = [o.name for o in graph.output]
-    if len(gout) != len(outputs):
+    if len(gout) != cap.n_outputs:
         raise UsageError(f"the exported graph has {len(gout)} outputs for the module's "
-                         f"{len(outputs)}; cannot tell which is which")
+                         f"{cap.n_outputs}; cannot tell which is which")
     for j, g in enumerate(gout):
         if g != f"y{j}":
             if f"y{j}" in existing:
@@ -382,23 +324,20 @@ def prepare(run: ScriptRun, op: str | None = None) -> Prepared:
                          "something")
     _rename(graph, renamed)
 
-    tracked = {names[i] for i in which} | {n for n, _ in module.named_parameters()}
+    tracked = {names[i] for i in which} | {p[0] for p in cap.params}
     op, inferred, candidates, op_from = _pick_op(op, declared, model, tracked)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         raise UsageError(f"onnx.checker rejects the script's model: {describe(exc)}") from exc
     opset = model_opset(model)
-    case = Case(op, _case_name(run.path), (lambda m: lambda: m)(bound), specs,
-                input_names=tuple(names), exporter=call.exporter, opset=opset,
-                float_dtype=_float_dtype(leaves, module),
-                kind="reference" if call.options.get("custom_translation_table") else "natural",
-                fwd_tol=declared.get("fwd_tol"), vjp_tol=declared.get("vjp_tol"),
-                notes=f"from the proof script {run.path.name}")
-    exported = Exported(model, call.exporter, opset, tuple(names),
+    case = Case(op, _case_name(path), (lambda m: lambda: m)(module), specs,
+                input_names=tuple(names), exporter=info.exporter, opset=opset,
+                float_dtype=dtype_of(cap.float_dtype),
+                kind="reference" if info.custom_translation else "natural",
+                fwd_tol=declared.fwd_tol, vjp_tol=declared.vjp_tol,
+                notes=f"from the proof script {path.name}")
+    exported = Exported(model, info.exporter, opset, tuple(names),
                         tuple(f"y{j}" for j in range(len(gout))))
-    return Prepared(case, exported, tuple(leaves), outputs, renamed, candidates, inferred,
-                    op_from, notes + call.notes)
-
-
-# ============================================================================ proving
+    return Prepared(case, exported, tuple(names), renamed, candidates, inferred, op_from,
+                    notes + list(info.notes))

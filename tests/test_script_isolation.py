@@ -1,0 +1,350 @@
+"""torch-prover run: the script runs in a child process and cannot reach the prover.
+
+Each expectation comes from outside the code under test: tags from onnx.defs, process
+liveness from /proc, timings from the clock, files the scripts themselves write.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+import torch
+
+from torch_prover import cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["run", str(script), "--format", fmt, "--no-write", *extra])
+    out = capsys.readouterr()
+    rec = json.loads(out.out) if fmt == "json" and code in (0, 1) else None
+    return code, rec, out
+
+
+def write(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def alive(pid: int) -> bool:
+    """From /proc: the process exists and is not a zombie (PID 1 here may never reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def gone(pids, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+MAX_METHOD1 = """\
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.maximum(a, b)
+    a = torch.randn(3, 4, requires_grad=True)
+    b = torch.randn(3, 4, requires_grad=True)
+    y = M()(a, b)
+    torch.autograd.backward([y], grad_tensors=[torch.ones(3, 4)])
+    torch.onnx.export(M(), (a, b), "max.onnx", opset_version=18)
+"""
+
+LOOPS_FOREVER = """\
+    import os, subprocess, sys
+    sleeper = subprocess.Popen(["sleep", "600"])
+    with open("pids.txt", "w") as f:
+        f.write(f"{os.getpid()} {sleeper.pid}")
+    print("looping", flush=True)
+    while True:
+        pass
+"""
+
+
+# --------------------------------------------------------------------------- time and death
+def test_script_that_loops_forever_is_killed_at_the_timeout(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "loop.py", LOOPS_FOREVER)
+    t0 = time.monotonic()
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, "--timeout", "5", fmt="text")
+    elapsed = time.monotonic() - t0
+    assert code == 2
+    assert "did not finish within 5 s" in one_line(out.err)
+    assert "looping" in out.out                    # its output, still shown
+    assert elapsed < 5 + 25, elapsed               # the timeout, plus the child's start
+    pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+    assert gone(pids), [p for p in pids if alive(p)]   # the script and what it started
+
+
+def test_script_dies_with_the_prover(tmp_path):
+    """SIGKILL the prover's process: the script's process group goes with it."""
+    script = write(tmp_path, "loop.py", LOOPS_FOREVER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    prover = subprocess.Popen([sys.executable, "-m", "torch_prover", "run", str(script),
+                               "--no-write", "--timeout", "600"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "pids.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.3)
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert all(alive(p) for p in pids)
+    finally:
+        prover.kill()
+        prover.wait()
+    assert gone(pids), [p for p in pids if alive(p)]
+
+
+def test_os_exit_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "bye.py", """\
+        import os
+        print("leaving", flush=True)
+        os._exit(3)
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt="text")
+    assert code == 2
+    assert "exit status 3" in one_line(out.err)
+    assert "leaving" in out.out
+
+
+def test_sys_exit_non_zero_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "quit.py", MAX_METHOD1 + "    raise SystemExit(4)\n")
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt="text")
+    assert code == 2
+    assert "exited with status 4" in one_line(out.err)
+
+
+def test_a_crash_by_signal_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "crash.py", """\
+        import os, signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt="text")
+    assert code == 2
+    assert "SIGSEGV" in one_line(out.err)
+
+
+def test_cwd_and_argv_are_those_of_python_script_py(tmp_path, monkeypatch, capsys):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    write(sub, "where.py", """\
+        import json, os, sys
+        json.dump({"cwd": os.getcwd(), "argv": sys.argv, "name": __name__},
+                  open("where.json", "w"))
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, Path("sub") / "where.py", fmt="text")
+    assert code == 2                               # nothing exported: nothing to prove
+    seen = json.loads((tmp_path / "where.json").read_text())
+    assert seen == {"cwd": str(tmp_path), "argv": [os.path.join("sub", "where.py")],
+                    "name": "__main__"}
+    assert seen["cwd"] == os.getcwd()
+
+
+# --------------------------------------------------------------------------- the prover's state
+PATCHES = """\
+    import torch_prover.tags, torch_prover.verdict, torch_prover.probe, torch_prover.prove
+    import torch_prover.script_case
+    def flipped(op, opset=None, domain=""):
+        import dataclasses
+        real = REAL(op, opset, domain)
+        flip = {"differentiable": "non-differentiable", "non-differentiable": "differentiable"}
+        return dataclasses.replace(real, inputs=tuple(
+            dataclasses.replace(f, tag=flip.get(f.tag, f.tag)) for f in real.inputs))
+    REAL = torch_prover.tags.schema_tags
+    torch_prover.tags.schema_tags = flipped
+    torch_prover.prove.schema_tags = flipped
+    torch_prover.verdict.decide = lambda **kw: ("disagree", "patched by the script")
+    torch_prover.prove.decide = torch_prover.verdict.decide
+    torch_prover.probe.probe = lambda case: 1 / 0
+    torch_prover.prove.probe = torch_prover.probe.probe
+    torch_prover.script_case.infer_op = lambda model, tracked: ("Abs", ["Abs"])
+    open("patched.marker", "w").write("yes")
+"""
+
+
+def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
+    import torch_prover.probe
+    import torch_prover.tags
+    import torch_prover.verdict
+    before = (torch_prover.tags.schema_tags, torch_prover.verdict.decide,
+              torch_prover.probe.probe)
+    plain = write(tmp_path, "plain.py", MAX_METHOD1)
+    patched = write(tmp_path, "patched.py", PATCHES + MAX_METHOD1)
+    code_plain, rec_plain, out = run(tmp_path, monkeypatch, capsys, plain)
+    assert code_plain == 0, out.err
+    code, rec, out = run(tmp_path, monkeypatch, capsys, patched)
+    assert (tmp_path / "patched.marker").read_text() == "yes"      # the patches did run
+    assert code == 0, out.err
+    verdicts = [(p["io"], p["index"], p["tag"], p["verdict"]) for p in rec["parameters"]]
+    assert verdicts == [(p["io"], p["index"], p["tag"], p["verdict"])
+                        for p in rec_plain["parameters"]]
+    schema = onnx.defs.get_schema("Max", rec["opset"])
+    assert rec["op"] == "Max" and rec["schema_version"] == schema.since_version
+    differentiable = onnx.defs.OpSchema.DifferentiationCategory.Differentiable
+    assert schema.inputs[0].differentiation_category == differentiable
+    assert schema.outputs[0].differentiation_category == differentiable
+    assert verdicts == [("input", 0, "differentiable", "agree"),
+                        ("input", 1, "differentiable", "agree"),
+                        ("output", 0, "differentiable", "agree")]
+    assert (torch_prover.tags.schema_tags, torch_prover.verdict.decide,
+            torch_prover.probe.probe) == before
+
+
+# --------------------------------------------------------------------------- output cap
+LOUD = """\
+    for i in range(200_000):
+        print("x" * 45, i)
+""" + MAX_METHOD1
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
+def test_ten_megabytes_of_output_are_capped_in_every_format(tmp_path, monkeypatch, capsys, fmt):
+    script = write(tmp_path, "loud.py", LOUD)
+    code, rec, out = run(tmp_path, monkeypatch, capsys, script, fmt=fmt)
+    assert code == 0, out.err[-2000:]
+    shown = out.err if fmt != "text" else out.out
+    assert len(out.out) + len(out.err) < 300_000
+    assert "x" * 45 + " 199999" in shown               # the tail is kept
+    assert "x" * 45 + " 0\n" not in shown              # the head is not
+    assert "dropped" in shown
+    if fmt == "json":
+        s = rec["script"]
+        assert len(s["output"].splitlines()) <= 200 and len(s["output"].encode()) <= 64 * 1024
+        dropped = s["output_truncated"]
+        assert dropped["dropped_lines"] >= 200_000 - 200
+        assert dropped["dropped_bytes"] >= 9_000_000
+    elif fmt == "markdown":
+        assert "dropped" in out.out and "the last lines only" in out.out
+    else:
+        assert "  output: [torch-prover:" in out.out
+
+
+# --------------------------------------------------------------------------- directives
+@pytest.mark.parametrize("directive", ["vjp_tol=inf", "vjp_tol=nan", "fwd_tol=0",
+                                       "fwd_tol=-1", "vjp_tol=1", "vjp_tol=1e300",
+                                       "fwd_tol=inf", "op=Sofmax"])
+def test_directives_that_would_switch_the_check_off_are_refused(tmp_path, monkeypatch,
+                                                                 capsys, directive):
+    script = write(tmp_path, "tol.py", f"open('ran.marker', 'w')\n# torch-prover: {directive}\n"
+                   + textwrap.dedent(MAX_METHOD1))
+    code, _, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 2
+    line = one_line(out.err)
+    assert directive in line
+    assert not (tmp_path / "ran.marker").exists()
+
+
+def test_directives_appear_in_every_format(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "tol.py", "# torch-prover: vjp_tol=0.001 fwd_tol=0.5\n"
+                   + textwrap.dedent(MAX_METHOD1))
+    code, rec, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 0, out.err
+    assert {k: v["value"] for k, v in rec["script"]["directives"].items()} == {
+        "fwd_tol": 0.5, "vjp_tol": 0.001}
+    assert (rec["numeric"]["fwd_tol"], rec["numeric"]["vjp_tol"]) == (0.5, 0.001)
+    for fmt in ("text", "markdown"):
+        code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt=fmt)
+        assert code == 0
+        assert "directive: fwd_tol=0.5" in out.out and "directive: vjp_tol=0.001" in out.out
+
+
+# --------------------------------------------------------------------------- arguments first
+@pytest.mark.parametrize("args, message", [
+    (["--op", "Sofmax"], "Softmax"),
+    (["--timeout", "0"], "--timeout"),
+    (["--timeout", "inf"], "--timeout"),
+    (["--timeout", "nan"], "--timeout"),
+    (["--tags-from", "missing-Operators.md"], "missing-Operators.md"),
+], ids=["op", "timeout-0", "timeout-inf", "timeout-nan", "tags-from"])
+def test_arguments_are_checked_before_the_script_runs(tmp_path, monkeypatch, capsys, args,
+                                                      message):
+    script = write(tmp_path, "s.py", "open('ran.marker', 'w')\n" + textwrap.dedent(MAX_METHOD1))
+    code, _, out = run(tmp_path, monkeypatch, capsys, script, *args)
+    assert code == 2
+    assert message in one_line(out.err)
+    assert not (tmp_path / "ran.marker").exists()
+
+
+@pytest.mark.parametrize("which", ["missing", "directory"])
+def test_the_script_path_must_be_a_file(tmp_path, monkeypatch, capsys, which):
+    target = tmp_path / "nothing.py" if which == "missing" else tmp_path
+    code, _, out = run(tmp_path, monkeypatch, capsys, target)
+    assert code == 2 and str(target) in one_line(out.err)
+
+
+# --------------------------------------------------------------------------- what crosses
+def test_the_prover_refuses_to_unpickle_what_the_child_wrote(tmp_path):
+    """torch.export.load falls back to full unpickling for some payloads; while the prover
+    loads a script's program, that path is closed."""
+    from torch.export.pt2_archive import _package
+
+    from torch_prover.script_module import _weights_only
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(tmp_path / "pwned"), "w"))
+    buf = io.BytesIO()
+    pickle.dump(Boom(), buf)
+    for load in (lambda: torch.load(io.BytesIO(buf.getvalue()), weights_only=False),
+                 lambda: torch._C._pickle_load_obj(buf.getvalue()),
+                 lambda: _package.pickle.loads(buf.getvalue())):
+        with _weights_only(), pytest.raises(Exception):
+            load()
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_the_module_crosses_as_a_graph_with_its_parameter_names(tmp_path, monkeypatch, capsys):
+    script = write(tmp_path, "lin.py", """\
+        import torch
+        fc = torch.nn.Linear(3, 2)
+        x = torch.randn(4, 3, requires_grad=True)
+        fc(x).backward(torch.ones(4, 2))
+        torch.onnx.export(fc, (x,), "lin.onnx", opset_version=18)
+    """)
+    code, rec, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 0, out.err
+    assert rec["script"]["isolation"]["module"] == "torch.export"
+    inits = {t.name for t in onnx.load(tmp_path / "lin.onnx").graph.initializer}
+    sources = {p["source"] for p in rec["parameters"] if p["io"] == "input"}
+    assert {"param weight", "param bias"} <= sources and {"weight", "bias"} <= inits
+
+
+def test_a_module_that_cannot_cross_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """When neither torch.export nor TorchScript can save the module (here the script breaks
+    both in its own process), there is no autograd probe to run: exit 2, saying why."""
+    script = write(tmp_path, "sabotage.py", MAX_METHOD1 + """\
+    def refuse(*args, **kwargs):
+        raise RuntimeError("not today")
+    torch.export.export = torch.jit.trace = refuse
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 2
+    line = one_line(out.err)
+    assert "could not be saved as a graph" in line
+    assert "torch.export: RuntimeError: not today" in line
+    assert "TorchScript: RuntimeError: not today" in line
