@@ -2,8 +2,10 @@
 
 Format 2 (DESIGN §3): every parameter carries its two witnesses (``autograd`` and
 ``numeric``, each an outcome and a one-line detail), the tag its evidence ``supports``
-(or null), the ``rule`` of the verdict table that decided, and, when the latest schema's
-tag differs from the one at the export opset, ``tag_latest`` and ``verdict_latest``.
+(or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
+between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
+model's finite differences, when compared), and, when the latest schema's tag differs
+from the one at the export opset, ``tag_latest`` and ``verdict_latest``.
 Nothing in a record is floating-point noise: error magnitudes are bounds
 (``numeric.shown_error``), so any machine writes the same bytes.
 """
@@ -13,6 +15,7 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
+from .verdict import Vjp
 from .witnesses import Parameter
 
 if TYPE_CHECKING:
@@ -89,6 +92,10 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         rec["verdict_latest"] = p.verdict_latest
     if p.path:
         rec["path"] = list(p.path)
+    if p.through:
+        rec["through"] = list(p.through)
+    if p.vjp != Vjp.NOT_RUN:
+        rec["vjp"] = p.vjp
     if p.expected is not None:
         rec["expected"] = {"verdict": p.expected, "reason": p.expected_reason}
     return rec

@@ -7,6 +7,7 @@ evidence about this node) and what the node's own finite differences say
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -42,6 +43,8 @@ class Parameter:
     verdict_latest: Verdict | None = None
     path: tuple[str, ...] = ()
     by_type: bool = False                    # the schema allows no gradient-carrying type
+    through: tuple[str, ...] = ()            # computing ops between the tensor and the node
+    vjp: Vjp = Vjp.NOT_RUN                   # PyTorch's VJP against the model's differences
     expected: Verdict | None = None          # verdict the case declares
     expected_reason: str | None = None
 
@@ -251,8 +254,10 @@ def parameters(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
                               vjp=vjp, vjp_detail=vjp_detail,
                               reference=case.kind == "reference")
             by_type = not formal.float_capable or (io == "input" and bool(no_gradient_output))
-            out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
-                                  autograd, num, decision, a, by_type))
+            out.append(dataclasses.replace(
+                _parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
+                           autograd, num, decision, a, by_type),
+                through=a.through if a is not None else (), vjp=vjp))
     return tuple(out)
 
 

@@ -1,2 +1,2 @@
-B
-grad_scaleJ ¶l†ú¡¬õ¿VdÆ6<g	ÀoÔìŒ¦ù?¿Ø6ÕÎ¾@
+B
+grad_scaleJe­¿à9KÀh4Í?vö}@
