@@ -59,6 +59,7 @@ class Mapping:
     outputs: tuple[Attribution, ...]
     invalid: str | None = None    # whole-case problem (no / several target nodes)
     node_index: int | None = None  # the target node's index in graph.node
+    others: tuple[str, ...] = ()   # helper nodes of the same type, not the target
 
     @property
     def problems(self) -> list[str]:
@@ -177,13 +178,19 @@ class _Graph:
                 stack.extend(o for o in node.output if o)
         return tuple(dict.fromkeys(found))
 
-    def reachable_outputs(self, start: Iterable[str], skip_node: int | None) -> set[str]:
-        """Graph outputs reachable from ``start`` values without going through ``skip_node``."""
+    def is_float(self, value: str) -> bool:
+        t = self.types.get(value)
+        return t is None or t == "unknown" or t.startswith(_FLOAT_TYPES)
+
+    def reachable_outputs(self, start: Iterable[str], skip_node: int | None,
+                          float_only: bool = False) -> set[str]:
+        """Graph outputs reachable from ``start`` values without going through ``skip_node``
+        (``float_only``: along floating values only, the paths a gradient can take)."""
         seen: set[str] = set()
         stack = list(start)
         while stack:
             v = stack.pop()
-            if v in seen:
+            if v in seen or (float_only and not self.is_float(v)):
                 continue
             seen.add(v)
             for c in self.consumers.get(v, []):
@@ -202,6 +209,15 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     g = _Graph(model)
     domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
     targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
+    helpers: tuple[str, ...] = ()
+    if len(targets) > 1:
+        # an exporter may add a helper node of the same type (MaxPool's indices come from a
+        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
+        main = [i for i in targets if g.reachable_outputs(
+            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
+        if len(main) == 1:
+            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
+            targets = main
     if len(targets) != 1:
         ops = sorted({n.op_type for n in g.graph.node})
         what = "no" if not targets else f"{len(targets)}"
@@ -237,7 +253,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
             for i in idxs:
                 problems[i] = (f"{src} feeds inputs {', '.join(map(str, idxs))} of the {op} node; "
                                "its gradient cannot be attributed to one of them")
-        bypass = g.reachable_outputs([src], skip_node=t)
+        bypass = g.reachable_outputs([src], skip_node=t, float_only=True)
         if bypass:
             for i in idxs:
                 problems.setdefault(i, f"{src} reaches graph output {', '.join(sorted(bypass))} "
@@ -259,7 +275,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
             continue
         problem = None
         around = sorted(r for r in tracked
-                        if reached[0] in g.reachable_outputs([r], skip_node=t))
+                        if reached[0] in g.reachable_outputs([r], skip_node=t, float_only=True))
         if around:
             problem = (f"graph output {reached[0]} also depends on {', '.join(around)} other "
                        f"than through the {op} node")
@@ -272,4 +288,5 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                 problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
         outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
                                    through=g.computing_after(name, t)))
-    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t)
+    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
+                   others=helpers)

@@ -48,6 +48,7 @@ class Proof:
     tag_source: str = "onnx.defs"
     versions: dict[str, str] = field(default_factory=versions)
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
+    helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
 
     @property
     def op(self) -> str:
@@ -237,7 +238,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             for p in params)
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
-                 gout, tag_source, witness=witness)
+                 gout, tag_source, witness=witness, helper_nodes=mapping.others)
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,

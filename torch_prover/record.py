@@ -50,6 +50,7 @@ def record(proof: "Proof") -> dict[str, Any]:
             "runtime": w.runtime, "why": w.why or None, "node": w.node_name,
             "reproduces": w.reproduces},
         "model": {"path": "model.onnx", "sha256": proof.sha256},
+        **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
     }
 
 

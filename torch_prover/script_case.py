@@ -49,10 +49,27 @@ class _Live:
     produces_output: bool
 
 
+def _integer_values(model: onnx.ModelProto) -> set[str]:
+    """Values whose inferred type is integer or bool (indices, shapes, masks)."""
+    try:
+        g = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:
+        g = model.graph
+    found = set()
+    for vi in list(g.value_info) + list(g.input) + list(g.output):
+        t = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+        if t and not onnx.helper.tensor_dtype_to_np_dtype(t).kind in "fc":
+            found.add(vi.name)
+    return found
+
+
 def _live_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[_Live]:
-    """The nodes that compute on the script's tensors (not on constants only), in order."""
+    """The nodes that compute on the script's tensors (not on constants only), in order.
+    A node reading only shape-derived or integer values (index arithmetic: the Slice and
+    Sub that turn MaxPool's helper indices into the script's) is plumbing."""
     live, shape_derived = set(tracked), set()
     outputs = {o.name for o in model.graph.output}
+    integers = _integer_values(model)
     found = []
     for node in model.graph.node:
         reads = [n for n in _node_reads(node) if n in live]
@@ -60,7 +77,8 @@ def _live_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[_Live]:
             continue
         outs = [o for o in node.output if o]
         live.update(outs)
-        plumbing = node.op_type in SHAPE_SOURCES or all(n in shape_derived for n in reads)
+        plumbing = node.op_type in SHAPE_SOURCES or all(
+            n in shape_derived or n in integers for n in reads)
         if plumbing:
             shape_derived.update(outs)
         found.append(_Live(node.op_type if node.domain in ("", "ai.onnx")
@@ -77,12 +95,15 @@ def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, lis
     ops = list(dict.fromkeys(n.op for n in nodes))
     for keep in (lambda n: True,
                  lambda n: n.op not in GLUE_OPS,
-                 lambda n: n.op not in GLUE_OPS and (not n.plumbing or n.produces_output)):
+                 lambda n: n.op not in GLUE_OPS and (not n.plumbing or n.produces_output),
+                 # value-preserving glue the exporter adds (repeat -> Expand + Tile) and
+                 # index arithmetic around the target: the computing node whose output
+                 # is the script's output is the one the script proves
+                 lambda n: n.op not in GLUE_OPS and not n.plumbing,
+                 lambda n: n.op not in GLUE_OPS and not n.plumbing and n.produces_output):
         left = list(dict.fromkeys(n.op for n in nodes if keep(n)))
         if len(left) == 1:
             return left[0], ops
-        if not left:
-            break
     return None, ops
 
 
