@@ -109,6 +109,9 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     if s["gradients"]:
         lines.append("  the script's gradients: " + "; ".join(
             f"{k} {v}" for k, v in s["gradients"].items()))
+    lines.append(f"  the proof's inputs and dy: the script's own inputs, with torch-prover's "
+                 f"seeded dy on seeds {', '.join(map(str, rec['seeds']))} (not the script's "
+                 "dy), so its gradient magnitudes may differ from what the script printed")
     lines += [f"  note: {n}" for n in s["consistency"]]
     if s["output_truncated"]:
         lines.append(f"  output: {s['output_truncated']['note']}")
