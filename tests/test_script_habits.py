@@ -109,3 +109,32 @@ def test_round_at_a_rounding_boundary_agrees_and_names_the_jump(tmp_path, monkey
     x = params(rec)["input", 0]
     assert (x["verdict"], x["supports"]) == ("agree", "non-differentiable")
     assert "1/step" in x["reason"] and "moved" in x["reason"]
+
+
+RETAIN_GRAD_IN_FORWARD = """
+    import torch
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = torch.sigmoid(x)
+            y.retain_grad()          # an old habit: inspect the output's grad later
+            return y
+
+    x = torch.randn(3, 4, requires_grad=True)
+    y = M()(x)
+    y.backward(torch.randn(3, 4))
+    print("y.grad is set:", y.grad is not None)
+    torch.onnx.export(M(), (x,), "sigmoid.onnx", input_names=["x"], output_names=["y"])
+"""
+
+
+def test_retain_grad_in_forward(tmp_path, monkeypatch, capsys):
+    """retain_grad() inside forward (fails under torch.export's tracing when taken
+    literally): Sigmoid's X and Y are differentiable, as tagged."""
+    code, rec, out = run(tmp_path, monkeypatch, capsys,
+                         write(tmp_path, "s.py", RETAIN_GRAD_IN_FORWARD))
+    assert code == 0, out.err
+    assert rec["op"] == "Sigmoid"
+    p = params(rec)
+    assert [(p[k]["verdict"], p[k]["rule"]) for k in sorted(p)] == [
+        ("agree", "both witnesses"), ("agree", "both witnesses")]
