@@ -170,3 +170,11 @@ def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
     assert res.cache_hits == 0 and res.records[0]["status"] == "proved"
     again = run_batch([case], opts)      # the entry was rewritten with a real record
     assert again.cache_hits == 1 and again.records == res.records
+
+
+def test_the_cache_key_covers_every_source_a_verdict_depends_on():
+    """Editing a shared catalogue helper (reference_ops.py, imported by other case modules)
+    or the engine must invalidate cached verdicts: both are in the digest."""
+    names = {p.relative_to(batch.ENGINE_DIR).as_posix() for p in batch.source_files()}
+    assert {"cases/reference_ops.py", "cases/__init__.py", "verdict.py",
+            "node_witness.py"} <= names

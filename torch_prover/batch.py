@@ -66,7 +66,7 @@ def error_record(case: Case, message: str) -> dict[str, Any]:
 def _digest_files(paths: Sequence[Path]) -> str:
     h = hashlib.sha256()
     for p in sorted(paths):
-        h.update(p.name.encode())
+        h.update(p.relative_to(ENGINE_DIR).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -74,11 +74,17 @@ def _digest_files(paths: Sequence[Path]) -> str:
 _ENGINE_DIGEST: str | None = None
 
 
+def source_files() -> list[Path]:
+    """Every source file a verdict can depend on: the engine and the whole catalogue (a case
+    module imports shared helpers such as cases/reference_ops.py)."""
+    return sorted(ENGINE_DIR.rglob("*.py"))
+
+
 def engine_digest() -> str:
-    """The engine's own source: any change to it invalidates every cached result."""
+    """The package's source: any change to it invalidates every cached result."""
     global _ENGINE_DIGEST
     if _ENGINE_DIGEST is None:
-        _ENGINE_DIGEST = _digest_files([p for p in ENGINE_DIR.glob("*.py")])
+        _ENGINE_DIGEST = _digest_files(source_files())
     return _ENGINE_DIGEST
 
 
