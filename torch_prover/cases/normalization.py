@@ -9,9 +9,12 @@ tensor. Variances are drawn from [0.5, 1.5) so the normalizations stay smooth.
 import torch
 import torch.nn.functional as Fn
 
-from ..case import Case, F
+from ..case import Case, Expect, F
 from ..reference import reference_op
 
+_RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
+            "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero; the "
+            "schema tags {0} non-differentiable")
 _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
             "float32 even for float64 inputs; float64 finite differences (step 1e-6) then drown "
             "in float32 rounding (GroupNormalization's x VJP: rel err 3.5e-3 in onnxruntime)")
@@ -19,6 +22,28 @@ _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes 
 
 def batchnormalization_eval(x, mean, var, scale, bias):
     return Fn.batch_norm(x, mean, var, scale, bias, training=False)
+
+
+@reference_op("BatchNormalization")
+def batch_normalization_train(X: torch.Tensor, scale: torch.Tensor, B: torch.Tensor,
+                              input_mean: torch.Tensor, input_var: torch.Tensor,
+                              epsilon: float, momentum: float, training_mode: int
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Training mode (ONNX BatchNormalization-15): Y normalizes X with the batch's own mean
+    and (biased) variance per channel; running_mean = input_mean * momentum + mean * (1 -
+    momentum), running_var likewise from input_var and the batch variance."""
+    dims = [0] + list(range(2, X.dim()))
+    shape = [1, -1] + [1] * (X.dim() - 2)
+    mean = X.mean(dim=dims)
+    var = X.var(dim=dims, unbiased=False)
+    y = (X - mean.reshape(shape)) / torch.sqrt(var.reshape(shape) + epsilon)
+    y = y * scale.reshape(shape) + B.reshape(shape)
+    return (y, input_mean * momentum + mean * (1 - momentum),
+            input_var * momentum + var * (1 - momentum))
+
+
+def batchnormalization_training(x, scale, bias, mean, var):
+    return batch_normalization_train(x, scale, bias, mean, var, 2.0 ** -10, 0.875, 1)
 
 
 def instancenormalization_affine(x, scale, bias):
@@ -90,9 +115,20 @@ CASES = [
          (F(2, 3, 2, 2), F(3, requires_grad=False), F(3, low=0.5, high=1.5, requires_grad=False),
           F(3), F(3)),
          ("x", "mean", "var", "scale", "bias"),
-         unexercised={"output 1": "running_mean is an output only in training mode, and the "
-                                  "exporters do not return the updated running stats",
+         unexercised={"output 1": "running_mean is an output only in training mode: see "
+                                  "batchnormalization_training (reference)",
                       "output 2": "running_var: as running_mean"}),
+    Case("BatchNormalization", "batchnormalization_training", batchnormalization_training,
+         (F(2, 3, 2, 2), F(3), F(3), F(3), F(3, low=0.5, high=1.5)),
+         ("x", "scale", "bias", "mean", "var"), kind="reference",
+         translation=batch_normalization_train.translation,
+         expect={"output 1": Expect("disagree", _RUNNING.format("running_mean", "mean")),
+                 "output 2": Expect("disagree", _RUNNING.format("running_var", "var"))},
+         notes="reference: the dynamo exporter turns F.batch_norm(training=True) into an "
+               "inference-mode node (Y off by ~1 from PyTorch's) and returns the running stats "
+               "unchanged (Identity), and PyTorch's running_var uses the unbiased batch "
+               "variance where ONNX uses the biased one. In training mode Y does not read "
+               "input_mean / input_var: they reach only running_mean / running_var"),
     Case("InstanceNormalization", "instancenormalization_affine", instancenormalization_affine,
          (F(2, 3, 4), F(3), F(3)), ("x", "scale", "bias")),
     Case("LayerNormalization", "layernormalization_affine", layernormalization_affine,

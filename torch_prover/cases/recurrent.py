@@ -11,18 +11,24 @@ differences agree, so those cases declare the disagreement.
 
 sequence_lens: the TorchScript exporter turns pack_padded_sequence(x, lengths) around the
 kernel into the sequence_lens input (the dynamo exporter cannot trace packing).
+
+LSTM's peephole weights P have no PyTorch counterpart: ``lstm_peephole_p`` is a reference
+case, the recurrence written from the ONNX spec.
 """
+from typing import Optional
+
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..case import Case, Expect, F, T
+from ..reference import reference_op
 
 H = 3  # hidden size; input size 2, sequence length 4, batch 1 (2 when packed)
 
 _STATE = ("{} is tagged non-differentiable, but Y and Y_h depend smoothly on the initial "
           "state (h_1 = f(W x_1 + R h_0 + b)): PyTorch gives it a nonzero gradient and ONNX "
           "finite differences confirm it")
-_NO_PEEPHOLE = "PyTorch's LSTM has no peephole weights"
+_NO_PEEPHOLE = "PyTorch's LSTM has no peephole weights: see lstm_peephole_p (reference)"
 _PACKED = "see the *_packed_sequence_lens case"
 
 
@@ -41,6 +47,31 @@ def lstm_h0_c0_bias(x, h0, c0, w_ih, w_hh, b):
     y, h, c = torch.lstm(x, [h0, c0], [w_ih, w_hh, b[:4 * H], b[4 * H:]], True, 1, 0.0, False,
                          False, False)
     return y, h, c
+
+
+@reference_op("LSTM")
+def lstm_peephole(X: torch.Tensor, W: torch.Tensor, R: torch.Tensor, B: torch.Tensor,
+                  sequence_lens: Optional[torch.Tensor], initial_h: torch.Tensor,
+                  initial_c: torch.Tensor, P: torch.Tensor, hidden_size: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Forward LSTM with peepholes (ONNX spec, default activations, gates i, o, f, c):
+    i = sig(Wi x + Ri h + Pi*C_prev + b), f = sig(... + Pf*C_prev), c~ = tanh(...),
+    C = f*C_prev + i*c~, o = sig(... + Po*C), h = o*tanh(C). sequence_lens must be None."""
+    wb, rb = B[0].chunk(2)
+    p_i, p_o, p_f = P[0].chunk(3)
+    h, c = initial_h[0], initial_c[0]
+    ys = []
+    for x in X:
+        i, o, f, g = (x @ W[0].T + h @ R[0].T + wb + rb).chunk(4, dim=-1)
+        i, f = torch.sigmoid(i + p_i * c), torch.sigmoid(f + p_f * c)
+        c = f * c + i * torch.tanh(g)
+        h = torch.sigmoid(o + p_o * c) * torch.tanh(c)
+        ys.append(h)
+    return torch.stack(ys).unsqueeze(1), h.unsqueeze(0), c.unsqueeze(0)
+
+
+def lstm_peephole_p(x, w, r, b, h0, c0, p):
+    return lstm_peephole(x, w, r, b, None, h0, c0, p, hidden_size=2)
 
 
 def _unpack(y, packed):
@@ -104,6 +135,15 @@ CASES = [
          expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
                  "input 6": Expect("disagree", _STATE.format("initial_c"))},
          unexercised={"input 4": _PACKED, "input 7": _NO_PEEPHOLE}),
+    Case("LSTM", "lstm_peephole_p", lstm_peephole_p,
+         (F(2, 1, 2), F(1, 8, 2), F(1, 8, 2), F(1, 16), F(1, 1, 2), F(1, 1, 2), F(1, 6)),
+         ("x", "w", "r", "b", "h0", "c0", "p"), kind="reference",
+         translation=lstm_peephole.translation,
+         expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
+                 "input 6": Expect("disagree", _STATE.format("initial_c"))},
+         notes="reference: PyTorch's LSTM has no peepholes. Sequence length 2, batch 1, input "
+               "and hidden size 2; onnxruntime's LSTM is float32-only, so float64 runs in the "
+               "onnx reference evaluator"),
     Case("LSTM", "lstm_packed_sequence_lens", lstm_packed_sequence_lens,
          (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(1, 2, H), F(4 * H, 2), F(4 * H, H)),
          ("x", "lengths", "h0", "c0", "w_ih", "w_hh"), exporter="torchscript",

@@ -4,10 +4,17 @@ GridSample's grid and AffineGrid's theta are tagged non-differentiable, yet the 
 sampler is piecewise linear in the sample position and the affine grid is linear in theta:
 PyTorch differentiates both, and ONNX finite differences agree. Grid points are continuous
 uniforms in (-0.9, 0.9): almost surely no sample sits on a pixel boundary (a kink).
+
+Resize's roi is read only by coordinate_transformation_mode=tf_crop_and_resize, which
+F.interpolate has no mode for: ``resize_crop_roi`` is a reference case.
 """
+from typing import Optional
+
+import torch
 import torch.nn.functional as Fn
 
-from ..case import Case, Expect, F
+from ..case import Case, Expect, F, T
+from ..reference import reference_op
 
 
 def gridsample_bilinear(x, grid):
@@ -38,6 +45,43 @@ def upsample_nearest(x):
     return Fn.interpolate(x, scale_factor=2.0, mode="nearest")
 
 
+def _crop_linear_1d(x: torch.Tensor, dim: int, start: torch.Tensor, end: torch.Tensor,
+                    size: int) -> torch.Tensor:
+    """Linear resampling of ``x`` along ``dim`` at tf_crop_and_resize coordinates
+    start*(L-1) + i*(end-start)*(L-1)/(size-1); outside [0, L-1]: 0 (extrapolation_value)."""
+    n = x.shape[dim]
+    i = torch.arange(size, dtype=x.dtype)
+    pos = start * (n - 1) + i * (end - start) * (n - 1) / (size - 1)
+    lo = pos.detach().floor().clamp(0, n - 1)
+    w = pos - lo
+    shape = [1] * x.dim()
+    shape[dim] = size
+    lo_i = lo.long()
+    x0 = x.index_select(dim, lo_i)
+    x1 = x.index_select(dim, (lo_i + 1).clamp(max=n - 1))
+    inside = ((pos >= 0) & (pos <= n - 1)).reshape(shape)
+    y = x0 + w.reshape(shape) * (x1 - x0)
+    return torch.where(inside, y, torch.zeros_like(y))
+
+
+@reference_op("Resize")
+def resize_crop(X: torch.Tensor, roi: torch.Tensor, scales: Optional[torch.Tensor],
+                sizes: list[int], axes: list[int], coordinate_transformation_mode: str,
+                mode: str) -> torch.Tensor:
+    """Resize with mode=linear, coordinate_transformation_mode=tf_crop_and_resize and
+    extrapolation_value 0, over ``axes``; roi = [starts..., ends...] (normalized), one
+    start and one end per axis, as ``axes`` orders them."""
+    k = len(axes)
+    y = X
+    for j, (a, size) in enumerate(zip(axes, sizes)):
+        y = _crop_linear_1d(y, a, roi[j], roi[k + j], size)
+    return y
+
+
+def resize_crop_roi(x, roi):
+    return resize_crop(x, roi, None, [3, 3], [2, 3], "tf_crop_and_resize", "linear")
+
+
 def col2im_fold(x):
     return Fn.fold(x, output_size=(3, 4), kernel_size=2)
 
@@ -64,6 +108,10 @@ _SCALES_MOVE = ("linear interpolation samples X at (y + 0.5) / scale - 0.5: at a
                 "size the sampling points, hence Y, move continuously with scales (the Resize "
                 "node's own finite differences in the lifted scales are nonzero); the schema "
                 "tags scales non-differentiable")
+_ROI_MOVES = ("tf_crop_and_resize samples X at start*(L-1) + i*(end-start)*(L-1)/(size-1): at a "
+              "fixed output size the linear weights move with roi, dY/dstart = (x1 - x0)*(L-1)"
+              "*(1 - i/(size-1)) between the two neighbours x0, x1 (nonzero); the schema tags "
+              "roi non-differentiable")
 _ROI = ("roi is used only by coordinate_transformation_mode=tf_crop_and_resize, which "
         "F.interpolate has no mode for")
 
@@ -84,6 +132,14 @@ CASES = [
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_nearest_size", resize_nearest_size, (F(1, 1, 2, 3),), ("x",),
          unexercised={"input 1": _ROI}),
+    Case("Resize", "resize_crop_roi", resize_crop_roi,
+         (F(1, 2, 4, 4), T([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
+         translation=resize_crop.translation,
+         expect={"input 1": Expect("disagree", _ROI_MOVES)},
+         notes="reference: F.interpolate has no tf_crop_and_resize mode. roi (axes 2, 3) is "
+               "chosen so that every sample position (0.3, 1.35, 2.4 and 0.6, 1.65, 2.7 on a "
+               "4-pixel axis) lies strictly between pixels and inside the image: no kink "
+               "near the point; sizes [3, 3] keep the output shape fixed while roi moves"),
     Case("Upsample", "upsample_nearest", upsample_nearest, (F(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          notes="Upsample is deprecated since opset 10: only the TorchScript exporter at opset "

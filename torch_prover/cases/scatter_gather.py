@@ -2,11 +2,16 @@
 
 Indices are fixed (``T``) where duplicates would make a plain scatter order-dependent;
 with a reduction, duplicates are fine and exercise accumulation.
+
+OneHot's ``values`` ([off, on]) cannot be reached from F.one_hot, which has no values
+argument, nor float indices or depth: the reference cases ``onehot_float_values`` (values a
+float graph input) and ``onehot_float_indices_depth`` (float indices, float depth) can.
 """
 import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Expect, F, I, T
+from ..reference import onnx_opset, reference_op
 
 
 def gather_elements_dim1(data, indices):
@@ -53,6 +58,44 @@ def one_hot_5(indices):
     return Fn.one_hot(indices, 5)
 
 
+def _one_hot(indices: torch.Tensor, depth: int, values: torch.Tensor,
+             axis: int) -> torch.Tensor:
+    """values[1] where the (wrapped) index equals the position along ``axis``, else values[0]
+    (an index matches by equality: a non-whole float index matches nothing)."""
+    idx = torch.where(indices < 0, indices + depth, indices).unsqueeze(axis)
+    shape = [1] * (indices.dim() + 1)
+    shape[axis] = depth
+    hot = idx == torch.arange(depth).reshape(shape)
+    return torch.where(hot, values[1], values[0])
+
+
+@reference_op("OneHot")
+def onehot(indices: torch.Tensor, depth: int, values: torch.Tensor,
+           axis: int = -1) -> torch.Tensor:
+    """OneHot; ``depth`` is an int64 constant input of the node."""
+    return _one_hot(indices, depth, values, axis)
+
+
+def _onehot_float_depth_emit(indices, depth: int, values, axis: int = -1):
+    depth = onnx_opset().Constant(value_float=float(depth))
+    return onnx_opset().OneHot(indices, depth, values, axis=axis)
+
+
+@reference_op("OneHot", emit=_onehot_float_depth_emit)
+def onehot_float_depth(indices: torch.Tensor, depth: int, values: torch.Tensor,
+                       axis: int = -1) -> torch.Tensor:
+    """OneHot as ``onehot``, its depth emitted as a float32 constant (OneHot allows it)."""
+    return _one_hot(indices, depth, values, axis)
+
+
+def onehot_float_values(indices, values):
+    return onehot(indices, 4, values)
+
+
+def onehot_float_indices_depth(indices, values):
+    return onehot_float_depth(indices, 4, values, axis=0)
+
+
 def unique_sorted(x):
     return torch.unique(x)
 
@@ -63,6 +106,12 @@ def unique_inverse_counts(x):
 
 _ROWS_NO_DUP = [[0, 2], [3, 1], [1, 0]]      # no repeated column within a row
 _ROWS_DUP = [[0, 0], [3, 1], [2, 2]]         # repeats: reductions accumulate
+
+_ONEHOT_VALUES = ("output = values[1] where the index matches, values[0] elsewhere: "
+                  "d output / d values[1] = 1 at the hot positions and d output / d values[0] = "
+                  "1 at the others; the schema tags values non-differentiable")
+_ONEHOT_OUTPUT = ("output is values[0] or values[1] at every position, so its dy flows back to "
+                  "values (see input 2); the schema tags output non-differentiable")
 
 _UNIQUE_X = ("Y holds X's distinct values, each a copy of one element of X (a gather, like "
              "TopK's Values): dY/dX selects; PyTorch refuses ('derivative for _unique2 is not "
@@ -107,15 +156,38 @@ CASES = [
     Case("OneHot", "onehot_depth5", one_hot_5, (I(4, high=5),), ("indices",),
          exporter="torchscript",
          unexercised={"input 0": "F.one_hot takes int64 indices only; OneHot also allows float "
-                                 "indices, which no PyTorch code can feed it",
+                                 "indices (see onehot_float_indices_depth, reference)",
                       "output 0": "F.one_hot always returns int64, so the output's float types "
                                   "(the ones a gradient could use) are never produced",
                       "input 1": "F.one_hot takes num_classes as a Python int: depth is an "
-                                 "int64 constant, and OneHot also allows float depth",
+                                 "int64 constant, and OneHot also allows float depth (see "
+                                 "onehot_float_indices_depth)",
                       "input 2": "F.one_hot has no values argument: the exporter writes the "
-                                 "constant [0, 1]"},
+                                 "constant [0, 1] (see onehot_float_values, reference)"},
          notes="the dynamo exporter lowers F.one_hot to Unsqueeze/Equal/Cast; TorchScript "
                "emits OneHot with constant depth and values"),
+    Case("OneHot", "onehot_float_values", onehot_float_values,
+         (I(2, 3, low=-4, high=4), F(2)), ("indices", "values"), kind="reference",
+         translation=onehot.translation, float_dtype=torch.float32,
+         expect={"input 2": Expect("disagree", _ONEHOT_VALUES),
+                 "output 0": Expect("disagree", _ONEHOT_OUTPUT)},
+         unexercised={"input 0": "int64 indices (negative ones wrap); OneHot also allows "
+                                 "float indices",
+                      "input 1": "depth is an int64 constant; OneHot also allows float depth"},
+         notes="reference: F.one_hot has no values argument. float32: onnxruntime's OneHot "
+               "kernels take float32 values, not float64"),
+    Case("OneHot", "onehot_float_indices_depth", onehot_float_indices_depth,
+         (T([[0.0, 3.0, -1.0], [2.0, 1.0, -4.0]]), F(2)), ("indices", "values"),
+         kind="reference", translation=onehot_float_depth.translation,
+         float_dtype=torch.float32,
+         expect={"input 2": Expect("disagree", _ONEHOT_VALUES),
+                 "output 0": Expect("disagree", _ONEHOT_OUTPUT)},
+         notes="float indices (whole numbers) and a float depth, axis=0. onnxruntime and the "
+               "onnx reference match an index by equality, so a non-whole index is all off: "
+               "the output is constant near a whole number except at it, where both central "
+               "differences see 'all off' (the witness reads flat); depth is cast to int64, "
+               "so a move changes the output's shape or nothing. float32: onnxruntime's "
+               "float-indices kernel is float32 only"),
     Case("Unique", "unique_sorted", unique_sorted,
          (T([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
          expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},

@@ -5,9 +5,12 @@ inputs a gradient; ONNX tags them non-differentiable, and these cases record tha
 Complex tensors cross the graph boundary as a trailing dimension of 2 (view_as_real /
 view_as_complex), which is also ONNX's DFT layout.
 """
+import math
+
 import torch
 
 from ..case import Case, Expect, F
+from ..reference import reference_op
 
 _LINEAR = ("the DFT is linear in its input: PyTorch's gradient is nonzero and finite "
            "differences of the ONNX model confirm it, but ONNX tags it non-differentiable")
@@ -57,6 +60,19 @@ def blackman(x):
     return torch.blackman_window(6, dtype=torch.float64)
 
 
+@reference_op("HammingWindow")
+def hamming_window_onnx(size: int, periodic: int, output_datatype: int) -> torch.Tensor:
+    """ONNX HammingWindow: alpha - beta cos(2 pi n / N), alpha = 25/46, beta = 21/46,
+    N = size if periodic else size - 1 (torch.hamming_window uses 0.54 / 0.46); float64
+    (output_datatype 11)."""
+    n = torch.arange(size, dtype=torch.float64)
+    return 25 / 46 - 21 / 46 * torch.cos(2 * math.pi * n / (size if periodic else size - 1))
+
+
+def hammingwindow_onnx_coefficients(x):
+    return hamming_window_onnx(6, 1, 11)
+
+
 _HAMMING = ("the exported HammingWindow is not torch.hamming_window: torch uses alpha=0.54, "
             "beta=0.46, ONNX (onnxruntime and the reference evaluator) alpha=25/46, "
             "beta=21/46; max abs error 0.00696 for size 6 (w[0] 0.08 vs 0.0870)")
@@ -94,6 +110,12 @@ CASES = [
          export_options={"optimize": False},
          expect={"output 0": Expect("inconclusive", _HAMMING)},
          notes=_WINDOW_NOTES),
+    Case("HammingWindow", "hammingwindow_onnx_coefficients", hammingwindow_onnx_coefficients,
+         (F(2),), ("x",), kind="reference", translation=hamming_window_onnx.translation,
+         export_options={"optimize": False},
+         notes="reference with ONNX's coefficients (25/46, 21/46), so the forward matches where "
+               "torch.hamming_window's 0.54/0.46 does not (hammingwindow_periodic); "
+               + _WINDOW_NOTES),
     Case("BlackmanWindow", "blackmanwindow_periodic", blackman, (F(2),), ("x",),
          export_options={"optimize": False}, notes=_WINDOW_NOTES),
 ]
