@@ -158,6 +158,8 @@ class Directives:
     op: str | None = None
     fwd_tol: float | None = None      # forward: absolute, scaled by the outputs' magnitude
     vjp_tol: float | None = None      # VJP: relative error of finite difference vs autograd
+    surrogate: tuple[str, ...] | None = None   # "input 0"...: PyTorch's backward is not
+    # the op's derivative there; it can only remove autograd evidence, never add any
 
     def set(self) -> dict[str, Any]:
         """The directives the script gave, in declaration order of the fields."""
@@ -199,9 +201,26 @@ def directives(source: str) -> Directives:
                     found[key] = canonical_op(value)
                 except UnknownOpError as exc:
                     raise UsageError(f"script directive {token!r}: {exc}") from None
+            elif key == "surrogate":
+                found[key] = _parameters(token, value)
             else:
                 found[key] = _tolerance(token, key, value)
     return Directives(**found)
+
+
+_PARAMETER = re.compile(r"^(input|output):(\d+)$")
+
+
+def _parameters(token: str, value: str) -> tuple[str, ...]:
+    """``input:0,output:0`` -> ("input 0", "output 0")."""
+    from .errors import UsageError
+    found = []
+    for part in value.split(","):
+        m = _PARAMETER.match(part)
+        if not m:
+            raise UsageError(f"script directive {token!r}: {part!r} is not input:N or output:N")
+        found.append(f"{m[1]} {m[2]}")
+    return tuple(found)
 
 
 def _case_name(path: Path) -> str:
@@ -357,6 +376,8 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
                 float_dtype=dtype_of(cap.float_dtype),
                 kind="reference" if info.custom_translation else "natural",
                 fwd_tol=declared.fwd_tol, vjp_tol=declared.vjp_tol,
+                surrogate={k: "the script's `# torch-prover: surrogate=` line says so"
+                           for k in declared.surrogate or ()},
                 notes=f"from the proof script {path.name}")
     exported = Exported(model, info.exporter, opset, tuple(names),
                         tuple(f"y{j}" for j in range(len(gout))))

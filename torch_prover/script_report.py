@@ -41,7 +41,8 @@ def consistency(grads: dict[str, GradSeen], proof: Any) -> list[str]:
 def _directives(declared: dict[str, Any], float_dtype: str) -> dict[str, Any]:
     defaults = {"fwd_tol": numeric.FWD_TOL.get(float_dtype),
                 "vjp_tol": numeric.VJP_TOL.get(float_dtype)}
-    return {k: {"value": v, "default": defaults.get(k)} for k, v in declared.items()}
+    return {k: {"value": list(v) if isinstance(v, tuple) else v, "default": defaults.get(k)}
+            for k, v in declared.items()}
 
 
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
@@ -77,6 +78,10 @@ def _directive_lines(s: dict[str, Any]) -> list[str]:
     for key, d in s["directives"].items():
         if key == "op":
             continue      # the target-op line says where the op came from
+        if key == "surrogate":
+            out.append(f"directive: surrogate={', '.join(d['value'])}: PyTorch's gradient there "
+                       "counts as unsupported (it can only remove autograd evidence)")
+            continue
         default = f"{d['default']:g}" if d["default"] is not None else "none"
         out.append(f"directive: {key}={d['value']:g} set by the script's `# torch-prover:` line "
                    f"(default {default}); the numeric check used it")
