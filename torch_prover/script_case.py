@@ -24,6 +24,7 @@ import torch
 
 from .case import Case, Spec, describe
 from .export import Exported, model_opset
+from .mapping import VALUE_SLOTS
 from .script_wire import Capture, dtype_of
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
@@ -96,11 +97,12 @@ def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, lis
     for keep in (lambda n: True,
                  lambda n: n.op not in GLUE_OPS,
                  lambda n: n.op not in GLUE_OPS and (not n.plumbing or n.produces_output),
-                 # value-preserving glue the exporter adds (repeat -> Expand + Tile) and
-                 # index arithmetic around the target: the computing node whose output
-                 # is the script's output is the one the script proves
+                 # index arithmetic around the target (MaxPool's indices helper)
                  lambda n: n.op not in GLUE_OPS and not n.plumbing,
-                 lambda n: n.op not in GLUE_OPS and not n.plumbing and n.produces_output):
+                 # value-preserving glue the exporter puts before the target (x.repeat ->
+                 # Expand + Tile): dropped unless it is what the script outputs
+                 lambda n: n.op not in GLUE_OPS and not n.plumbing and (
+                     n.produces_output or n.op not in VALUE_SLOTS)):
         left = list(dict.fromkeys(n.op for n in nodes if keep(n)))
         if len(left) == 1:
             return left[0], ops
