@@ -138,3 +138,18 @@ def test_retain_grad_in_forward(tmp_path, monkeypatch, capsys):
     p = params(rec)
     assert [(p[k]["verdict"], p[k]["rule"]) for k in sorted(p)] == [
         ("agree", "both witnesses"), ("agree", "both witnesses")]
+
+
+def test_run_writes_no_evidence_unless_asked(tmp_path, monkeypatch, capsys):
+    """A contributor runs a script inside another checkout: no stray ./models appears."""
+    from torch_prover import cli
+    script = write(tmp_path, "s.py", RETAIN_GRAD_IN_FORWARD)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", str(script), "--format", "json"]) == 0
+    capsys.readouterr()
+    assert not (tmp_path / "models").exists()
+    marker = tmp_path / "ran"
+    script.write_text(script.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
+    assert cli.main(["run", str(script), "--out", "/proc/torch-prover-evidence"]) == 2
+    assert "cannot write there" in capsys.readouterr().err
+    assert not marker.exists(), "the script ran although its output could not be written"

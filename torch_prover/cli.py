@@ -20,9 +20,13 @@ from .script_process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 __all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
 
 
-def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
+                   out: str | None = "models") -> None:
     """The options every proving command shares, spelled the same everywhere."""
-    parser.add_argument("--out", default="models", help="evidence directory (default: ./models)")
+    parser.add_argument("--out", default=out, help=(
+        "evidence directory (default: ./models)" if out else
+        "write the evidence here (default: none is written, so running a script inside "
+        "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
     parser.add_argument("--tags-from", metavar="OPERATORS_MD",
@@ -78,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")
-    _proof_options(r, ("text", "json", "markdown"))
+    _proof_options(r, ("text", "json", "markdown"), out=None)
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")
     s.add_argument("op")
@@ -378,6 +382,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .script_runner import cmd_run
+    if args.out is not None and not args.no_write:
+        preflight.writable_dir(args.out, "--out")
     return cmd_run(args)
 
 

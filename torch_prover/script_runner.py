@@ -141,10 +141,13 @@ def cmd_run(args) -> int:
                         tag_source=label, timeout=args.timeout, echo=echo,
                         debug=getattr(args, "debug", False))
     proof, rec = done.proof, done.record
-    if not args.no_write:
+    if args.out is not None and not args.no_write:
         from .evidence import write_proof
         where = write_proof(Path(args.out), proof)
         print(f"evidence written to {where}", file=sys.stderr)
+    elif fmt == "text":
+        print("evidence not written (pass --out DIR to keep model.onnx, test data and "
+              "proof.json)", file=sys.stderr)
     if fmt == "json":
         sys.stdout.write(report.to_json(rec))
     elif fmt == "markdown":
@@ -153,5 +156,7 @@ def cmd_run(args) -> int:
     else:
         if done.output.text and not done.output.text.endswith("\n"):
             print()
-        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec))
+        import shutil
+        width = shutil.get_terminal_size((100, 24)).columns
+        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec, width))
     return EXIT_FINDING if proof.failures else EXIT_OK
