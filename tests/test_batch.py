@@ -5,11 +5,12 @@ import time
 
 import pytest
 
-from torch_prover import batch, report, waivers
-from torch_prover.batch import BatchOptions, run_batch
+from torch_prover.batch.pool import pool, waivers
+from torch_prover.output import report
+from torch_prover.batch.pool import BatchOptions, run_batch
 from torch_prover.case import Case, F
 from torch_prover.cases import find_case
-from torch_prover.coverage import coverage
+from torch_prover.output.coverage import coverage
 
 
 def raises(x):
@@ -124,7 +125,7 @@ def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
     and nothing half-written is left (the workers are forked: they inherit the patch)."""
     import errno
 
-    from torch_prover import evidence
+    from torch_prover.output import evidence
     real = evidence._write_file
 
     def full_for_floor(path, data):
@@ -147,7 +148,7 @@ def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
 def test_a_cache_that_cannot_be_written_is_a_warning(tmp_path, monkeypatch):
     import errno
 
-    from torch_prover import evidence
+    from torch_prover.output import evidence
     real = evidence.write_text
 
     def full_cache(path, text):

@@ -72,7 +72,7 @@ def positive_seconds(value: float, what: str) -> float:
 
 def op_names(text: str, what: str) -> list[str]:
     """A comma-separated list of known ops (any capitalisation), at least one."""
-    from .tags import canonical_op
+    from .tags.schema import canonical_op
     names = [o.strip() for o in text.split(",") if o.strip()]
     if not names:
         raise UsageError(f"{what} {text!r}: names no op; e.g. {what} Relu,Add")
@@ -94,7 +94,7 @@ def readable_file(path: str | os.PathLike, what: str) -> Path:
 def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
     """The case directories a run would write are absent or ours (see evidence)."""
     from .errors import OutputError
-    from .evidence import check_case_dirs
+    from .output.evidence import check_case_dirs
     try:
         check_case_dirs(out, pairs)
     except OutputError as exc:

@@ -12,7 +12,8 @@ import pkgutil
 
 import onnx.defs
 
-from ..case import Case, CaseError
+from ..case import Case
+from ..errors import CaseError
 
 
 MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package not installable here",
@@ -93,6 +94,6 @@ def find_case(op: str, name: str | None = None) -> Case:
 
 
 def closest_ops(op: str, n: int = 3) -> list[str]:
-    from ..tags import all_ops
+    from ..tags.schema import all_ops
     return difflib.get_close_matches(op, all_ops(), n=n, cutoff=0.5) or \
         difflib.get_close_matches(op.capitalize(), all_ops(), n=n, cutoff=0.4)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import B, Case, Custom, F
-from ..reference import onnx_opset, reference_op
+from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
 

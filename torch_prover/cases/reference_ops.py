@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Custom, Expect, F, I, T
-from ..reference import reference_op
+from .reference import reference_op
 
 Tensor = torch.Tensor
 

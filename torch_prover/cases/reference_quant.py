@@ -34,7 +34,7 @@ import torch.nn.functional as Fn
 
 from ..case import Case, F, I, Spec
 from .reference_ops import _pads_for_fn_pad
-from ..reference import reference_op
+from .reference import reference_op
 
 Tensor = torch.Tensor
 

@@ -15,14 +15,15 @@ import torch
 
 from . import node_witness
 from . import numeric as numeric_mod
-from .case import Case, CaseError, Spec, T
+from ..case import Case, Spec, T
+from ..errors import CaseError
 from .export import Exported, export_case
 from .mapping import ABSENT, Mapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .record import RECORD_FORMAT, record, versions
-from .tags import SchemaTags, canonical_op, schema_tags
+from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule, is_failure
-from .vocab import Evidence, Tag, Verdict
+from ..vocab import Evidence, Tag, Verdict
 from .witnesses import Parameter, parameters
 
 __all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",

@@ -70,8 +70,8 @@ import onnx.helper
 import onnx.numpy_helper
 import onnx.utils
 
-from .case import describe
-from .vocab import NumericOutcome
+from ..errors import describe
+from ..vocab import NumericOutcome
 from .mapping import subgraph_names
 from .numeric import FWD_TOL, STEP, choose_runtime
 

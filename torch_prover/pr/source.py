@@ -2,7 +2,7 @@
 
 The model (function, Module class or factory) is looked up in its module's syntax tree;
 every module-level name it uses is pulled in the same way (imports, helper functions,
-constants), dependencies first. A reference op (see :mod:`torch_prover.reference`) becomes
+constants), dependencies first. A reference op (see :mod:`torch_prover.cases.reference`) becomes
 its reference function plus a small ``as_onnx_op`` helper and a
 ``custom_translation_table`` entry, so the script needs only torch, onnx and onnxscript.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-from .case import CaseError
+from ..errors import CaseError
 
 NAMESPACE = "proof"
 """torch.library namespace of the custom ops a generated reference script defines."""
@@ -174,7 +174,7 @@ class _Collector:
             self._relative(name, *b.target)
             return
         value = vars(sys.modules[modname]).get(name)
-        from .reference import ReferenceOp
+        from ..cases.reference import ReferenceOp
         if isinstance(value, ReferenceOp):
             self._reference(name, value, modname)
             return
@@ -190,7 +190,7 @@ class _Collector:
             if attr != name:
                 raise ScriptGenError(f"cannot render the alias {name} of {module}.{attr}")
             self.need(attr, module)
-        elif (module, attr) == ("torch_prover.reference", "onnx_opset"):
+        elif (module, attr) == ("torch_prover.cases.reference", "onnx_opset"):
             self.onnx_opset()
         else:
             raise ScriptGenError(f"the model uses {module}.{attr}, which a standalone script "
@@ -251,7 +251,7 @@ class _Collector:
 
     def translation_entry(self, key: Any, value: Any) -> None:
         """One entry of the case's custom translation table."""
-        from .reference import _LIVE, NAMESPACE as TP_NS
+        from ..cases.reference import _LIVE, NAMESPACE as TP_NS
         ns, opname = key.namespace, key._opname
         if ns == TP_NS:
             ref = _LIVE.get(opname)

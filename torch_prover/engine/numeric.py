@@ -16,7 +16,7 @@ import onnx
 import onnx.numpy_helper
 import torch
 
-from .case import describe
+from ..errors import describe
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
 STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}

@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .vocab import AutogradOutcome as A
-from .vocab import NumericOutcome as N
-from .vocab import Tag, Verdict
+from ..vocab import AutogradOutcome as A
+from ..vocab import NumericOutcome as N
+from ..vocab import Tag, Verdict
 
 AGREE, DISAGREE, PROPOSED, INCONCLUSIVE = (Verdict.AGREE, Verdict.DISAGREE, Verdict.PROPOSED,
                                            Verdict.INCONCLUSIVE)

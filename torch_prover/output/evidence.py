@@ -44,9 +44,9 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
-from .errors import OutputError
-from .export import output_index
-from .prove import Proof
+from ..errors import OutputError
+from ..engine.export import output_index
+from ..engine.prove import Proof
 from .report import md_row
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})

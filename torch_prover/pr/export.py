@@ -17,10 +17,11 @@ from typing import Any, Callable
 import onnx
 import torch
 
-from .case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET, describe
-from .export import model_opset, quiet
-from .script_capture import _leaves
-from .script_capture import ExportCall, ScriptRun, _busy
+from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from ..errors import describe
+from ..engine.export import model_opset, quiet
+from .capture import _leaves
+from .capture import ExportCall, ScriptRun, _busy
 
 DYNAMO_MIN_OPSET = 18
 """Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from .case import Case, CaseError, first_line
+from ..case import Case
+from ..errors import CaseError, first_line
 
-from .vocab import Evidence
+from ..vocab import Evidence
 
 GRAD, ZERO_GRAD, NO_GRAD, UNSUPPORTED, INTEGER, DETACHED, UNTRACKED = (
     Evidence.GRAD, Evidence.ZERO_GRAD, Evidence.NO_GRAD, Evidence.UNSUPPORTED,

@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .case import CaseError
-from .script_child import run_script  # noqa: F401 - the in-process capture, for its tests
-from .script_process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
-from .script_report import script_lines, script_markdown, script_record, shown_output
+from ..errors import CaseError
+from .child import run_script  # noqa: F401 - the in-process capture, for its tests
+from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
+from .report import script_lines, script_markdown, script_record, shown_output
 
 
 def _usage(message: str) -> Exception:
-    from .errors import UsageError
+    from ..errors import UsageError
     return UsageError(message)
 
 
@@ -50,7 +50,7 @@ def _tags(path: str | None):
     if not path:
         return None, "onnx.defs"
     try:
-        from .cli import _tag_source
+        from ..cli import _tag_source
         tags, label, _ = _tag_source(path)
     except (OSError, ValueError) as exc:
         raise _usage(f"--tags-from {path}: {exc}") from exc
@@ -61,7 +61,7 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
                     ) -> tuple[Path, str | None]:
     """(script path, canonical op): checked before anything runs (UsageError /
     UnknownOpError, one line, exit 2)."""
-    from .tags import canonical_op
+    from ..tags.schema import canonical_op
     path = Path(script)
     if not path.exists():
         raise _usage(f"no such script: {path}")
@@ -77,7 +77,7 @@ class ScriptProof:
     source: str
     capture: Any        # script_wire.Capture
     prepared: Any       # script_case.Prepared
-    proof: Any          # torch_prover.prove.Proof
+    proof: Any          # torch_prover.engine.prove.Proof
     record: dict[str, Any]
     output: Output
 
@@ -89,10 +89,10 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
     prove; the script's (capped) output goes to ``echo`` either way."""
-    from .prove import prove_case
-    from .script_case import directives, prepare, usable
-    from .script_module import ModuleLoadError, load_module, ready_loader
-    from .script_wire import WireError, read_capture
+    from ..engine.prove import prove_case
+    from .case import directives, prepare, usable
+    from .module import ModuleLoadError, load_module, ready_loader
+    from .wire import WireError, read_capture
     path, op = check_arguments(path, op, timeout)
     source = path.read_text(encoding="utf-8", errors="replace")
     declared = directives(source)
@@ -130,8 +130,8 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
 
 def cmd_run(args) -> int:
     """``torch-prover run SCRIPT.py``: run, prove, report; exit 0 / 1 (finding) / 2 (usage)."""
-    from . import report
-    from .errors import EXIT_FINDING, EXIT_OK
+    from ..output import report
+    from ..errors import EXIT_FINDING, EXIT_OK
     check_arguments(args.script, args.op, args.timeout)
     prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
@@ -142,7 +142,7 @@ def cmd_run(args) -> int:
                         debug=getattr(args, "debug", False))
     proof, rec = done.proof, done.record
     if args.out is not None and not args.no_write:
-        from .evidence import write_proof
+        from ..output.evidence import write_proof
         where = write_proof(Path(args.out), proof)
         print(f"evidence written to {where}", file=sys.stderr)
     elif fmt == "text":

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 import onnx
 import torch
 
-from .case import Case, CaseError, first_line
+from ..case import Case
+from ..errors import CaseError, first_line
 
 
 @dataclass(frozen=True)

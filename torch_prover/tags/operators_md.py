@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .tags import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
+from .schema import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
 
 __all__ = ["OperatorsMd", "OperatorsMdError", "MissingFromDocs"]
 

@@ -28,13 +28,13 @@ from multiprocessing import spawn
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .script_wire import MANIFEST
+from .wire import MANIFEST
 
 MAX_LINES = 200
 MAX_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 300.0
 _READ_GRACE = 2.0       # seconds to drain the pipe after the child ended
-SERVER_MODULE = "torch_prover.script_server"   # the preload: imports and warms the exporter
+SERVER_MODULE = "torch_prover.pr.server"   # the preload: imports and warms the exporter
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
     """Run ``script`` in a child (cwd, environment and argv as ``python SCRIPT``), the
     capture going into ``outdir``; never longer than ``timeout`` seconds. ``meanwhile``
     runs in this process while the child does (the prover's own preparations)."""
-    from .script_child import ChildJob, child_main
+    from .child import ChildJob, child_main
     ctx = _context()
     out_r, out_w = ctx.Pipe(duplex=False)
     alive_r, alive_w = ctx.Pipe(duplex=False)

@@ -23,11 +23,12 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .case import Case, CaseError, first_line
-from .errors import OutputError
-from .cases import module_of
-from .prove import RECORD_FORMAT, TagSource, versions
-from .tags import UnknownOpError
+from ..case import Case
+from ..errors import CaseError, first_line
+from ..errors import OutputError
+from ..cases import module_of
+from ..engine.prove import RECORD_FORMAT, TagSource, versions
+from ..tags.schema import UnknownOpError
 
 ENGINE_DIR = Path(__file__).parent
 
@@ -131,7 +132,7 @@ def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> str | Non
     """Store a record; a cache that cannot be written costs a warning, never the batch."""
     if opts.cache_dir is None or rec.get("status") == "error":
         return None
-    from .evidence import dumps, write_text
+    from ..output.evidence import dumps, write_text
     try:
         write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
     except OSError as exc:
@@ -142,8 +143,8 @@ def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> str | Non
 # ----------------------------------------------------------------------------- one case
 def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
     """Prove ``case`` and write its evidence; any failure becomes an error record."""
-    from .evidence import write_proof
-    from .prove import prove_case
+    from ..output.evidence import write_proof
+    from ..engine.prove import prove_case
     try:
         proof = prove_case(case, numeric=opts.numeric, tags=opts.tags,
                            tag_source=opts.tag_source)
@@ -227,7 +228,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
 
     import torch
     torch.set_num_threads(1)  # one thread per worker: 2 cores, 2 workers; also fork-safe
-    from . import fast_export
+    from ..engine import fast_export
     fast_export.enable()
     fast_export.prewarm(c.export_opset for c in cases if c.exporter == "dynamo")
     gc.freeze()  # keep the warmed heap out of the workers' collections: fewer COW copies
@@ -248,7 +249,7 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
     if opts.progress:
         opts.progress(len(records), len(cases), "cached" if records else "")
     if todo:
-        from .evidence import sweep_temporaries
+        from ..output.evidence import sweep_temporaries
         result.fast_export = _warm_up(todo)
         ops = {c.op for c in todo}
         if opts.out is not None:

@@ -10,9 +10,9 @@ import re
 import textwrap
 from typing import Any
 
-from .tags import SchemaTags
-from .verdict import VERDICTS, Rule, is_failure
-from .vocab import Verdict
+from ..tags.schema import SchemaTags
+from ..engine.verdict import VERDICTS, Rule, is_failure
+from ..vocab import Verdict
 
 NOT_RUN, MISSING = "not run", "missing"
 # Every status an op can have in a batch report, most urgent first. The one list every

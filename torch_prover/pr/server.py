@@ -18,14 +18,14 @@ from __future__ import annotations
 import contextlib
 import io
 
-from . import script_child  # noqa: F401 - the children's code, imported once here
+from . import child  # noqa: F401 - the children's code, imported once here
 
 
 def warm() -> None:
     """One small export of each kind, silenced; never raises."""
     import torch
 
-    from .export import quiet
+    from ..engine.export import quiet
     with contextlib.suppress(Exception), quiet():
         module = torch.nn.Tanh().eval()
         x = torch.randn(2, 3)

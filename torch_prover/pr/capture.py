@@ -16,8 +16,8 @@ from typing import Any, Callable
 import onnx
 import torch
 
-from .case import describe
-from .script_wire import Outcome
+from ..errors import describe
+from .wire import Outcome
 
 
 # ============================================================================ capture

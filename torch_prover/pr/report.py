@@ -11,9 +11,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from . import numeric
-from .script_export import _shown
-from .script_wire import Capture, Grad, GradSeen
+from ..engine import numeric
+from .export import _shown
+from .wire import Capture, Grad, GradSeen
 
 
 def gradients(names: tuple[str, ...], cap: Capture) -> dict[str, GradSeen]:

@@ -22,10 +22,11 @@ from typing import Any
 import onnx
 import torch
 
-from .case import Case, Spec, describe
-from .export import Exported, model_opset
-from .mapping import VALUE_SLOTS
-from .script_wire import Capture, dtype_of
+from ..case import Case, Spec
+from ..errors import describe
+from ..engine.export import Exported, model_opset
+from ..engine.mapping import VALUE_SLOTS
+from .wire import Capture, dtype_of
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
                       "Identity", "Constant"})
@@ -170,7 +171,7 @@ class Directives:
 
 
 def _tolerance(token: str, key: str, value: str) -> float:
-    from .errors import UsageError
+    from ..errors import UsageError
     try:
         tol = float(value)
     except ValueError:
@@ -188,8 +189,8 @@ def _tolerance(token: str, key: str, value: str) -> float:
 def directives(source: str) -> Directives:
     """The ``# torch-prover: ...`` lines of ``source`` (UsageError, one line, on an unknown
     key, a bad value, an unknown op, or a tolerance that would turn the check off)."""
-    from .errors import UsageError
-    from .tags import UnknownOpError, canonical_op
+    from ..errors import UsageError
+    from ..tags.schema import UnknownOpError, canonical_op
     found: dict[str, Any] = {}
     keys = [f.name for f in fields(Directives)]
     for line in DIRECTIVE.findall(source):
@@ -215,7 +216,7 @@ _PARAMETER = re.compile(r"^(input|output):(\d+)$")
 
 def _parameters(token: str, value: str) -> tuple[str, ...]:
     """``input:0,output:0`` -> ("input 0", "output 0")."""
-    from .errors import UsageError
+    from ..errors import UsageError
     found = []
     for part in value.split(","):
         m = _PARAMETER.match(part)
@@ -234,7 +235,7 @@ def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
     """Index of the tensor argument behind each graph input. Positional when every tensor is
     a graph input; otherwise (an exporter dropped an unused one) by name, or by the position
     TorchScript writes into its default names (``onnx::Mul_2``)."""
-    from .errors import UsageError
+    from ..errors import UsageError
     if len(gin) == len(py):
         return list(range(len(py)))
     by_name = [py.index(g) if g in py else None for g in gin]
@@ -251,8 +252,8 @@ def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
 def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
              tracked: set[str]) -> tuple[str, str | None, list[str], str]:
     """(op, inferred, candidates, where the op came from)."""
-    from .errors import UsageError
-    from .tags import canonical_op
+    from ..errors import UsageError
+    from ..tags.schema import canonical_op
     inferred, candidates = infer_op(model, tracked)
     chosen, origin = (op, "--op") if op else (declared.op, "script directive")
     if chosen:
@@ -277,8 +278,8 @@ def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
 
 def usable(cap: Capture) -> None:
     """UsageError (one line) when the capture gives nothing to prove, most basic first."""
-    from .errors import UsageError
-    from .script_wire import Outcome
+    from ..errors import UsageError
+    from .wire import Outcome
     if cap.outcome is Outcome.RUNNER_FAILED:
         raise UsageError(cap.problem or "torch-prover's child failed")
     if cap.error:
@@ -319,7 +320,7 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
     """Turn the script's last successful export (a usable capture) into a Case whose model is
     ``module`` and an Exported holding the script's own graph (UsageError, one line, when the
     graph cannot be attributed)."""
-    from .errors import UsageError
+    from ..errors import UsageError
     info = cap.export
     notes = [f"the script exported {cap.exports_done} models; proving the last one"
              ] if cap.exports_done > 1 else []

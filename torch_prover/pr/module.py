@@ -32,10 +32,10 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from .case import describe
-from .export import quiet
-from .script_capture import _fill
-from .script_wire import ModuleFile, ModuleFormat
+from ..errors import describe
+from ..engine.export import quiet
+from .capture import _fill
+from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
 PREFIX = "inner."

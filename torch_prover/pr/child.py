@@ -38,12 +38,11 @@ from typing import Any, TextIO
 import torch
 import torch.onnx
 
-from .case import describe
-from .script_collect import collect
-from .script_capture import (ScriptRun, _backward_call, _grad_call, _recording,
-                             _tensor_backward_call)
-from .script_export import _wrap_export
-from .script_wire import Capture, Outcome, write_capture
+from ..errors import describe
+from .collect import collect
+from .capture import ScriptRun, _backward_call, _grad_call, _recording, _tensor_backward_call
+from .export import _wrap_export
+from .wire import Capture, Outcome, write_capture
 
 
 @dataclass(frozen=True)

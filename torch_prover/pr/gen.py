@@ -11,7 +11,7 @@ torch_prover; ``torch-prover run`` on it reproduces ``torch-prover prove``'s ver
 How the source is gathered: the model (function, Module class or factory) is looked up in
 its module's syntax tree; every module-level name it uses is pulled in the same way
 (imports, helper functions, constants), dependencies first. A reference op (see
-:mod:`torch_prover.reference`) becomes its reference function plus a small ``as_onnx_op``
+:mod:`torch_prover.cases.reference`) becomes its reference function plus a small ``as_onnx_op``
 helper and a ``custom_translation_table`` entry. Inputs drawn from a seeded generator are
 written as the same draws; anything else (``Custom``, ``T``) as literal values. A script
 has one input set where the catalogue probes each seed's own: the script uses the first
@@ -28,8 +28,9 @@ from typing import Any
 
 import torch
 
-from .case import Case, CaseError, Spec
-from .script_source import ScriptGenError, _Collector, _RESERVED
+from ..case import Case, Spec
+from ..errors import CaseError
+from .source import ScriptGenError, _Collector, _RESERVED
 
 def _dtype(d: torch.dtype) -> str:
     return str(d)          # "torch.float64"
@@ -119,7 +120,7 @@ def _inputs(case: Case, names: list[str], seed: int) -> list[str]:
 
 # ============================================================================ the script
 def _header(case: Case, is_reference: bool) -> str:
-    from .prove import versions
+    from ..engine.prove import versions
     v = versions()
     para = [f"Differentiability proof for ONNX {case.op} (torch-prover catalogue case "
             f"{case.name}).",
@@ -179,7 +180,7 @@ def _choose_seed(case: Case, tries: int = 12) -> int:
     first, then a few more). The catalogue probes each seed's own inputs, a script has one
     input set: Min of three tensors may leave one of them the minimum nowhere on seed 0 (a
     zero gradient), another one nowhere on seed 1."""
-    from .probe import probe
+    from ..engine.probe import probe
     want = _evidence(probe(case))
     for seed in list(dict.fromkeys(list(case.seeds) + list(range(tries)))):
         try:
@@ -384,9 +385,9 @@ def script_for(case: Case) -> str | None:
 # ============================================================================ command
 def cmd_script(args) -> int:
     """``torch-prover script OP [--case NAME] [-o FILE]``."""
-    from .cases import find_case
-    from .evidence import write_text
-    from .tags import canonical_op
+    from ..cases import find_case
+    from ..output.evidence import write_text
+    from ..tags.schema import canonical_op
     case = find_case(canonical_op(args.op), args.case)
     text = render_case(case)
     if args.output:

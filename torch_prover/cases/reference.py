@@ -67,7 +67,7 @@ from typing import Any, Callable, Mapping
 import onnx.defs
 import torch
 
-from .case import DEFAULT_OPSET
+from ..case import DEFAULT_OPSET
 
 NAMESPACE = "torch_prover"
 """The torch.library namespace of every reference op: ``torch.ops.torch_prover.<name>``."""

@@ -11,16 +11,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
-from .case import Case, CaseError
+from ..case import Case
+from ..errors import CaseError
 from .mapping import ABSENT, CONSTANT, Attribution, Mapping
 from .numeric import NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
-from .tags import Formal, SchemaTags
+from ..tags.schema import Formal, SchemaTags
 from .verdict import Decision, Rule, Vjp, Witness, decide, judge
-from .vocab import AutogradOutcome as A
-from .vocab import Evidence as E
-from .vocab import NumericOutcome as N
-from .vocab import Tag, Verdict
+from ..vocab import AutogradOutcome as A
+from ..vocab import Evidence as E
+from ..vocab import NumericOutcome as N
+from ..vocab import Tag, Verdict
 
 
 @dataclass(frozen=True)

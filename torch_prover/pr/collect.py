@@ -13,12 +13,12 @@ from typing import Any
 
 import torch
 
-from .case import describe
-from .export import quiet
-from .probe import flatten_outputs
-from .script_capture import ScriptRun, _leaves
-from .script_module import _Bound, param_table, save_module
-from .script_wire import BackwardSeen, Capture, ExportInfo, Grad, GradSeen, Outcome
+from ..errors import describe
+from ..engine.export import quiet
+from ..engine.probe import flatten_outputs
+from .capture import ScriptRun, _leaves
+from .module import _Bound, param_table, save_module
+from .wire import BackwardSeen, Capture, ExportInfo, Grad, GradSeen, Outcome
 
 TRACEBACK_CAP = 20_000
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cases import all_cases, all_missing
+from ..cases import all_cases, all_missing
 from .report import DEFAULT_WIDTH, prove_command, wrap_line
-from .tags import all_ops
+from ..tags.schema import all_ops
 
 
 def coverage() -> list[dict[str, Any]]:
