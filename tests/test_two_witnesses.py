@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torch_prover.engine import prove
+from torch_prover import prove
 
 DECIDED = ("agree", "disagree", "proposed")
 AUTOGRAD_DECIDES = ("grad", "zero", "none", "detached")

@@ -102,31 +102,6 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _load_docs(path: str | None):
-    """The OperatorsMd for --tags-from, or None for the installed onnx."""
-    if not path:
-        return None
-    from .tags.operators_md import OperatorsMd, OperatorsMdError
-    preflight.readable_file(path, "--tags-from")
-    try:
-        return OperatorsMd.from_file(path)
-    except OperatorsMdError as exc:
-        raise UsageError(f"--tags-from: {exc}") from None
-
-
-def _tags_of(doc, path: str | None):
-    """(tags function, label, fingerprint) of a loaded docs file, or of the installed onnx."""
-    if doc is None:
-        return None, "onnx.defs", ""
-    import hashlib
-    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _tag_source(path: str | None):
-    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
-    return _tags_of(_load_docs(path), path)
-
-
 def _selected_cases(ops_arg: str | None):
     from .cases import all_cases, all_missing, cases_for
     if ops_arg is None:
@@ -259,8 +234,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         except waivers_mod.WaiverError as exc:
             raise UsageError(str(exc)) from None
     out = _check_outputs(args, cases)
-    doc = _load_docs(args.tags_from)
-    tags, label, fingerprint = _tags_of(doc, args.tags_from)
+    doc = preflight.load_docs(args.tags_from)
+    tags, label, fingerprint = preflight.tags_of(doc, args.tags_from)
     opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
@@ -357,7 +332,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         changes["opset"] = args.opset
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
-    tags, label, _ = _tag_source(args.tags_from)
+    tags, label, _ = preflight.tag_source(args.tags_from)
     records, worst = [], EXIT_OK
     for case in cases:
         proved = case.replace(**changes) if changes else case

@@ -99,3 +99,29 @@ def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
         check_case_dirs(out, pairs)
     except OutputError as exc:
         raise UsageError(f"--out: {exc}") from None
+
+
+# --------------------------------------------------------------------------- --tags-from
+def load_docs(path: str | None):
+    """The OperatorsMd for --tags-from, or None for the installed onnx."""
+    if not path:
+        return None
+    from .tags.operators_md import OperatorsMd, OperatorsMdError
+    readable_file(path, "--tags-from")
+    try:
+        return OperatorsMd.from_file(path)
+    except OperatorsMdError as exc:
+        raise UsageError(f"--tags-from: {exc}") from None
+
+
+def tags_of(doc, path: str | None):
+    """(tags function, label, fingerprint) of a loaded docs file, or of the installed onnx."""
+    if doc is None:
+        return None, "onnx.defs", ""
+    import hashlib
+    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def tag_source(path: str | None):
+    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
+    return tags_of(load_docs(path), path)

@@ -76,7 +76,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # name -> the live ReferenceOp. The custom op's kernel and fake look their reference up
 # here at call time, so re-defining a name (reload) rebinds it without re-registering.
-_LIVE: dict[str, ReferenceOp] = {}
+LIVE: dict[str, ReferenceOp] = {}
 
 
 def onnx_opset(version: int = DEFAULT_OPSET, domain: str = "") -> Any:
@@ -327,17 +327,17 @@ def _register(ref: ReferenceOp, where: str) -> None:
         if defined != wanted:
             raise ValueError(f"{where}: {defined} already exists; a reference with the "
                              f"signature {ref.schema} needs another name")
-        _LIVE[ref.name] = ref
+        LIVE[ref.name] = ref
         return
-    _LIVE[ref.name] = ref
+    LIVE[ref.name] = ref
 
     # Both look the reference up at call time, so a re-definition takes effect.
     def kernel(*args: Any, **kwargs: Any) -> Any:
         with torch.no_grad():
-            return _detached_copy(_LIVE[ref.name].reference(*args, **kwargs))
+            return _detached_copy(LIVE[ref.name].reference(*args, **kwargs))
 
     def fake(*args: Any, **kwargs: Any) -> Any:
-        live = _LIVE[ref.name]
+        live = LIVE[ref.name]
         return _detached_copy((live.fake or live.reference)(*args, **kwargs))
 
     custom = torch.library.custom_op(qualname, kernel, mutates_args=(), schema=ref.schema)

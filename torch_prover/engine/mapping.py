@@ -53,7 +53,7 @@ class Attribution:
 
 
 @dataclass(frozen=True)
-class Mapping:
+class NodeMapping:
     node_name: str
     inputs: tuple[Attribution, ...]
     outputs: tuple[Attribution, ...]
@@ -199,7 +199,7 @@ class _Graph:
         return {o for o in self.outputs if o in seen}
 
 
-def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> Mapping:
+def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> NodeMapping:
     """Attribute the inputs and outputs of the single ``op`` node of ``model``.
 
     ``tracked`` names the graph inputs and initializers that are PyTorch tensors with
@@ -221,7 +221,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     if len(targets) != 1:
         ops = sorted({n.op_type for n in g.graph.node})
         what = "no" if not targets else f"{len(targets)}"
-        return Mapping("", (), (), invalid=f"the exported graph has {what} {op} node"
+        return NodeMapping("", (), (), invalid=f"the exported graph has {what} {op} node"
                        f"{'s' if len(targets) != 1 else ''} (it has: {', '.join(ops) or 'no nodes'})")
     t = targets[0]
     node = g.graph.node[t]
@@ -288,5 +288,5 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                 problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
         outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
                                    through=g.computing_after(name, t)))
-    return Mapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
+    return NodeMapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
                    others=helpers)

@@ -18,7 +18,7 @@ from . import numeric as numeric_mod
 from ..case import Case, Spec, T
 from ..errors import CaseError
 from .export import Exported, export_case
-from .mapping import ABSENT, Mapping, map_node
+from .mapping import ABSENT, NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .record import RECORD_FORMAT, record, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
@@ -123,7 +123,7 @@ def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
 
 
 # ----------------------------------------------------------------------------- stages
-def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Mapping,
+def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: NodeMapping,
                    evidence_of: dict[str, TensorEvidence]) -> numeric_mod.NumericResult:
     """The whole model against PyTorch: forward on the first seed; PyTorch's VJP against
     the model's finite difference on every seed (a gradient zero on one seed and not on
@@ -161,7 +161,7 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Map
 
 
 def _witness_stage(case: Case, pr: ProbeResult, exported: Exported,
-                   mapping: Mapping) -> tuple[node_witness.NodeWitness, ...]:
+                   mapping: NodeMapping) -> tuple[node_witness.NodeWitness, ...]:
     """The node's own finite differences at each probe seed's point: autograd's evidence
     from any seed is met by a measurement at that seed (Min's second input is the minimum
     somewhere on seed 1 only)."""

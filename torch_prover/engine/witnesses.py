@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..case import Case
 from ..errors import CaseError
-from .mapping import ABSENT, CONSTANT, Attribution, Mapping
+from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping
 from .numeric import NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
 from ..tags.schema import Formal, SchemaTags
@@ -196,7 +196,7 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
                         f"{shown_error(max(c.rel_err for c in checks), numeric.vjp_tol)})")
 
 
-def parameters(case: Case, pr: ProbeResult, mapping: Mapping, tags: SchemaTags,
+def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTags,
                latest: SchemaTags, numeric: NumericResult | None, witness,
                witness_off: str | None, evidence_of: dict[str, TensorEvidence],
                output_names: Sequence[str], initializers: set[str],

@@ -88,7 +88,7 @@ def _tracing() -> bool:
 
 
 @contextlib.contextmanager
-def _busy(run: ScriptRun):
+def instrumenting(run: ScriptRun):
     run.busy += 1
     try:
         yield
@@ -96,7 +96,7 @@ def _busy(run: ScriptRun):
         run.busy -= 1
 
 
-def _recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
+def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
                ) -> Callable:
     """``real`` (an autograd entry point), recording each call the script makes."""
     sig = inspect.signature(real)
@@ -106,7 +106,7 @@ def _recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], Backw
             return real(*args, **kwargs)
         call = record_of(sig.bind(*args, **kwargs).arguments)
         run.backward.append(call)
-        with _busy(run):
+        with instrumenting(run):
             try:
                 result = real(*args, **kwargs)
             except Exception as exc:
@@ -118,41 +118,41 @@ def _recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], Backw
     return wrapper
 
 
-def _backward_call(b: dict) -> BackwardCall:
+def backward_call(b: dict) -> BackwardCall:
     tensors = _tensors(b.get("tensors"))
     dys = b.get("grad_tensors")
     return BackwardCall("torch.autograd.backward", tensors,
                         _dys(b.get("grad_variables") if dys is None else dys, len(tensors)))
 
 
-def _tensor_backward_call(b: dict) -> BackwardCall:
+def tensor_backward_call(b: dict) -> BackwardCall:
     return BackwardCall("Tensor.backward", (b["self"],), _dys(b.get("gradient"), 1))
 
 
-def _grad_call(b: dict) -> BackwardCall:
+def grad_call(b: dict) -> BackwardCall:
     tensors = _tensors(b.get("outputs"))
     return BackwardCall("torch.autograd.grad", tensors, _dys(b.get("grad_outputs"), len(tensors)),
                         _tensors(b.get("inputs")))
 
 
-def _fill(template: Any, tensors) -> Any:
+def refill(template: Any, tensors) -> Any:
     if isinstance(template, torch.Tensor):
         return next(tensors)
     if isinstance(template, (list, tuple)):
-        return type(template)(_fill(t, tensors) for t in template)
+        return type(template)(refill(t, tensors) for t in template)
     if isinstance(template, dict):
-        return {k: _fill(v, tensors) for k, v in template.items()}
+        return {k: refill(v, tensors) for k, v in template.items()}
     return template
 
 
-def _leaves(template: Any) -> list[torch.Tensor]:
+def tensor_leaves(template: Any) -> list[torch.Tensor]:
     out: list[torch.Tensor] = []
     if isinstance(template, torch.Tensor):
         out.append(template)
     elif isinstance(template, (list, tuple)):
         for t in template:
-            out += _leaves(t)
+            out += tensor_leaves(t)
     elif isinstance(template, dict):
         for t in template.values():
-            out += _leaves(t)
+            out += tensor_leaves(t)
     return out

@@ -40,8 +40,8 @@ import torch.onnx
 
 from ..errors import describe
 from .collect import collect
-from .capture import ScriptRun, _backward_call, _grad_call, _recording, _tensor_backward_call
-from .export import _wrap_export
+from .capture import ScriptRun, backward_call, grad_call, recording, tensor_backward_call
+from .export import wrap_export
 from .wire import Capture, Outcome, write_capture
 
 
@@ -61,11 +61,11 @@ def instrumented(run: ScriptRun):
     """Patch the autograd entry points and torch.onnx.export for the duration of the block."""
     import torch.onnx.utils as onnx_utils
     patches = [
-        (torch.autograd, "backward", _recording(run, torch.autograd.backward, _backward_call)),
-        (torch.Tensor, "backward", _recording(run, torch.Tensor.backward, _tensor_backward_call)),
-        (torch.autograd, "grad", _recording(run, torch.autograd.grad, _grad_call)),
-        (torch.onnx, "export", _wrap_export(run, torch.onnx.export)),
-        (onnx_utils, "export", _wrap_export(run, torch.onnx.export, default_dynamo=False)),
+        (torch.autograd, "backward", recording(run, torch.autograd.backward, backward_call)),
+        (torch.Tensor, "backward", recording(run, torch.Tensor.backward, tensor_backward_call)),
+        (torch.autograd, "grad", recording(run, torch.autograd.grad, grad_call)),
+        (torch.onnx, "export", wrap_export(run, torch.onnx.export)),
+        (onnx_utils, "export", wrap_export(run, torch.onnx.export, default_dynamo=False)),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
     try:

@@ -16,8 +16,8 @@ import torch
 from ..errors import describe
 from ..engine.export import quiet
 from ..engine.probe import flatten_outputs
-from .capture import ScriptRun, _leaves
-from .module import _Bound, param_table, save_module
+from .capture import ScriptRun, tensor_leaves
+from .module import Bound, param_table, save_module
 from .wire import BackwardSeen, Capture, ExportInfo, Grad, GradSeen, Outcome
 
 TRACEBACK_CAP = 20_000
@@ -42,11 +42,11 @@ def _python_names(module: torch.nn.Module, args: tuple, kwargs: dict) -> list[st
     names: list[str | None] = []
     for i, a in enumerate(args):
         base = params[i].name if i < len(params) else None
-        leaves = _leaves(a)
+        leaves = tensor_leaves(a)
         names += [base] if len(leaves) == 1 and isinstance(a, torch.Tensor) else [
             f"{base}_{k}" if base else None for k in range(len(leaves))]
     for key, v in kwargs.items():
-        leaves = _leaves(v)
+        leaves = tensor_leaves(v)
         names += [key] if isinstance(v, torch.Tensor) else [
             f"{key}_{k}" for k in range(len(leaves))]
     return names
@@ -181,7 +181,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
         return Capture(Outcome.UNUSABLE, problem=f"the script exports a {type(module).__name__}; "
                        "torch-prover proves an exported torch.nn.Module", **base)
     args, kwargs = _split_args(call.args, call.kwargs)
-    leaves = _leaves((args, kwargs))
+    leaves = tensor_leaves((args, kwargs))
     flat = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
     names = _python_names(module, args, kwargs)
     leaves, swapped = _use_backward_values(leaves, run, module)
@@ -189,7 +189,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
     probing_all = not any(requires) and any(t.is_floating_point() for t in leaves)
     if probing_all:
         requires = [t.is_floating_point() for t in leaves]
-    bound = module if flat else _Bound(module, (args, kwargs))
+    bound = module if flat else Bound(module, (args, kwargs))
     args_now = [t.detach().clone().requires_grad_(r) if r else t.detach().clone()
                 for t, r in zip(leaves, requires)]
     try:

@@ -20,8 +20,8 @@ import torch
 from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
-from .capture import _leaves
-from .capture import ExportCall, ScriptRun, _busy
+from .capture import tensor_leaves
+from .capture import ExportCall, ScriptRun, instrumenting
 
 DYNAMO_MIN_OPSET = 18
 """Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
@@ -89,7 +89,7 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     return plans
 
 
-def _shown(path: str) -> str:
+def shown_path(path: str) -> str:
     """A path as the user would type it: relative to the cwd when under it."""
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
@@ -121,7 +121,7 @@ def _export_once(real: Callable, module: Any, args: Any, f: Any, options: dict[s
             if file_object:
                 data = model.SerializeToString()
                 f.write(data)
-                where = _shown(call.target) if call.target else "a file object"
+                where = shown_path(call.target) if call.target else "a file object"
                 call.notes.append(f"the script exports to an open file ({where}), which the "
                                   "dynamo exporter does not accept: exported in memory and "
                                   "wrote the bytes to that file")
@@ -158,7 +158,7 @@ def _pristine(model: Any) -> Any:
     return model
 
 
-def _wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> Callable:
+def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> Callable:
     accepted = set(inspect.signature(real).parameters)
 
     def export(model: Any, args: Any = (), f: Any = None, *legacy: Any, **options: Any) -> Any:
@@ -183,9 +183,9 @@ def _wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) ->
                               "nothing could run it: exported with export_params=True")
         first: BaseException | None = None
         errors: dict[str, str] = {}     # exporter -> its first failure
-        with _busy(run):
+        with instrumenting(run):
             holds_grad = any(t.is_leaf and t.grad is not None
-                             for t in _leaves((args, options.get("kwargs"))))
+                             for t in tensor_leaves((args, options.get("kwargs"))))
             for opts, note in _plans(options, holds_grad):
                 try:
                     returned = _export_once(real, model, args, f, opts, call)
@@ -204,7 +204,7 @@ def _wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) ->
                 asked = opts.get("opset_version")
                 if asked is not None and got != asked:
                     call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
-                shown = _shown(call.target) if call.target else None
+                shown = shown_path(call.target) if call.target else None
                 if call.notes and shown and not any(shown in n for n in call.notes):
                     call.notes.append(f"wrote {shown}, as the script asked")
                 return returned

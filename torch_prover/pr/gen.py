@@ -30,7 +30,7 @@ import torch
 
 from ..case import Case, Spec
 from ..errors import CaseError
-from .source import ScriptGenError, _Collector, _RESERVED
+from .source import ScriptGenError, Collector, RESERVED
 
 def _dtype(d: torch.dtype) -> str:
     return str(d)          # "torch.float64"
@@ -214,7 +214,7 @@ def _run(case: Case, seed: int) -> _Run:
 
 def render_case(case: Case) -> str:
     """The standalone proof script of ``case``."""
-    col = _Collector()
+    col = Collector()
     m = case.model
     if getattr(m, "__qualname__", "") != getattr(m, "__name__", None) or "<" in m.__qualname__:
         raise ScriptGenError(f"{case.name}: the model must be a module-level function or class")
@@ -230,7 +230,7 @@ def render_case(case: Case) -> str:
                        f'    """The single-operator model: forward is {m.__name__}."""\n\n'
                        f"    def forward(self, {params}):\n"
                        f"        return {m.__name__}({params})")
-    taken = col.defined | _RESERVED | {m.__name__}
+    taken = col.defined | RESERVED | {m.__name__}
     names = [n if n not in taken else f"{n}_input" for n in case.names]
     run = _run(case, _choose_seed(case))
     outs, single, seed = run.outputs, run.single, run.seed
@@ -320,7 +320,7 @@ def _directive(case: Case) -> str:
             f"# torch-prover: {' '.join(fields)}")
 
 
-def _imports(col: _Collector, case: Case) -> str:
+def _imports(col: Collector, case: Case) -> str:
     """Standard library first, then torch and onnx, then the rest (PEP 8 groups)."""
     found = set(col.imports) | {"import torch", "import onnx"}
     if case.dynamic and case.exporter == "dynamo":

@@ -34,7 +34,7 @@ import torch
 
 from ..errors import describe
 from ..engine.export import quiet
-from .capture import _fill
+from .capture import refill
 from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
@@ -48,7 +48,7 @@ class ModuleLoadError(ValueError):
     """The script's module could not be serialized or loaded; the message says why."""
 
 
-class _Bound(torch.nn.Module):
+class Bound(torch.nn.Module):
     """``inner(*args, **kwargs)`` with the script's non-tensor arguments filled back in:
     ``forward`` takes only the tensors, in the order the export arguments hold them."""
 
@@ -58,7 +58,7 @@ class _Bound(torch.nn.Module):
         self.template = template
 
     def forward(self, *tensors: torch.Tensor) -> Any:
-        args, kwargs = _fill(self.template, iter(tensors))
+        args, kwargs = refill(self.template, iter(tensors))
         return self.inner(*args, **kwargs)
 
 
@@ -111,7 +111,7 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
     """Serialize ``module`` (called on ``leaves``, those flagged in ``requires`` requiring
     grad, as the probe will call it) into ``where``; never raises."""
     module.eval()
-    target = module if flat else _Bound(module, template)
+    target = module if flat else Bound(module, template)
     prefix = "" if flat else PREFIX
     example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
     wanted = param_table(target, prefix)

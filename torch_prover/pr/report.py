@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import numeric
-from .export import _shown
+from .export import shown_path
 from .wire import Capture, Grad, GradSeen
 
 
@@ -95,7 +95,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     iso = s["isolation"]
     lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): exported with the "
              f"{e['exporter']} exporter at opset {e['opset']}"
-             + (f" to {_shown(e['file'])}" if e["file"] else "")]
+             + (f" to {shown_path(e['file'])}" if e["file"] else "")]
     lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
                  f"the probe ran in the prover on its module saved by {iso['module_how']}"
                  + (f" ({iso['module_why']})" if iso["module_why"] else ""))

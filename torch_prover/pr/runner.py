@@ -50,8 +50,8 @@ def _tags(path: str | None):
     if not path:
         return None, "onnx.defs"
     try:
-        from ..cli import _tag_source
-        tags, label, _ = _tag_source(path)
+        from ..preflight import tag_source
+        tags, label, _ = tag_source(path)
     except (OSError, ValueError) as exc:
         raise _usage(f"--tags-from {path}: {exc}") from exc
     return tags, label

@@ -24,7 +24,7 @@ from ..errors import CaseError
 NAMESPACE = "proof"
 """torch.library namespace of the custom ops a generated reference script defines."""
 
-_RESERVED = {"torch", "onnx", "onnxscript", "functools", "Dim", "model", "gen", "model_proto",
+RESERVED = {"torch", "onnx", "onnxscript", "functools", "Dim", "model", "gen", "model_proto",
              "TRANSLATION", "as_onnx_op", "onnx_opset", "REFERENCES", "Model"}
 
 
@@ -140,7 +140,7 @@ def as_onnx_op(qualname, reference, fake=None):
 
 
 @dataclass
-class _Collector:
+class Collector:
     """The pieces of one script: import lines, definitions in dependency order (each once),
     the reference ops met on the way and the translation table entries they need."""
 
@@ -178,7 +178,7 @@ class _Collector:
         if isinstance(value, ReferenceOp):
             self._reference(name, value, modname)
             return
-        if name in _RESERVED:
+        if name in RESERVED:
             raise ScriptGenError(f"{modname}.{name} would clash with a name the proof script uses")
         self.need_all(b.text, modname, skip={name})
         if name not in self.defined:
@@ -251,10 +251,10 @@ class _Collector:
 
     def translation_entry(self, key: Any, value: Any) -> None:
         """One entry of the case's custom translation table."""
-        from ..cases.reference import _LIVE, NAMESPACE as TP_NS
+        from ..cases.reference import LIVE, NAMESPACE as TP_NS
         ns, opname = key.namespace, key._opname
         if ns == TP_NS:
-            ref = _LIVE.get(opname)
+            ref = LIVE.get(opname)
             if ref is None:
                 raise ScriptGenError(f"no reference op behind torch.ops.{ns}.{opname}")
             if id(ref) not in self.references:
