@@ -6,11 +6,8 @@ versioned JSON shape of DESIGN §3, identical for identical inputs and versions.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import onnx
 import torch
 
 from . import node_witness
@@ -20,102 +17,16 @@ from ..errors import CaseError
 from .export import Exported, export_case
 from .mapping import ABSENT, NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
-from .record import RECORD_FORMAT, record, versions
+from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
-from .verdict import Rule, is_failure
-from ..vocab import Evidence, Tag, Verdict
+from .verdict import Rule
+from ..vocab import Evidence, Verdict
 from .witnesses import Parameter, parameters
 
 __all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",
            "TagSource"]
 
 TagSource = Callable[[str, int | None, str], SchemaTags]
-
-
-@dataclass(frozen=True)
-class Proof:
-    case: Case
-    opset: int
-    exporter: str
-    schema_version: int
-    latest_version: int
-    parameters: tuple[Parameter, ...]
-    numeric: numeric_mod.NumericResult | None
-    model: onnx.ModelProto
-    invalid: str | None
-    probe: ProbeResult
-    graph_inputs: tuple[str, ...]
-    graph_outputs: tuple[str, ...]
-    tag_source: str = "onnx.defs"
-    versions: dict[str, str] = field(default_factory=versions)
-    witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
-    helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
-
-    @property
-    def op(self) -> str:
-        return self.case.op
-
-    @property
-    def model_bytes(self) -> bytes:
-        return self.model.SerializeToString(deterministic=True)
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.model_bytes).hexdigest()
-
-    def count(self, verdict: Verdict) -> int:
-        return sum(p.verdict == verdict for p in self.parameters)
-
-    @property
-    def status(self) -> str:
-        """invalid | failed | disagree | inconclusive | proved -- and exactly ``failed`` or
-        ``invalid`` (or an undeclared ``disagree``) is what makes the exit code 1."""
-        if self.invalid:
-            return "invalid"
-        if any(p.verdict == Verdict.DISAGREE for p in self.failures):
-            return "disagree"
-        if self.failures:
-            return "failed"
-        if self.count(Verdict.DISAGREE):
-            return "disagree"
-        if self.count(Verdict.INCONCLUSIVE) and not (self.count(Verdict.AGREE)
-                                                     or self.count(Verdict.PROPOSED)):
-            return "inconclusive"
-        return "proved"
-
-    @property
-    def failures(self) -> list[Parameter]:
-        """What makes a proof fail: invalid, or a disagreement or an inconclusive verdict on
-        evidence that should have decided -- unless the case declares exactly that verdict
-        with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
-        if self.invalid:
-            return list(self.parameters) or [None]  # type: ignore[list-item]
-        return [p for p in self.parameters if is_failure(p.verdict, p.rule, p.expected)]
-
-    @property
-    def unexpected(self) -> list[Parameter]:
-        """Parameters whose verdict differs from what the case and the schema lead one to
-        expect (``expected_verdict``): never derived from the verdict itself."""
-        return [p for p in self.parameters if p.verdict != expected_verdict(self.case, p)]
-
-    def record(self) -> dict[str, Any]:
-        return record(self)
-
-
-def expected_verdict(case: Case, p: Parameter) -> Verdict:
-    """What a parameter's verdict should be, from outside the engine: the case's declaration
-    (``expect=``, ``unexercised=``), the schema (a parameter allowing no gradient-carrying
-    type is non-differentiable by type), the graph's structure (an input the node does not
-    have is not exercised), and otherwise the schema's tag (unknown: proposed; else agree)."""
-    key = f"{p.io} {p.index}"
-    if key in case.expect:
-        return Verdict(case.expect[key].verdict)
-    if p.by_type:   # decided by the schema's types alone: non-differentiable
-        return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
-                                                                           Verdict.PROPOSED)
-    if key in case.unexercised or p.evidence == Evidence.ABSENT:
-        return Verdict.INCONCLUSIVE
-    return Verdict.PROPOSED if p.tag == Tag.UNKNOWN else Verdict.AGREE
 
 
 def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
