@@ -2,7 +2,7 @@
 
 Each op gets a PyTorch reference written from the ONNX operator spec with ordinary
 differentiable torch ops, bound to the real ONNX op by :func:`reference_op` (see
-torch_prover/reference.py): the probe runs the reference with autograd, the export emits
+torch_prover/cases/reference.py): the probe runs the reference with autograd, the export emits
 exactly one node of the op, and the engine's numeric check (forward and finite-difference
 VJP of the exported model against PyTorch) is what confirms that the ONNX op computes the
 reference's function. Reference parameters are named like the ONNX attributes they become.

@@ -3,7 +3,7 @@
 No PyTorch function exports to DynamicQuantizeLinear, MatMulInteger, ConvInteger,
 QLinearMatMul, QLinearConv or MelWeightMatrix (torch.ao's quantized ops export, if at all,
 as QuantizeLinear/DequantizeLinear around float ops; torch has no mel filterbank). Each
-gets a PyTorch reference written from the ONNX spec (see torch_prover/reference.py), whose
+gets a PyTorch reference written from the ONNX spec (see torch_prover/cases/reference.py), whose
 forward the engine checks against onnxruntime / the onnx reference evaluator.
 
 What the evidence can say here:

@@ -2,7 +2,7 @@
 
 The records (:class:`ScriptRun`, :class:`BackwardCall`, :class:`ExportCall`) and the
 wrappers that record ``torch.autograd.backward``, ``Tensor.backward`` and
-``torch.autograd.grad`` while the script runs (script_child installs them, in the
+``torch.autograd.grad`` while the script runs (child.py installs them, in the
 script's own process; these records hold live objects and never leave it).
 """
 from __future__ import annotations

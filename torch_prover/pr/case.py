@@ -4,8 +4,8 @@ Which op the graph is about (the one that is not glue, or ``--op``, or a
 ``# torch-prover: op=X`` line), which PyTorch tensors the graph inputs are, and the
 script's own model renamed to the engine's conventions (outputs ``y0..``), so the engine
 proves the very graph the script wrote. Everything here reads data the script's process
-handed over (:mod:`script_wire`) and the module loaded from its graph
-(:mod:`script_module`); nothing of the script runs here.
+handed over (:mod:`wire`) and the module loaded from its graph
+(:mod:`module`); nothing of the script runs here.
 
 Directives (``# torch-prover: op=X fwd_tol=T vjp_tol=T``) are read from the source before
 the script runs, and checked: a tolerance must be finite and positive, and a relative VJP

@@ -3,10 +3,10 @@
 Why a child process at all: ``torch-prover run`` executes a contributor's script, which
 is arbitrary code. Run in the prover's process it could patch the prover (flip a tag,
 replace the verdict rule), hang it, or end it with ``os._exit``. Here it runs in a process
-of its own; what it did comes back as data (:mod:`script_wire`) and the proof is made by
-the prover from that data (:mod:`script_runner`).
+of its own; what it did comes back as data (:mod:`wire`) and the proof is made by
+the prover from that data (:mod:`runner`).
 
-Why multiprocessing's "forkserver" (see :mod:`script_process`): a child forked from a
+Why multiprocessing's "forkserver" (see :mod:`process`): a child forked from a
 server that has already imported torch, onnx and the exporter starts in milliseconds, where
 a fresh interpreter (spawn, or ``subprocess``) pays ~4 s of imports per script -- which
 matters to ``scripts/sweep_scripts.py``, running hundreds of scripts. The server never
@@ -18,7 +18,7 @@ kills the script's own children too), starts a thread that kills that group when
 prover's process goes away, points stdout and stderr at the prover's pipe, takes the
 prover's cwd and environment and ``sys.argv == [script]`` (like ``python script.py``),
 runs the script with the backward and export entry points instrumented
-(:mod:`script_capture`, :mod:`script_export`), collects (:mod:`script_collect`), writes
+(:mod:`capture`, :mod:`export`), collects (:mod:`collect`), writes
 the capture and leaves with ``os._exit`` -- threads the script left behind do not hold it.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Everything here needs the script's own objects -- its module, the very tensors its
 backward pass differentiated (matched by identity), the gradients they hold -- so it runs
-in the child, after the script. What it returns is data only (:mod:`script_wire`); the
+in the child, after the script. What it returns is data only (:mod:`wire`); the
 prover does the rest (graph matching, op inference, the proof) in its own process.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The prover's side of a script's process: start it, bound it, read what it printed.
 
-Why this shape (the child's side is :mod:`script_child`, which says why a forkserver):
+Why this shape (the child's side is :mod:`child`, which says why a forkserver):
 
 - **killable as a group**: the child makes itself a process-group leader, so a timeout or
   an interrupt kills the script and everything it started (``os.killpg``); after a
@@ -11,7 +11,7 @@ Why this shape (the child's side is :mod:`script_child`, which says why a forkse
   rest, so ten megabytes of prints cost the prover nothing and every report can say what
   it dropped;
 - **nothing unpickled**: the parent sends the job (pickled by multiprocessing, parent to
-  child only); the child answers in files (:mod:`script_wire`) and by its exit status.
+  child only); the child answers in files (:mod:`wire`) and by its exit status.
 """
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def _without_main() -> Iterator[None]:
 
     multiprocessing's spawn and forkserver children import the parent's main module first
     (so that pickled functions defined there resolve). The child's code lives in
-    :mod:`script_child`, so that import is only a cost -- and a hazard: an unguarded main
+    :mod:`child`, so that import is only a cost -- and a hazard: an unguarded main
     module would run again in the script's process. The preparation data is filtered for
     the duration of ``Process.start()``; nothing else of multiprocessing changes."""
     real = spawn.get_preparation_data

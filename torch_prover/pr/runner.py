@@ -9,13 +9,13 @@ The script is untrusted code, so it never runs in the prover's process:
 1. the arguments are checked first (the script exists, ``--op`` names a real op,
    ``--tags-from`` parses, ``--timeout`` is a positive number, the script's directives are
    valid), so a typo costs nothing and the script does not run for it;
-2. the script runs in a child process (:mod:`script_process`, :mod:`script_child`) with
+2. the script runs in a child process (:mod:`process`, :mod:`child`) with
    ``torch.autograd.backward``, ``Tensor.backward``, ``torch.autograd.grad`` and
    ``torch.onnx.export`` instrumented, within ``--timeout``; its output is kept to a tail;
-3. what comes back is data (:mod:`script_wire`): the exported ONNX model, the input
+3. what comes back is data (:mod:`wire`): the exported ONNX model, the input
    tensors, the script's own evidence, the runner's notes, and the module as a graph
-   (:mod:`script_module`) -- no pickles, no code of the script's;
-4. the prover builds a :class:`Case` from that data (:mod:`script_case`) and proves it with
+   (:mod:`module`) -- no pickles, no code of the script's;
+4. the prover builds a :class:`Case` from that data (:mod:`case`) and proves it with
    the same engine as ``prove``: mapping, numeric check and verdicts on the script's graph,
    the autograd probe on its module. A script that patched torch_prover patched only its
    own process.
@@ -23,7 +23,7 @@ The script is untrusted code, so it never runs in the prover's process:
 Old habits keep working: when the script's own export would fail on current PyTorch (an
 open file object, an opset below the dynamo exporter's minimum, legacy positional
 arguments, options torch no longer accepts), the runner exports in a way that works,
-writes the file the script asked for, and says what it did (:mod:`script_export`).
+writes the file the script asked for, and says what it did (:mod:`export`).
 """
 from __future__ import annotations
 
@@ -75,8 +75,8 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
 @dataclass(frozen=True)
 class ScriptProof:
     source: str
-    capture: Any        # script_wire.Capture
-    prepared: Any       # script_case.Prepared
+    capture: Any        # wire.Capture
+    prepared: Any       # case.Prepared
     proof: Any          # torch_prover.engine.prove.Proof
     record: dict[str, Any]
     output: Output

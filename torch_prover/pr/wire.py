@@ -4,7 +4,7 @@ Why files and these formats: the script is untrusted code, so nothing it could h
 may run code in the prover when read. The capture is a JSON manifest (``capture.json``),
 the ONNX model the script exported (``model.onnx``, parsed by protobuf), the input tensors
 (``tensors.pt``, read with ``torch.load(weights_only=True)``, which builds tensors and
-containers only) and the script's module as a graph (see :mod:`script_module`). Nothing is
+containers only) and the script's module as a graph (see :mod:`module`). Nothing is
 unpickled; multiprocessing's own channels carry nothing back. Every field is checked for
 its type on reading, so a forged or truncated capture is a one-line error, not a crash.
 """
