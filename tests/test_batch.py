@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from torch_prover.batch.pool import pool, waivers
+from torch_prover.batch import pool as batch, waivers
 from torch_prover.output import report
 from torch_prover.batch.pool import BatchOptions, run_batch
 from torch_prover.case import Case, F
@@ -176,6 +176,9 @@ def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
 def test_the_cache_key_covers_every_source_a_verdict_depends_on():
     """Editing a shared catalogue helper (reference_ops.py, imported by other case modules)
     or the engine must invalidate cached verdicts: both are in the digest."""
-    names = {p.relative_to(batch.ENGINE_DIR).as_posix() for p in batch.source_files()}
-    assert {"cases/reference_ops.py", "cases/__init__.py", "verdict.py",
-            "node_witness.py"} <= names
+    names = {p.relative_to(batch.PACKAGE_DIR).as_posix() for p in batch.source_files()}
+    assert {"cases/reference_ops.py", "cases/__init__.py", "cases/reference.py", "case.py",
+            "engine/verdict.py", "engine/node_witness.py", "engine/isolate.py",
+            "engine/measure.py", "tags/schema.py", "batch/pool.py"} <= names
+    assert names == {p.relative_to(batch.PACKAGE_DIR).as_posix()
+                     for p in batch.PACKAGE_DIR.rglob("*.py")}   # every source file

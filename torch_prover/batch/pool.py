@@ -30,7 +30,8 @@ from ..cases import module_of
 from ..engine.prove import RECORD_FORMAT, TagSource, versions
 from ..tags.schema import UnknownOpError
 
-ENGINE_DIR = Path(__file__).parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The torch_prover package: every source file in it is part of the cache key."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def error_record(case: Case, message: str) -> dict[str, Any]:
 def _digest_files(paths: Sequence[Path]) -> str:
     h = hashlib.sha256()
     for p in sorted(paths):
-        h.update(p.relative_to(ENGINE_DIR).as_posix().encode())
+        h.update(p.relative_to(PACKAGE_DIR).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -78,7 +79,7 @@ _ENGINE_DIGEST: str | None = None
 def source_files() -> list[Path]:
     """Every source file a verdict can depend on: the engine and the whole catalogue (a case
     module imports shared helpers such as cases/reference_ops.py)."""
-    return sorted(ENGINE_DIR.rglob("*.py"))
+    return sorted(PACKAGE_DIR.rglob("*.py"))
 
 
 def engine_digest() -> str:
