@@ -62,7 +62,7 @@ def test_reuse_sees_op_libraries_loaded_after_it_started(monkeypatch):
     cached before that must not hide their torchlib translations."""
     import subprocess
     import sys
-    code = ("from torch_prover import fast_export; assert fast_export.enable();"
+    code = ("from torch_prover.engine import fast_export; assert fast_export.enable();"
             "from torch_prover.cases.quantization import CASES;"
             "from torch_prover.engine.prove import prove_case;"
             "c = next(c for c in CASES if c.name == 'quantizelinear_decomposed');"

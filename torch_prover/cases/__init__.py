@@ -1,4 +1,5 @@
-"""The catalogue. Every module in this package may define ``CASES = [Case(...), ...]``.
+"""The catalogue. Every module in this package (but ``reference.py``, the reference-op
+machinery the cases use) may define ``CASES = [Case(...), ...]``.
 
 Cases are discovered by walking the package (no registration side effects, no hand
 list). Names are unique; ops are checked against onnx.defs.
@@ -20,11 +21,15 @@ MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package no
                       "exporter cannot produce it", "not yet written")
 
 
+MACHINERY = ("reference",)
+"""Modules of this package that hold no cases: the reference-op machinery they use."""
+
+
 def case_modules():
     """Every catalogue module, in name order."""
     return [importlib.import_module(f"{__name__}.{info.name}")
             for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
-            if not info.name.startswith("_")]
+            if not info.name.startswith("_") and info.name not in MACHINERY]
 
 
 def module_of(case: Case) -> str:

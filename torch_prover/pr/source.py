@@ -139,6 +139,10 @@ def as_onnx_op(qualname, reference, fake=None):
     return call'''
 
 
+REFERENCE_MODULE = "torch_prover.cases.reference"
+"""Where reference_op lives: inside the catalogue package, but not a case module."""
+
+
 @dataclass
 class Collector:
     """The pieces of one script: import lines, definitions in dependency order (each once),
@@ -186,12 +190,15 @@ class Collector:
             self.defined.add(name)
 
     def _relative(self, name: str, module: str, attr: str) -> None:
-        if module.startswith("torch_prover.cases"):
+        if module == REFERENCE_MODULE:   # the machinery, not a case module
+            if attr != "onnx_opset":
+                raise ScriptGenError(f"the model uses {module}.{attr}, which a standalone "
+                                     "script cannot import")
+            self.onnx_opset()
+        elif module.startswith("torch_prover.cases."):
             if attr != name:
                 raise ScriptGenError(f"cannot render the alias {name} of {module}.{attr}")
             self.need(attr, module)
-        elif (module, attr) == ("torch_prover.cases.reference", "onnx_opset"):
-            self.onnx_opset()
         else:
             raise ScriptGenError(f"the model uses {module}.{attr}, which a standalone script "
                                  "cannot import")
