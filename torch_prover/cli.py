@@ -14,8 +14,7 @@ from typing import Sequence
 
 from . import preflight
 from .output import report
-from .errors import CaseError
-from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, OutputError, UsageError
+from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, CaseError, OutputError, UsageError
 from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 
 __all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]

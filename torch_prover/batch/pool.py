@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..case import Case
-from ..errors import CaseError, first_line
-from ..errors import OutputError
+from ..errors import CaseError, OutputError, first_line
 from ..cases import module_of
 from ..engine.prove import RECORD_FORMAT, TagSource, versions
 from ..tags.schema import UnknownOpError

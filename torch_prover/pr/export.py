@@ -20,8 +20,7 @@ import torch
 from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
-from .capture import tensor_leaves
-from .capture import ExportCall, ScriptRun, instrumenting
+from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
 
 DYNAMO_MIN_OPSET = 18
 """Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
