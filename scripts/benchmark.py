@@ -48,7 +48,7 @@ def main() -> int:
     rep = json.loads((work / "report.json").read_text())
     n_cases = rep["summary"]["cases"]
     # per-case figures: rerun the batch in-process without cache to read worker timings
-    from torch_prover.batch import BatchOptions, run_batch
+    from torch_prover.batch.pool import BatchOptions, run_batch
     from torch_prover.cases import all_cases
     t0 = time.perf_counter()
     res = run_batch(list(all_cases()), BatchOptions(jobs=args.jobs, out=work / "m2"))
@@ -68,7 +68,7 @@ def main() -> int:
     sample = cases[::step][: args.naive_sample]
     naive = []
     for c in sample:
-        code = ("from torch_prover.cases import find_case; from torch_prover.prove import prove_case;"
+        code = ("from torch_prover.cases import find_case; from torch_prover.engine.prove import prove_case;"
                 f"prove_case(find_case({c.op!r}, {c.name!r}))")
         naive.append(_timed([sys.executable, "-c", code])[0])
     naive_total = statistics.mean(naive) * n_cases

@@ -33,7 +33,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stab
 
 def prove_records(names: list[str] | None) -> list[dict]:
     from torch_prover.cases import all_cases
-    from torch_prover.prove import prove_case
+    from torch_prover.engine.prove import prove_case
     cases = all_cases()
     if names is None:  # --all: first case of each op
         seen: dict[str, object] = {}
@@ -97,7 +97,7 @@ def op_status(recs: list[dict]) -> tuple[str, str]:
 
 def build_report(records: list[dict], wall: float) -> dict:
     from torch_prover.cases import all_missing
-    from torch_prover.tags import all_ops
+    from torch_prover.tags.schema import all_ops
     by_op: dict[str, list[dict]] = {}
     for r in records:
         by_op.setdefault(r["op"], []).append(r)
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="prove the first case of every covered op")
     ap.add_argument("--report", help="render this batch report JSON instead of a sample")
     args = ap.parse_args(argv)
-    from torch_prover.html_report import render_html
+    from torch_prover.output.html_report import render_html
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,9 @@ from pathlib import Path
 def sweep_one(name: str, workdir: str) -> dict:
     """Render, run and compare one case; never raises."""
     from torch_prover.cases import all_cases
-    from torch_prover.prove import prove_case
-    from torch_prover.script_gen import compare_records, render_case
-    from torch_prover.script_runner import prove_script
+    from torch_prover.engine.prove import prove_case
+    from torch_prover.pr.gen import compare_records, render_case
+    from torch_prover.pr.runner import prove_script
 
     row = {"case": name, "op": "?", "status": "", "detail": "", "inferred": True}
     try:
@@ -78,7 +78,7 @@ def _worker(names: list[str], workdir: str, queue, fast: bool) -> None:
     import warnings
     warnings.simplefilter("ignore")
     if fast:
-        from torch_prover import fast_export
+        from torch_prover.engine import fast_export
         fast_export.enable()
     for name in names:
         queue.put(sweep_one(name, workdir))
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", help="write the generated scripts and models here")
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--fast-export", action="store_true",
-                        help="reuse the exporter's tables (torch_prover.fast_export): about twice "
+                        help="reuse the exporter's tables (torch_prover.engine.fast_export): about twice "
                              "as fast; on torch 2.13 it breaks the export of "
                              "quantizelinear_decomposed and dequantizelinear_decomposed")
     args = parser.parse_args(argv)

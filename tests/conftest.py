@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from torch_prover.cases import all_cases
-from torch_prover.prove import Proof, prove_case
+from torch_prover.engine.prove import Proof, prove_case
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,11 +5,12 @@ import time
 
 import pytest
 
-from torch_prover import batch, report, waivers
-from torch_prover.batch import BatchOptions, run_batch
+from torch_prover.batch import pool as batch, waivers
+from torch_prover.output import report
+from torch_prover.batch.pool import BatchOptions, run_batch
 from torch_prover.case import Case, F
 from torch_prover.cases import find_case
-from torch_prover.coverage import coverage
+from torch_prover.output.coverage import coverage
 
 
 def raises(x):
@@ -124,7 +125,7 @@ def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
     and nothing half-written is left (the workers are forked: they inherit the patch)."""
     import errno
 
-    from torch_prover import evidence
+    from torch_prover.output import evidence
     real = evidence._write_file
 
     def full_for_floor(path, data):
@@ -147,7 +148,7 @@ def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
 def test_a_cache_that_cannot_be_written_is_a_warning(tmp_path, monkeypatch):
     import errno
 
-    from torch_prover import evidence
+    from torch_prover.output import evidence
     real = evidence.write_text
 
     def full_cache(path, text):
@@ -175,6 +176,9 @@ def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
 def test_the_cache_key_covers_every_source_a_verdict_depends_on():
     """Editing a shared catalogue helper (reference_ops.py, imported by other case modules)
     or the engine must invalidate cached verdicts: both are in the digest."""
-    names = {p.relative_to(batch.ENGINE_DIR).as_posix() for p in batch.source_files()}
-    assert {"cases/reference_ops.py", "cases/__init__.py", "verdict.py",
-            "node_witness.py"} <= names
+    names = {p.relative_to(batch.PACKAGE_DIR).as_posix() for p in batch.source_files()}
+    assert {"cases/reference_ops.py", "cases/__init__.py", "cases/reference.py", "case.py",
+            "engine/verdict.py", "engine/node_witness.py", "engine/isolate.py",
+            "engine/measure.py", "tags/schema.py", "batch/pool.py"} <= names
+    assert names == {p.relative_to(batch.PACKAGE_DIR).as_posix()
+                     for p in batch.PACKAGE_DIR.rglob("*.py")}   # every source file

@@ -5,11 +5,11 @@ no per-op exceptions. ``pytest -k cumsum`` selects one op's cases.
 """
 import pytest
 
-from torch_prover import fast_export
+from torch_prover.engine import fast_export
 from torch_prover.cases import all_cases, all_missing
-from torch_prover.coverage import coverage, summary
-from torch_prover.tags import schema_tags
-from torch_prover.prove import expected_verdict
+from torch_prover.output.coverage import coverage, summary
+from torch_prover.tags.schema import schema_tags
+from torch_prover.engine.prove import expected_verdict
 
 CASES = all_cases()
 

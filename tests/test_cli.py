@@ -5,8 +5,8 @@ import json
 from torch_prover import cli
 import importlib
 
-prove_mod = importlib.import_module("torch_prover.prove")  # the package re-exports prove()
-from torch_prover.tags import schema_tags
+prove_mod = importlib.import_module("torch_prover.engine.prove")  # the package re-exports prove()
+from torch_prover.tags.schema import schema_tags
 
 
 def test_prove_reshape_json(tmp_path, capsys):
@@ -107,7 +107,7 @@ def test_coverage_op_json(capsys):
 
 
 def test_coverage_without_op_still_lists_every_op(capsys):
-    from torch_prover.tags import all_ops
+    from torch_prover.tags.schema import all_ops
     assert cli.main(["coverage", "--format", "json"]) == 0
     assert [e["op"] for e in json.loads(capsys.readouterr().out)["ops"]] == list(all_ops())
 

@@ -5,7 +5,7 @@ import onnx
 import onnx.numpy_helper
 import pytest
 
-from torch_prover import evidence
+from torch_prover.output import evidence
 
 
 def test_layout_is_loadable(tmp_path, proof_of):

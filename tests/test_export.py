@@ -4,10 +4,11 @@ import hashlib
 import pytest
 import torch
 
-from torch_prover import fast_export
-from torch_prover.case import Case, CaseError, F
+from torch_prover.engine import fast_export
+from torch_prover.case import Case, F
+from torch_prover.errors import CaseError
 from torch_prover.cases import find_case
-from torch_prover.export import export_case
+from torch_prover.engine.export import export_case
 
 
 def _export(case):
@@ -61,9 +62,9 @@ def test_reuse_sees_op_libraries_loaded_after_it_started(monkeypatch):
     cached before that must not hide their torchlib translations."""
     import subprocess
     import sys
-    code = ("from torch_prover import fast_export; assert fast_export.enable();"
+    code = ("from torch_prover.engine import fast_export; assert fast_export.enable();"
             "from torch_prover.cases.quantization import CASES;"
-            "from torch_prover.prove import prove_case;"
+            "from torch_prover.engine.prove import prove_case;"
             "c = next(c for c in CASES if c.name == 'quantizelinear_decomposed');"
             "print(prove_case(c).status)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from torch_prover import html_report, report as report_mod
-from torch_prover.html_report import diagram_svg, render_html
+from torch_prover.output import html_report, report as report_mod
+from torch_prover.output.html_report import diagram_svg, render_html
 
 EVIL = "<script>alert('x')</script>"
 

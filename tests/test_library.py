@@ -2,7 +2,7 @@
 import torch
 
 import torch_prover
-from torch_prover import report
+from torch_prover.output import report
 
 
 def test_prove_a_function():

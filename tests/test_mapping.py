@@ -2,8 +2,8 @@
 import torch
 
 from torch_prover.case import Case, F, I
-from torch_prover.export import export_case
-from torch_prover.mapping import map_node
+from torch_prover.engine.export import export_case
+from torch_prover.engine.mapping import map_node
 
 
 def _map(case):

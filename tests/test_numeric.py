@@ -4,10 +4,10 @@ import copy
 import onnx
 import torch
 
-from torch_prover import numeric
+from torch_prover.engine import numeric
 from torch_prover.case import Case, F
 from torch_prover.cases import find_case
-from torch_prover.prove import prove_case
+from torch_prover.engine.prove import prove_case
 
 from conftest import param
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from torch_prover.operators_md import MissingFromDocs, OperatorsMd, OperatorsMdError
-from torch_prover.tags import UnknownOpError, schema_tags
+from torch_prover.tags.operators_md import MissingFromDocs, OperatorsMd, OperatorsMdError
+from torch_prover.tags.schema import UnknownOpError, schema_tags
 
 REAL = Path(__file__).parent / "data" / "Operators.md"
 pytestmark = pytest.mark.skipif(not REAL.exists(), reason=f"{REAL} not available")
@@ -235,7 +235,7 @@ def test_ml_domain_is_not_ai_onnx(tmp_path):
 
 def test_prove_case_accepts_doc_tags(doc):
     from torch_prover.cases import all_cases
-    from torch_prover.prove import prove_case
+    from torch_prover.engine.prove import prove_case
     case = next(c for c in all_cases() if c.name == "reshape_basic")
     rec = prove_case(case, numeric=False, tags=doc.tags, tag_source=doc.source).record()
     assert rec["tags_from"] == doc.source

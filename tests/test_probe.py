@@ -2,7 +2,7 @@
 import torch
 
 from torch_prover.case import B, Case, F, I
-from torch_prover.probe import probe
+from torch_prover.engine.probe import probe
 
 
 def _ev(case):
@@ -110,7 +110,7 @@ def crashing_backward(x):
 
 def test_a_crashing_backward_is_a_broken_case_not_evidence():
     import pytest
-    from torch_prover.case import CaseError
+    from torch_prover.errors import CaseError
     with pytest.raises(CaseError, match="backward crashed"):
         probe(Case("Mul", "t_crash", crashing_backward, (F(3),)))
 
@@ -120,7 +120,7 @@ def shape_of(x):
 
 
 def test_dynamic_dynamo_export_of_a_plain_function():
-    from torch_prover.export import export_case
+    from torch_prover.engine.export import export_case
     case = Case("Shape", "t_dyn", shape_of, (F(2, 3),), dynamic=True)
     e = export_case(case, case.build_module(), case.build_inputs(0), 1)
     assert "Shape" in [n.op_type for n in e.model.graph.node]

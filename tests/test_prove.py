@@ -10,8 +10,8 @@ import torch
 from torch_prover.case import Case, F
 from torch_prover.cases import find_case
 from torch_prover.cases.arithmetic import add_self
-from torch_prover.prove import prove_case
-from torch_prover.tags import schema_tags
+from torch_prover.engine.prove import prove_case
+from torch_prover.tags.schema import schema_tags
 
 from conftest import param
 
@@ -114,7 +114,7 @@ def test_a_folded_parameter_is_judged_by_the_numeric_witness_and_says_how_to_kee
     gradient can no longer be attributed to it, so only the node's own finite differences
     speak (PRelu is linear in the slope where x < 0: differentiable, as tagged), and the
     reason names the option that would keep the parameter."""
-    from torch_prover.verdict import Rule
+    from torch_prover.engine.verdict import Rule
     proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (F(2, 3, 4),), ("x",),
                             exporter="torchscript"))
     p = param(proof, "input", 1)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from torch_prover import report
-from torch_prover.verdict import VERDICTS
+from torch_prover.output import report
+from torch_prover.engine.verdict import VERDICTS
 
 PIPE_REASON = ("x received a nonzero gradient (max |grad| 2.01); finite differences agree in "
                "onnxruntime (rel err 8e-11), checked on seeds 0 and 1 with a 1e-6 step")
@@ -103,7 +103,7 @@ def test_batch_markdown_collapses_ops_not_run():
 
 
 def test_full_catalogue_two_op_batch_has_one_not_run_line():
-    from torch_prover.coverage import coverage
+    from torch_prover.output.coverage import coverage
     entries = coverage()
     rep = report.batch_report([record(), record("Floor", "floor_basic")], entries, 1.0)
     covered = sum(e["status"] == "covered" for e in entries)

@@ -16,7 +16,7 @@ import torch
 from torch_prover import cli
 from torch_prover.case import Case, Custom, F, I, T
 from torch_prover.cases import all_cases
-from torch_prover.script_gen import _inputs, compare_records, literal, render_case
+from torch_prover.pr.gen import _inputs, compare_records, literal, render_case
 
 SAMPLE = ["reshape_basic", "conv2d_bias", "topk_values_indices", "shape_dynamic",
           "shrink_default", "min_three_broadcast"]

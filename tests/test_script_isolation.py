@@ -167,32 +167,32 @@ def test_cwd_and_argv_are_those_of_python_script_py(tmp_path, monkeypatch, capsy
 
 # --------------------------------------------------------------------------- the prover's state
 PATCHES = """\
-    import torch_prover.tags, torch_prover.verdict, torch_prover.probe, torch_prover.prove
-    import torch_prover.script_case
+    import torch_prover.tags.schema, torch_prover.engine.verdict, torch_prover.engine.probe, torch_prover.engine.prove
+    import torch_prover.pr.case
     def flipped(op, opset=None, domain=""):
         import dataclasses
         real = REAL(op, opset, domain)
         flip = {"differentiable": "non-differentiable", "non-differentiable": "differentiable"}
         return dataclasses.replace(real, inputs=tuple(
             dataclasses.replace(f, tag=flip.get(f.tag, f.tag)) for f in real.inputs))
-    REAL = torch_prover.tags.schema_tags
-    torch_prover.tags.schema_tags = flipped
-    torch_prover.prove.schema_tags = flipped
-    torch_prover.verdict.decide = lambda **kw: ("disagree", "patched by the script")
-    torch_prover.prove.decide = torch_prover.verdict.decide
-    torch_prover.probe.probe = lambda case: 1 / 0
-    torch_prover.prove.probe = torch_prover.probe.probe
-    torch_prover.script_case.infer_op = lambda model, tracked: ("Abs", ["Abs"])
+    REAL = torch_prover.tags.schema.schema_tags
+    torch_prover.tags.schema.schema_tags = flipped
+    torch_prover.engine.prove.schema_tags = flipped
+    torch_prover.engine.verdict.decide = lambda **kw: ("disagree", "patched by the script")
+    torch_prover.engine.prove.decide = torch_prover.engine.verdict.decide
+    torch_prover.engine.probe.probe = lambda case: 1 / 0
+    torch_prover.engine.prove.probe = torch_prover.engine.probe.probe
+    torch_prover.pr.case.infer_op = lambda model, tracked: ("Abs", ["Abs"])
     open("patched.marker", "w").write("yes")
 """
 
 
 def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
-    import torch_prover.probe
-    import torch_prover.tags
-    import torch_prover.verdict
-    before = (torch_prover.tags.schema_tags, torch_prover.verdict.decide,
-              torch_prover.probe.probe)
+    import torch_prover.engine.probe
+    import torch_prover.tags.schema
+    import torch_prover.engine.verdict
+    before = (torch_prover.tags.schema.schema_tags, torch_prover.engine.verdict.decide,
+              torch_prover.engine.probe.probe)
     plain = write(tmp_path, "plain.py", MAX_METHOD1)
     patched = write(tmp_path, "patched.py", PATCHES + MAX_METHOD1)
     code_plain, rec_plain, out = run(tmp_path, monkeypatch, capsys, plain)
@@ -211,8 +211,8 @@ def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
     assert verdicts == [("input", 0, "differentiable", "agree"),
                         ("input", 1, "differentiable", "agree"),
                         ("output", 0, "differentiable", "agree")]
-    assert (torch_prover.tags.schema_tags, torch_prover.verdict.decide,
-            torch_prover.probe.probe) == before
+    assert (torch_prover.tags.schema.schema_tags, torch_prover.engine.verdict.decide,
+            torch_prover.engine.probe.probe) == before
 
 
 # --------------------------------------------------------------------------- output cap
@@ -303,7 +303,7 @@ def test_the_prover_refuses_to_unpickle_what_the_child_wrote(tmp_path):
     loads a script's program, that path is closed."""
     from torch.export.pt2_archive import _package
 
-    from torch_prover.script_module import _weights_only
+    from torch_prover.pr.module import _weights_only
 
     class Boom:
         def __reduce__(self):

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from torch_prover import cli
-from torch_prover.script_case import directives, infer_op
-from torch_prover.script_runner import run_script
+from torch_prover.pr.case import directives, infer_op
+from torch_prover.pr.runner import run_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "scripts" / "examples"
 SHARED = Path("/work/shared/examples/reshape_method1.py")

@@ -25,22 +25,6 @@ TORCHSCRIPT_MAX_OPSET = 20
 
 
 
-class CaseError(Exception):
-    """A broken case: bad definition, export failure, crash. Not a tag disagreement."""
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message ('' when it has none): reports are one line
-    per problem, and exporter / autograd messages run to pages."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
-
-
-def describe(exc: BaseException) -> str:
-    """``Type: first line``, capped, for records that keep why something could not run."""
-    return f"{type(exc).__name__}: {first_line(exc)}".strip()[:300]
-
-
 # --------------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
 class Spec:

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import preflight, report
-from .case import CaseError
-from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, OutputError, UsageError
-from .script_process import DEFAULT_TIMEOUT as RUN_TIMEOUT
+from . import preflight
+from .output import report
+from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, CaseError, OutputError, UsageError
+from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 
 __all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
 
@@ -99,31 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "torch-prover"
-
-
-def _load_docs(path: str | None):
-    """The OperatorsMd for --tags-from, or None for the installed onnx."""
-    if not path:
-        return None
-    from .operators_md import OperatorsMd, OperatorsMdError
-    preflight.readable_file(path, "--tags-from")
-    try:
-        return OperatorsMd.from_file(path)
-    except OperatorsMdError as exc:
-        raise UsageError(f"--tags-from: {exc}") from None
-
-
-def _tags_of(doc, path: str | None):
-    """(tags function, label, fingerprint) of a loaded docs file, or of the installed onnx."""
-    if doc is None:
-        return None, "onnx.defs", ""
-    import hashlib
-    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _tag_source(path: str | None):
-    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
-    return _tags_of(_load_docs(path), path)
 
 
 def _selected_cases(ops_arg: str | None):
@@ -239,11 +214,11 @@ def _terminal_width() -> int:
 
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
-    from .batch import BatchOptions, run_batch
+    from .batch.pool import BatchOptions, run_batch
     from .cases import all_cases
-    from .coverage import coverage
-    from .evidence import prune, write_index, write_text
-    from . import waivers as waivers_mod
+    from .output.coverage import coverage
+    from .output.evidence import prune, write_index, write_text
+    from .batch import waivers as waivers_mod
     preflight.positive_int(args.jobs, "--jobs")
     preflight.positive_seconds(args.timeout, "--timeout")
     cases = _selected_cases(args.ops)
@@ -258,8 +233,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         except waivers_mod.WaiverError as exc:
             raise UsageError(str(exc)) from None
     out = _check_outputs(args, cases)
-    doc = _load_docs(args.tags_from)
-    tags, label, fingerprint = _tags_of(doc, args.tags_from)
+    doc = preflight.load_docs(args.tags_from)
+    tags, label, fingerprint = preflight.tags_of(doc, args.tags_from)
     opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
@@ -286,7 +261,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         text = report.batch_markdown(rep)
     elif args.format == "html":
-        from .html_report import render_html
+        from .output.html_report import render_html
         text = render_html(rep)
     else:
         text = report.batch_text(rep, _terminal_width())
@@ -302,8 +277,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .coverage import coverage, coverage_text, op_text
-    from .tags import canonical_op
+    from .output.coverage import coverage, coverage_text, op_text
+    from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
         names = [n.strip() for arg in args.ops for n in arg.split(",") if n.strip()]
@@ -322,7 +297,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def _cmd_tags(args: argparse.Namespace) -> int:
-    from .tags import canonical_op, schema_tags
+    from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
     tags = schema_tags(op, args.opset)
     if args.format == "json":
@@ -334,9 +309,9 @@ def _cmd_tags(args: argparse.Namespace) -> int:
 
 def _cmd_prove(args: argparse.Namespace) -> int:
     from .cases import cases_for, find_case
-    from .evidence import write_proof
-    from .prove import prove_case
-    from .tags import canonical_op
+    from .output.evidence import write_proof
+    from .engine.prove import prove_case
+    from .tags.schema import canonical_op
     op = canonical_op(args.op)
     if args.all:
         cases = cases_for(op)
@@ -356,7 +331,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         changes["opset"] = args.opset
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
-    tags, label, _ = _tag_source(args.tags_from)
+    tags, label, _ = preflight.tag_source(args.tags_from)
     records, worst = [], EXIT_OK
     for case in cases:
         proved = case.replace(**changes) if changes else case
@@ -372,7 +347,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if args.format == "text":
             sys.stdout.write(report.proof_text(rec, _terminal_width()))
         elif args.format == "markdown":
-            from .script_gen import script_for
+            from .pr.gen import script_for
             sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
     if args.format == "json":
         sys.stdout.write(report.to_json(records[0] if not args.all else
@@ -381,14 +356,14 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .script_runner import cmd_run
+    from .pr.runner import cmd_run
     if args.out is not None and not args.no_write:
         preflight.writable_dir(args.out, "--out")
     return cmd_run(args)
 
 
 def _cmd_script(args: argparse.Namespace) -> int:
-    from .script_gen import cmd_script
+    from .pr.gen import cmd_script
     if args.output:
         preflight.writable_file(args.output, "-o")
     return cmd_script(args)
@@ -407,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    from .tags import UnknownOpError
+    from .tags.schema import UnknownOpError
     try:
         return COMMANDS[args.command](args)
     except (UsageError, UnknownOpError) as exc:

@@ -19,3 +19,19 @@ class UsageError(Exception):
 class OutputError(Exception):
     """An output location torch-prover may not or cannot write: a symlink out of ``--out``,
     a directory holding files it did not write, a read-only or full disk. One line, exit 2."""
+
+
+class CaseError(Exception):
+    """A broken case: bad definition, export failure, crash. Not a tag disagreement."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message ('' when it has none): reports are one line
+    per problem, and exporter / autograd messages run to pages."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line``, capped, for records that keep why something could not run."""
+    return f"{type(exc).__name__}: {first_line(exc)}".strip()[:300]

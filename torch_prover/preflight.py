@@ -72,7 +72,7 @@ def positive_seconds(value: float, what: str) -> float:
 
 def op_names(text: str, what: str) -> list[str]:
     """A comma-separated list of known ops (any capitalisation), at least one."""
-    from .tags import canonical_op
+    from .tags.schema import canonical_op
     names = [o.strip() for o in text.split(",") if o.strip()]
     if not names:
         raise UsageError(f"{what} {text!r}: names no op; e.g. {what} Relu,Add")
@@ -94,8 +94,34 @@ def readable_file(path: str | os.PathLike, what: str) -> Path:
 def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
     """The case directories a run would write are absent or ours (see evidence)."""
     from .errors import OutputError
-    from .evidence import check_case_dirs
+    from .output.evidence import check_case_dirs
     try:
         check_case_dirs(out, pairs)
     except OutputError as exc:
         raise UsageError(f"--out: {exc}") from None
+
+
+# --------------------------------------------------------------------------- --tags-from
+def load_docs(path: str | None):
+    """The OperatorsMd for --tags-from, or None for the installed onnx."""
+    if not path:
+        return None
+    from .tags.operators_md import OperatorsMd, OperatorsMdError
+    readable_file(path, "--tags-from")
+    try:
+        return OperatorsMd.from_file(path)
+    except OperatorsMdError as exc:
+        raise UsageError(f"--tags-from: {exc}") from None
+
+
+def tags_of(doc, path: str | None):
+    """(tags function, label, fingerprint) of a loaded docs file, or of the installed onnx."""
+    if doc is None:
+        return None, "onnx.defs", ""
+    import hashlib
+    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def tag_source(path: str | None):
+    """(tags function, label, fingerprint) for --tags-from, or the installed onnx."""
+    return tags_of(load_docs(path), path)

@@ -1,4 +1,5 @@
-"""The catalogue. Every module in this package may define ``CASES = [Case(...), ...]``.
+"""The catalogue. Every module in this package (but ``reference.py``, the reference-op
+machinery the cases use) may define ``CASES = [Case(...), ...]``.
 
 Cases are discovered by walking the package (no registration side effects, no hand
 list). Names are unique; ops are checked against onnx.defs.
@@ -12,18 +13,23 @@ import pkgutil
 
 import onnx.defs
 
-from ..case import Case, CaseError
+from ..case import Case
+from ..errors import CaseError
 
 
 MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package not installable here",
                       "exporter cannot produce it", "not yet written")
 
 
+MACHINERY = ("reference",)
+"""Modules of this package that hold no cases: the reference-op machinery they use."""
+
+
 def case_modules():
     """Every catalogue module, in name order."""
     return [importlib.import_module(f"{__name__}.{info.name}")
             for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
-            if not info.name.startswith("_")]
+            if not info.name.startswith("_") and info.name not in MACHINERY]
 
 
 def module_of(case: Case) -> str:
@@ -93,6 +99,6 @@ def find_case(op: str, name: str | None = None) -> Case:
 
 
 def closest_ops(op: str, n: int = 3) -> list[str]:
-    from ..tags import all_ops
+    from ..tags.schema import all_ops
     return difflib.get_close_matches(op, all_ops(), n=n, cutoff=0.5) or \
         difflib.get_close_matches(op.capitalize(), all_ops(), n=n, cutoff=0.4)

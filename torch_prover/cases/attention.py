@@ -1,7 +1,7 @@
 """Attention (opset 23+): F.scaled_dot_product_attention exports to one Attention node.
 
 SDPA has no KV cache and returns only Y, so a reference op written from the ONNX spec
-(torch_prover/reference.py) exercises the rest: past_key/past_value with the
+(torch_prover/cases/reference.py) exercises the rest: past_key/past_value with the
 present_key/present_value and qk_matmul_output outputs, and nonpad_kv_seqlen.
 SwiGLU, LinearAttention and CausalConvWithState exist only from opset 27/28, which the
 exporter cannot produce (see nn_missing.py).
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import B, Case, Custom, F
-from ..reference import onnx_opset, reference_op
+from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Custom, F
-from ..reference import reference_op
+from .reference import reference_op
 
 
 class Conv2dBias(torch.nn.Module):

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Expect, F, I
-from ..reference import reference_op
+from .reference import reference_op
 
 _WEIGHT = ("the mean loss is sum_i w[t_i] l_i / sum_i w[t_i]: a ratio of sums linear in the "
            "class weights, so it moves with them (only the numeric witness can show it: PyTorch "

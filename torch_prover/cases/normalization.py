@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Expect, F
-from ..reference import reference_op
+from .reference import reference_op
 
 _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
             "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero; the "

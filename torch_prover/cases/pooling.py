@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Custom, F, T
-from ..reference import onnx_opset, reference_op
+from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
 

@@ -21,7 +21,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..case import Case, Expect, F, T
-from ..reference import reference_op
+from .reference import reference_op
 
 H = 3  # hidden size; input size 2, sequence length 4, batch 1 (2 when packed)
 

@@ -15,7 +15,7 @@ Inputs are continuous normals (no ties for Max/Min/ArgMax, no zeros for L1 or Pr
 import torch
 
 from ..case import Case, F
-from ..reference import onnx_opset, reference_op
+from .reference import onnx_opset, reference_op
 
 
 # --------------------------------------------------------------------------- ReduceSum

@@ -2,7 +2,7 @@
 
 Each op gets a PyTorch reference written from the ONNX operator spec with ordinary
 differentiable torch ops, bound to the real ONNX op by :func:`reference_op` (see
-torch_prover/reference.py): the probe runs the reference with autograd, the export emits
+torch_prover/cases/reference.py): the probe runs the reference with autograd, the export emits
 exactly one node of the op, and the engine's numeric check (forward and finite-difference
 VJP of the exported model against PyTorch) is what confirms that the ONNX op computes the
 reference's function. Reference parameters are named like the ONNX attributes they become.
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Custom, Expect, F, I, T
-from ..reference import reference_op
+from .reference import reference_op
 
 Tensor = torch.Tensor
 
@@ -97,7 +97,7 @@ def hardmax(input: Tensor, axis: int = -1) -> Tensor:
     return at_max * first
 
 
-def _pads_for_fn_pad(pads: list[int], n: int) -> list[int]:
+def pads_for_fn_pad(pads: list[int], n: int) -> list[int]:
     """ONNX pads [x1_begin, x2_begin, ..., x1_end, x2_end] -> F.pad's last-dim-first pairs."""
     out: list[int] = []
     for d in reversed(range(n)):
@@ -114,7 +114,7 @@ def lppool(X: Tensor, kernel_shape: list[int], p: int = 2,
     strides = strides or [1] * n
     dilations = dilations or [1] * n
     pads = pads or [0] * (2 * n)
-    y = Fn.pad(X.abs().pow(p), _pads_for_fn_pad(pads, n))
+    y = Fn.pad(X.abs().pow(p), pads_for_fn_pad(pads, n))
     for d in range(n):
         span = dilations[d] * (kernel_shape[d] - 1) + 1
         y = y.unfold(2 + d, span, strides[d])[..., ::dilations[d]]

@@ -3,7 +3,7 @@
 No PyTorch function exports to DynamicQuantizeLinear, MatMulInteger, ConvInteger,
 QLinearMatMul, QLinearConv or MelWeightMatrix (torch.ao's quantized ops export, if at all,
 as QuantizeLinear/DequantizeLinear around float ops; torch has no mel filterbank). Each
-gets a PyTorch reference written from the ONNX spec (see torch_prover/reference.py), whose
+gets a PyTorch reference written from the ONNX spec (see torch_prover/cases/reference.py), whose
 forward the engine checks against onnxruntime / the onnx reference evaluator.
 
 What the evidence can say here:
@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, F, I, Spec
-from .reference_ops import _pads_for_fn_pad
-from ..reference import reference_op
+from .reference_ops import pads_for_fn_pad
+from .reference import reference_op
 
 Tensor = torch.Tensor
 
@@ -56,7 +56,7 @@ def _int_conv(x: Tensor, w: Tensor, x_zero_point: Optional[Tensor],
     if w_zero_point is not None:
         zp = w_zero_point.to(torch.float64)
         wf = wf - (zp.reshape(-1, *[1] * (n + 1)) if zp.dim() == 1 else zp)
-    xf = Fn.pad(xf, _pads_for_fn_pad(pads or [0] * (2 * n), n))
+    xf = Fn.pad(xf, pads_for_fn_pad(pads or [0] * (2 * n), n))
     conv = (Fn.conv1d, Fn.conv2d, Fn.conv3d)[n - 1]
     return conv(xf, wf, stride=strides or 1, dilation=dilations or 1, groups=group)
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as Fn
 
 from ..case import Case, Expect, F, I, T
-from ..reference import onnx_opset, reference_op
+from .reference import onnx_opset, reference_op
 
 
 def gather_elements_dim1(data, indices):

@@ -10,7 +10,7 @@ import math
 import torch
 
 from ..case import Case, Expect, F
-from ..reference import reference_op
+from .reference import reference_op
 
 _LINEAR = ("the DFT is linear in its input: PyTorch's gradient is nonzero and finite "
            "differences of the ONNX model confirm it, but ONNX tags it non-differentiable")

@@ -1,0 +1,1 @@
+"""verify-all: the forked worker pool and its cache (``pool``), waivers."""

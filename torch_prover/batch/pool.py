@@ -1,0 +1,349 @@
+"""verify-all: prove many cases in isolated, forked workers, with a per-case timeout and a cache.
+
+Each case runs in a child forked from a warmed-up parent (imports done, exporter tables
+memoised by fast_export), so a worker pays neither the ~6 s of imports a spawned process
+would nor the exporter's per-call table rebuilds. A case that raises, hangs past its
+timeout or kills its process becomes that case's error record; the batch goes on. Each
+child writes its own evidence atomically (evidence.py), so nothing is left half-written.
+
+Results are cached by a key over the case's source file, the engine's source, the
+versions and the options; a rerun with nothing changed reuses them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..case import Case
+from ..errors import CaseError, OutputError, first_line
+from ..cases import module_of
+from ..engine.prove import RECORD_FORMAT, TagSource, versions
+from ..tags.schema import UnknownOpError
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The torch_prover package: every source file in it is part of the cache key."""
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    jobs: int = 2
+    timeout: float = 120.0
+    numeric: bool = True
+    out: Path | None = None
+    cache_dir: Path | None = None
+    tags: TagSource | None = None
+    tag_source: str = "onnx.defs"
+    tag_fingerprint: str = ""
+    progress: Callable[[int, int, str], None] | None = None
+
+
+@dataclass
+class BatchResult:
+    records: list[dict[str, Any]]
+    wall_time_s: float
+    cache_hits: int = 0
+    fast_export: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)   # case -> wall time in its worker
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
+    warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
+
+
+def error_record(case: Case, message: str) -> dict[str, Any]:
+    return {"format": RECORD_FORMAT, "op": case.op, "domain": case.domain, "case": case.name,
+            "kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
+            "status": "error", "error": message, "parameters": []}
+
+
+# ----------------------------------------------------------------------------- cache
+def _digest_files(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.relative_to(PACKAGE_DIR).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+_ENGINE_DIGEST: str | None = None
+
+
+def source_files() -> list[Path]:
+    """Every source file a verdict can depend on: the engine and the whole catalogue (a case
+    module imports shared helpers such as cases/reference_ops.py)."""
+    return sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def engine_digest() -> str:
+    """The package's source: any change to it invalidates every cached result."""
+    global _ENGINE_DIGEST
+    if _ENGINE_DIGEST is None:
+        _ENGINE_DIGEST = _digest_files(source_files())
+    return _ENGINE_DIGEST
+
+
+def cache_key(case: Case, opts: BatchOptions) -> str:
+    module = sys.modules[module_of(case)]
+    source = Path(module.__file__).read_bytes()
+    payload = json.dumps({
+        "case": case.name, "source": hashlib.sha256(source).hexdigest(),
+        "engine": engine_digest(), "versions": versions(), "numeric": opts.numeric,
+        "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
+        "seeds": list(case.seeds), "opset": case.opset}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _valid_cached(rec: Any, case: Case) -> bool:
+    """A cache entry counts only if it is a record of ours for this very case."""
+    return (isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT
+            and rec.get("op") == case.op and rec.get("case") == case.name
+            and isinstance(rec.get("parameters"), list) and isinstance(rec.get("status"), str))
+
+
+def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
+    if opts.cache_dir is None:
+        return None
+    path = opts.cache_dir / f"{cache_key(case, opts)}.json"
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not _valid_cached(rec, case):
+        return None   # a damaged or foreign entry is a miss, never a crash
+    if opts.out is not None and rec.get("status") != "error":
+        # evidence must be there and current, or the case is recomputed to rewrite it
+        proof = opts.out / case.op / case.name / "proof.json"
+        try:
+            if json.loads(proof.read_text()) != rec:
+                return None
+        except (OSError, ValueError):
+            return None
+    return rec
+
+
+def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> str | None:
+    """Store a record; a cache that cannot be written costs a warning, never the batch."""
+    if opts.cache_dir is None or rec.get("status") == "error":
+        return None
+    from ..output.evidence import dumps, write_text
+    try:
+        write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
+    except OSError as exc:
+        return f"cache {opts.cache_dir} not written ({exc.strerror or exc}); results are kept"
+    return None
+
+
+# ----------------------------------------------------------------------------- one case
+def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
+    """Prove ``case`` and write its evidence; any failure becomes an error record."""
+    from ..output.evidence import write_proof
+    from ..engine.prove import prove_case
+    try:
+        proof = prove_case(case, numeric=opts.numeric, tags=opts.tags,
+                           tag_source=opts.tag_source)
+        if opts.out is not None:
+            write_proof(opts.out, proof)
+        return proof.record()
+    except OutputError as exc:
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}")
+    except OSError as exc:   # a full or failing disk: this case fails, the batch goes on
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: "
+                                  f"{exc.strerror or type(exc).__name__}"
+                                  + (f" ({exc.filename})" if exc.filename else ""))
+    except CaseError as exc:
+        return error_record(case, str(exc))
+    except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
+        return {**error_record(case, str(exc)), "status": "no-tags"}
+    except Exception as exc:  # a crash in one case never stops the batch
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "
+                                  f"{first_line(exc)}"
+                                  f" (at {Path(tb.filename).name}:{tb.lineno})")
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this worker when its parent dies (Linux prctl
+    PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass   # not Linux: the closed pipe ends below still end the worker on EOF
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[Any],
+            parent_pid: int) -> None:
+    """A forked worker: prove the case index it is sent, answer, repeat until None.
+
+    The fork copied the parent's end of every pipe, this worker's own included; they are
+    closed first, so the parent's death reaches ``recv()`` as EOF and the worker exits
+    (and the parent-death signal covers a worker busy in a case)."""
+    import resource
+    for c in inherited:
+        c.close()
+    _die_with_parent(parent_pid)
+    # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
+    # progress line; whatever matters reaches the parent in the record
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        while True:
+            index = conn.recv()
+            if index is None:
+                break
+            t0 = time.perf_counter()
+            rec = prove_one(todo[index], opts)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            conn.send_bytes(json.dumps({"record": rec, "seconds": time.perf_counter() - t0,
+                                        "rss_mib": rss}).encode())
+    except (EOFError, OSError):
+        pass
+    finally:
+        conn.close()
+        os._exit(0)  # skip interpreter teardown: the parent owns cleanup
+
+
+@dataclass
+class _Slot:
+    """One worker process and the case it is proving (None: idle)."""
+
+    proc: Any
+    conn: Any
+    index: int | None = None
+    started: float = 0.0
+
+
+def _warm_up(cases: Sequence[Case]) -> str:
+    import gc
+
+    import torch
+    torch.set_num_threads(1)  # one thread per worker: 2 cores, 2 workers; also fork-safe
+    from ..engine import fast_export
+    fast_export.enable()
+    fast_export.prewarm(c.export_opset for c in cases if c.exporter == "dynamo")
+    gc.freeze()  # keep the warmed heap out of the workers' collections: fewer COW copies
+    return fast_export.STATE.why
+
+
+def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
+    start = time.perf_counter()
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[Case] = []
+    for case in cases:
+        hit = _cache_get(case, opts)
+        if hit is not None:
+            records[case.name] = hit
+        else:
+            todo.append(case)
+    result = BatchResult([], 0.0, cache_hits=len(records))
+    if opts.progress:
+        opts.progress(len(records), len(cases), "cached" if records else "")
+    if todo:
+        from ..output.evidence import sweep_temporaries
+        result.fast_export = _warm_up(todo)
+        ops = {c.op for c in todo}
+        if opts.out is not None:
+            sweep_temporaries(opts.out, ops)
+        try:
+            _run_workers(todo, opts, records, result, len(cases))
+        finally:
+            if opts.out is not None:
+                sweep_temporaries(opts.out, ops)
+    result.records = [records[c.name] for c in cases]
+    result.wall_time_s = time.perf_counter() - start
+    return result
+
+
+def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, Any],
+                 result: BatchResult, total: int) -> None:
+    """Prove ``todo`` in forked workers; whatever happens here, no worker outlives it."""
+    ctx = multiprocessing.get_context("fork")
+    slots: list[_Slot] = []
+    parent_pid = os.getpid()
+
+    def spawn() -> _Slot:
+        parent, child = ctx.Pipe(duplex=True)
+        inherited = [sl.conn for sl in slots] + [parent]
+        proc = ctx.Process(target=_worker, args=(todo, opts, child, inherited, parent_pid),
+                           daemon=True)
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def retire(slot: _Slot, kill: bool) -> None:
+        if kill:
+            slot.proc.kill()
+        slot.proc.join(5)
+        if slot.proc.exitcode is None:
+            slot.proc.kill()
+            slot.proc.join()
+        slot.conn.close()
+
+    done = total - len(todo)
+    try:
+        # workers live across cases (a fork per case cost ~25 ms each); one that dies or
+        # hangs is that case's error and is replaced, so isolation is kept
+        for _ in range(max(1, min(opts.jobs, len(todo)))):
+            slots.append(spawn())
+        queue = list(range(len(todo)))
+        while queue or any(sl.index is not None for sl in slots):
+            for sl in slots:
+                if sl.index is None and queue:
+                    sl.index, sl.started = queue.pop(0), time.perf_counter()
+                    sl.conn.send(sl.index)
+            busy = [sl for sl in slots if sl.index is not None]
+            ready = wait([sl.conn for sl in busy], timeout=0.5)
+            now = time.perf_counter()
+            for k, sl in enumerate(slots):
+                if sl.index is None:
+                    continue
+                case = todo[sl.index]
+                rec, replace = None, False
+                if sl.conn in ready:
+                    try:
+                        msg = json.loads(sl.conn.recv_bytes())
+                        rec = msg["record"]
+                        result.seconds[case.name] = msg["seconds"]
+                        result.peak_rss_mib[case.name] = msg["rss_mib"]
+                    except (EOFError, OSError, ValueError):
+                        sl.proc.join(5)
+                        rec = error_record(case, f"{case.op}/{case.name}: worker died "
+                                                 f"(exit code {sl.proc.exitcode}) before reporting")
+                        replace = True
+                elif now - sl.started > opts.timeout:
+                    rec = error_record(case, f"{case.op}/{case.name}: timed out after "
+                                             f"{opts.timeout:g} s")
+                    replace = True
+                if rec is None:
+                    continue
+                sl.index = None
+                if replace:
+                    retire(sl, kill=True)
+                    slots[k] = spawn()
+                records[case.name] = rec
+                warning = _cache_put(case, opts, rec)
+                if warning and warning not in result.warnings:
+                    result.warnings.append(warning)
+                done += 1
+                if opts.progress:
+                    opts.progress(done, total, case.name)
+        for sl in slots:
+            try:
+                sl.conn.send(None)
+            except OSError:
+                pass
+            retire(sl, kill=False)
+    finally:
+        for sl in slots:   # the parent is leaving early (an exception, Ctrl-C): reap all
+            if sl.proc.exitcode is None:
+                retire(sl, kill=True)

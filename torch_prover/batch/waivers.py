@@ -1,0 +1,133 @@
+"""Waivers: known disagreements, each with a reason, so a CI gate fails only on new ones.
+
+File format (TOML)::
+
+    [[waiver]]
+    op = "Mod"
+    parameter = "input 1"          # "input N" / "output N", or the formal name ("B")
+    case = "mod_fmod"              # optional: only this case
+    reason = "why this is accepted for now"
+
+A waiver that matches no disagreement of an op the run proved is *stale* and reported,
+so the file shrinks as tags get fixed. Every entry is checked before any work: its op must
+exist, its parameter must name a formal parameter of that op (in some schema version), its
+case (if given) must be one of the op's catalogue cases -- with a "did you mean".
+"""
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+
+class WaiverError(ValueError):
+    """A broken waivers file; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Waiver:
+    op: str
+    parameter: str
+    reason: str
+    case: str | None = None
+
+    def matches(self, rec: dict[str, Any], param: dict[str, Any]) -> bool:
+        if rec["op"] != self.op or (self.case and rec["case"] != self.case):
+            return False
+        return self.parameter in (f"{param['io']} {param['index']}", param["name"])
+
+    def label(self) -> str:
+        return f"{self.op}{'/' + self.case if self.case else ''} {self.parameter}"
+
+
+def load(path: str | Path) -> list[Waiver]:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise WaiverError(f"cannot read waivers file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise WaiverError(f"waivers file {path} is not a text (UTF-8 TOML) file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise WaiverError(f"waivers file {path} is not valid TOML: {exc}") from None
+    entries = data.get("waiver", [])
+    if not isinstance(entries, list) or set(data) - {"waiver"}:
+        raise WaiverError(f"waivers file {path}: expected only [[waiver]] tables")
+    out = []
+    for n, e in enumerate(entries, 1):
+        if not isinstance(e, dict):
+            raise WaiverError(f"waivers file {path}: waiver #{n} is not a [[waiver]] table")
+        unknown = set(e) - {"op", "parameter", "reason", "case"}
+        if unknown:
+            raise WaiverError(f"waivers file {path}: waiver #{n} has unknown key(s) "
+                              f"{', '.join(sorted(unknown))}")
+        wrong = [k for k, v in e.items() if not isinstance(v, str)]
+        if wrong:
+            raise WaiverError(f"waivers file {path}: waiver #{n}: {', '.join(sorted(wrong))} "
+                              "must be a string")
+        missing = [k for k in ("op", "parameter", "reason") if not e.get(k, "").strip()]
+        if missing:
+            raise WaiverError(f"waivers file {path}: waiver #{n} lacks {', '.join(missing)}")
+        out.append(Waiver(e["op"].strip(), e["parameter"].strip(), e["reason"].strip(),
+                          e.get("case")))
+    return out
+
+
+def _hint(name: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def check(waivers: Iterable[Waiver], cases_of: dict[str, list[str]]) -> None:
+    """WaiverError unless every waiver names a real op, one of its formal parameters (as
+    ``input N`` / ``output N`` or by name, in any schema version) and, if it says so, one
+    of the op's catalogue cases (``cases_of``: op -> case names)."""
+    import onnx.defs
+
+    from ..tags.schema import all_ops
+    for w in waivers:
+        if w.op not in all_ops():
+            raise WaiverError(f"waiver {w.label()}: unknown ONNX op {w.op!r}"
+                              + _hint(w.op, all_ops()))
+        schemas = [s for s in onnx.defs.get_all_schemas_with_history()
+                   if s.name == w.op and s.domain in ("", "ai.onnx")]
+        names, slots = set(), set()
+        for s in schemas:
+            for io, formals in (("input", s.inputs), ("output", s.outputs)):
+                names.update(f.name for f in formals)
+                slots.update(f"{io} {i}" for i in range(len(formals)))
+                if formals and formals[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
+                    slots.update(f"{io} {i}" for i in range(len(formals), 64))
+        if w.parameter not in names | slots:
+            raise WaiverError(f"waiver {w.label()}: {w.op} has no parameter {w.parameter!r} "
+                              f"(its parameters: {', '.join(sorted(names))})"
+                              + _hint(w.parameter, names))
+        if w.case is not None and w.case not in cases_of.get(w.op, []):
+            raise WaiverError(f"waiver {w.label()}: {w.op} has no catalogue case {w.case!r}"
+                              + _hint(w.case, cases_of.get(w.op, [])))
+
+
+def apply(waivers: Iterable[Waiver], records: list[dict[str, Any]]
+          ) -> tuple[dict[tuple[str, str, int], Waiver], list[Waiver]]:
+    """(waived disagreements keyed (case, io, index) -> waiver, stale waivers).
+
+    A waiver is stale only if the run proved its op (and its case, when it names one) and
+    found no disagreement it matches: under ``--ops Add`` an LSTM waiver is not judged."""
+    waived: dict[tuple[str, str, int], Waiver] = {}
+    used: set[Waiver] = set()
+    waivers = list(waivers)
+    ran = {(rec["op"], rec["case"]) for rec in records}
+    for rec in records:
+        for p in rec.get("parameters", []):
+            if p["verdict"] != "disagree":
+                continue
+            for w in waivers:
+                if w.matches(rec, p):
+                    waived[(rec["case"], p["io"], p["index"])] = w
+                    used.add(w)
+                    break
+    judged = [w for w in waivers if any(op == w.op and (w.case is None or case == w.case)
+                                        for op, case in ran)]
+    return waived, [w for w in judged if w not in used]

@@ -1,0 +1,152 @@
+"""torch.onnx.export wrapper: exporter choice, opset, quiet output, a self-contained ModelProto.
+
+The model is kept in memory (no external ``.onnx.data`` file) and checked with
+``onnx.checker``; the opset actually produced is verified, because torch 2.13's
+exporter silently falls back to opset 18 when asked for 26-28.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import onnx
+import torch
+
+from ..case import Case
+from ..errors import CaseError, first_line
+
+
+@dataclass(frozen=True)
+class Exported:
+    model: onnx.ModelProto
+    exporter: str
+    opset: int
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence the exporter's progress prints, warnings and torchvision notices."""
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._export",
+                                              "torch._dynamo",
+                                              "onnxscript", "torch.fx")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    sink = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sink):
+            warnings.simplefilter("ignore")
+            yield sink
+    finally:
+        for lg, lv in zip(loggers, levels):
+            lg.setLevel(lv)
+
+
+_LOCATION_KEYS = ("pkg.torch.onnx.stack_trace",)
+
+
+def _strip_stack_traces(graph: onnx.GraphProto) -> None:
+    """Drop the exporter's per-node Python stack traces: they hold absolute paths and line
+    numbers of whoever called export, so the same proof would hash differently in another
+    checkout (or after an unrelated edit). Nothing a proof reads is lost."""
+    for node in graph.node:
+        keep = [p for p in node.metadata_props if p.key not in _LOCATION_KEYS]
+        if len(keep) != len(node.metadata_props):
+            del node.metadata_props[:]
+            node.metadata_props.extend(keep)
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                _strip_stack_traces(g)
+
+
+def _takes_varargs(module: torch.nn.Module) -> bool:
+    params = inspect.signature(module.forward).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+
+
+def model_opset(model: onnx.ModelProto, domain: str = "") -> int | None:
+    for imp in model.opset_import:
+        if imp.domain in (domain, "ai.onnx" if domain == "" else domain):
+            return imp.version
+    return None
+
+
+def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, exporter: str,
+                  opset: int, input_names: Sequence[str], output_names: Sequence[str],
+                  dynamic: bool = False, options: dict[str, Any] | None = None,
+                  label: str = "") -> Exported:
+    """Export ``module(*args)``; raise CaseError with a one-line cause on failure."""
+    options = dict(options or {})
+    args = tuple(args)
+    try:
+        with quiet():
+            if exporter == "dynamo":
+                if dynamic:
+                    from torch.export import Dim
+                    shapes = tuple({d: Dim.AUTO for d in range(a.dim())} for a in args)
+                    if _takes_varargs(module):
+                        shapes = (shapes,)  # forward(*args): torch.export groups them
+                    options.setdefault("dynamic_shapes", shapes)
+                program = torch.onnx.export(
+                    module, args, dynamo=True, opset_version=opset, verbose=False,
+                    input_names=list(input_names), output_names=list(output_names),
+                    external_data=False, **options)
+                model = program.model_proto
+            else:
+                buf = io.BytesIO()
+                if dynamic:
+                    options.setdefault("dynamic_axes", {
+                        n: {d: f"{n}_d{d}" for d in range(a.dim())}
+                        for n, a in zip(input_names, args)})
+                torch.onnx.export(module, args, buf, dynamo=False, opset_version=opset,
+                                  input_names=list(input_names),
+                                  output_names=list(output_names), **options)
+                model = onnx.load_from_string(buf.getvalue())
+    except CaseError:
+        raise
+    except Exception as exc:  # the exporter raises many types; all mean "this case does not export"
+        first = first_line(exc) or type(exc).__name__
+        raise CaseError(f"{label}export with the {exporter} exporter at opset {opset} failed: "
+                        f"{type(exc).__name__}: {first}") from exc
+    _strip_stack_traces(model.graph)
+    got = model_opset(model)
+    if got != opset:
+        raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "
+                        f"declares opset {got}; refusing to trust it")
+    try:
+        # full_check: also strict type/shape inference, so a model whose types do not fit
+        # the schema (an int32 beside the int64 an op requires) is refused here instead of
+        # quietly failing over from onnxruntime to the reference evaluator
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:
+        raise CaseError(f"{label}onnx.checker rejects the exported model: "
+                        f"{first_line(exc)}") from exc
+    return Exported(model, exporter, opset, tuple(input_names), tuple(output_names))
+
+
+def output_name(j: int) -> str:
+    """ONNX graph output name of PyTorch output ``j`` (the exporter is told these names)."""
+    return f"y{j}"
+
+
+def output_index(name: str) -> int:
+    return int(name.removeprefix("y"))
+
+
+def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor],
+                n_outputs: int) -> Exported:
+    options = dict(case.export_options)
+    if case.translation:
+        options["custom_translation_table"] = dict(case.translation)
+    return export_module(module, args, exporter=case.exporter, opset=case.export_opset,
+                         input_names=case.names,
+                         output_names=[output_name(j) for j in range(n_outputs)],
+                         dynamic=case.dynamic, options=options,
+                         label=f"{case.op}/{case.name}: ")

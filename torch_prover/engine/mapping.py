@@ -1,0 +1,292 @@
+"""Graph mapping: which PyTorch tensor became each input and output of the target ONNX node.
+
+Attribution is by data dependency, not by trusting names or positions: each node input
+is traced back to the graph inputs and module parameters (initializers) it depends on,
+through any glue nodes; each node output forward to the graph outputs it reaches.
+Anything that cannot be attributed cleanly makes the case *invalid* (DESIGN §1.3).
+
+Each attribution also says which nodes on its path *compute* (``through``): a tensor that
+reaches the node via ``Shape``, ``Floor``, a comparison or a quantizer is still attributed,
+but PyTorch's gradient for it is evidence about that computation, not about this node, so
+the autograd witness counts only when ``through`` is empty (value-preserving glue only:
+``VALUE_SLOTS``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable
+
+import onnx
+
+ABSENT, CONSTANT, TENSOR = "absent", "constant", "tensor"
+
+_ALL = frozenset(range(64))
+VALUE_SLOTS: dict[str, frozenset[int]] = {
+    "Identity": frozenset({0}), "Reshape": frozenset({0}), "Transpose": frozenset({0}),
+    "Squeeze": frozenset({0}), "Unsqueeze": frozenset({0}), "Flatten": frozenset({0}),
+    "Slice": frozenset({0}), "Split": frozenset({0}), "Concat": _ALL, "Expand": frozenset({0}),
+    "Tile": frozenset({0}), "Gather": frozenset({0}), "GatherElements": frozenset({0}),
+    "GatherND": frozenset({0}), "Cast": frozenset({0}), "CastLike": frozenset({0}),
+    "Optional": frozenset({0}), "OptionalGetElement": frozenset({0}),
+    "SequenceConstruct": _ALL, "SequenceInsert": frozenset({0, 1}),
+    "SequenceAt": frozenset({0}), "SplitToSequence": frozenset({0}),
+}
+"""Glue that moves, copies or re-types values without computing on them: op type -> the
+input slots through which a value passes unchanged. Cast/CastLike count only float to
+float (a cast to an integer type is a Floor in disguise)."""
+_FLOAT_TYPES = ("float", "double", "complex", "bfloat")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Where one node input (or output) comes from (or goes to)."""
+
+    io: str                 # "input" | "output"
+    index: int
+    kind: str               # absent | constant | tensor
+    source: str | None      # graph input / initializer / graph output name
+    dtype: str | None       # ONNX elem type name of the node value, when known
+    path: tuple[str, ...]   # op types of glue nodes between source and the node
+    problem: str | None = None   # set when the attribution is ambiguous
+    through: tuple[str, ...] = ()   # computing (not value-preserving) ops on the path
+
+
+@dataclass(frozen=True)
+class NodeMapping:
+    node_name: str
+    inputs: tuple[Attribution, ...]
+    outputs: tuple[Attribution, ...]
+    invalid: str | None = None    # whole-case problem (no / several target nodes)
+    node_index: int | None = None  # the target node's index in graph.node
+    others: tuple[str, ...] = ()   # helper nodes of the same type, not the target
+
+    @property
+    def problems(self) -> list[str]:
+        found = [self.invalid] if self.invalid else []
+        return found + [a.problem for a in self.inputs + self.outputs if a.problem]
+
+
+def _elem_type(t: int) -> str:
+    return onnx.helper.tensor_dtype_to_np_dtype(t).name if t else "unknown"
+
+
+def subgraph_names(node: onnx.NodeProto) -> set[str]:
+    """Names read inside a node's subgraphs (If/Loop/Scan bodies capture outer values)."""
+    names: set[str] = set()
+    for attr in node.attribute:
+        graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+        for g in graphs:
+            for n in g.node:
+                names.update(n.input)
+                names |= subgraph_names(n)
+    return names
+
+
+def _node_inputs(node: onnx.NodeProto) -> list[str]:
+    return [n for n in node.input if n] + sorted(subgraph_names(node))
+
+
+class _Graph:
+    def __init__(self, model: onnx.ModelProto):
+        g = model.graph
+        self.graph = g
+        self.producer: dict[str, int] = {}
+        for i, n in enumerate(g.node):
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        self.consumers: dict[str, list[int]] = {}
+        for i, n in enumerate(g.node):
+            for name in _node_inputs(n):
+                self.consumers.setdefault(name, []).append(i)
+        self.graph_inputs = [i.name for i in g.input]
+        self.initializers = {t.name: t for t in g.initializer}
+        self.outputs = [o.name for o in g.output]
+        self.types: dict[str, str] = {}
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model).graph
+        except Exception:
+            inferred = g
+        for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output):
+            if vi.type.HasField("tensor_type"):
+                self.types[vi.name] = _elem_type(vi.type.tensor_type.elem_type)
+        for t in g.initializer:
+            self.types[t.name] = _elem_type(t.data_type)
+        for n in g.node:
+            if n.op_type == "Constant" and n.output:
+                for a in n.attribute:
+                    if a.name == "value" and a.HasField("t"):
+                        self.types[n.output[0]] = _elem_type(a.t.data_type)
+
+    def _passes(self, node: onnx.NodeProto, slot: int, name: str) -> bool:
+        """Does the value in input ``slot`` reach the node's outputs unchanged?"""
+        if slot not in VALUE_SLOTS.get(node.op_type, ()) or node.domain not in ("", "ai.onnx"):
+            return False
+        if node.op_type in ("Cast", "CastLike"):
+            out = self.types.get(node.output[0], "")
+            return self.types.get(name, "").startswith(_FLOAT_TYPES) and \
+                out.startswith(_FLOAT_TYPES)
+        return True
+
+    def roots(self, value: str, tracked: set[str], memo: dict
+              ) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+        """Tracked sources ``value`` depends on, the op types of the nodes on the way, and
+        those of them that compute on a tracked value (not value-preserving glue)."""
+        if value in memo:
+            return memo[value]
+        if value in tracked:
+            memo[value] = (frozenset([value]), (), ())
+            return memo[value]
+        if value not in self.producer:
+            memo[value] = (frozenset(), (), ())   # untracked initializer or constant input
+            return memo[value]
+        node = self.graph.node[self.producer[value]]
+        found: set[str] = set()
+        path: list[str] = []
+        computing: list[str] = []
+        for slot, name in enumerate(_node_inputs(node)):
+            r, p, c = self.roots(name, tracked, memo)
+            found |= r
+            if r:
+                path.extend(p)
+                computing.extend(c)
+                if not self._passes(node, slot, name):
+                    computing.append(node.op_type)
+        path.append(node.op_type)
+        memo[value] = (frozenset(found), tuple(dict.fromkeys(path)),
+                       tuple(dict.fromkeys(computing)))
+        return memo[value]
+
+    def computing_after(self, value: str, skip_node: int) -> tuple[str, ...]:
+        """Computing ops between a node output and the graph outputs it reaches."""
+        found: list[str] = []
+        seen: set[str] = set()
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for c in self.consumers.get(v, []):
+                if c == skip_node:
+                    continue
+                node = self.graph.node[c]
+                slots = [k for k, n in enumerate(_node_inputs(node)) if n == v]
+                if not all(self._passes(node, k, v) for k in slots):
+                    found.append(node.op_type)
+                stack.extend(o for o in node.output if o)
+        return tuple(dict.fromkeys(found))
+
+    def is_float(self, value: str) -> bool:
+        t = self.types.get(value)
+        return t is None or t == "unknown" or t.startswith(_FLOAT_TYPES)
+
+    def reachable_outputs(self, start: Iterable[str], skip_node: int | None,
+                          float_only: bool = False) -> set[str]:
+        """Graph outputs reachable from ``start`` values without going through ``skip_node``
+        (``float_only``: along floating values only, the paths a gradient can take)."""
+        seen: set[str] = set()
+        stack = list(start)
+        while stack:
+            v = stack.pop()
+            if v in seen or (float_only and not self.is_float(v)):
+                continue
+            seen.add(v)
+            for c in self.consumers.get(v, []):
+                if c != skip_node:
+                    stack.extend(o for o in self.graph.node[c].output if o)
+        return {o for o in self.outputs if o in seen}
+
+
+def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> NodeMapping:
+    """Attribute the inputs and outputs of the single ``op`` node of ``model``.
+
+    ``tracked`` names the graph inputs and initializers that are PyTorch tensors with
+    an identity of their own (case inputs, module parameters); everything else that
+    feeds the node is a constant.
+    """
+    g = _Graph(model)
+    domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
+    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
+    helpers: tuple[str, ...] = ()
+    if len(targets) > 1:
+        # an exporter may add a helper node of the same type (MaxPool's indices come from a
+        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
+        main = [i for i in targets if g.reachable_outputs(
+            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
+        if len(main) == 1:
+            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
+            targets = main
+    if len(targets) != 1:
+        ops = sorted({n.op_type for n in g.graph.node})
+        what = "no" if not targets else f"{len(targets)}"
+        return NodeMapping("", (), (), invalid=f"the exported graph has {what} {op} node"
+                       f"{'s' if len(targets) != 1 else ''} (it has: {', '.join(ops) or 'no nodes'})")
+    t = targets[0]
+    node = g.graph.node[t]
+    tracked = set(tracked) & (set(g.graph_inputs) | set(g.initializers))
+    memo: dict = {}
+    inputs: list[Attribution] = []
+    feeding: dict[str, list[int]] = {}
+    for i, name in enumerate(node.input):
+        if not name:
+            inputs.append(Attribution("input", i, ABSENT, None, None, ()))
+            continue
+        roots, path, through = g.roots(name, tracked, memo)
+        dtype = g.types.get(name)
+        if not roots:
+            inputs.append(Attribution("input", i, CONSTANT, None, dtype, path))
+        elif len(roots) == 1:
+            (src,) = roots
+            feeding.setdefault(src, []).append(i)
+            inputs.append(Attribution("input", i, TENSOR, src, dtype, path, through=through))
+        else:
+            inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
+                                      problem=f"input {i} depends on several tensors "
+                                              f"({', '.join(sorted(roots))})",
+                                      through=through))
+    # a tensor feeding two node inputs, or reaching the outputs around the node, is ambiguous
+    problems: dict[int, str] = {}
+    for src, idxs in feeding.items():
+        if len(idxs) > 1:
+            for i in idxs:
+                problems[i] = (f"{src} feeds inputs {', '.join(map(str, idxs))} of the {op} node; "
+                               "its gradient cannot be attributed to one of them")
+        bypass = g.reachable_outputs([src], skip_node=t, float_only=True)
+        if bypass:
+            for i in idxs:
+                problems.setdefault(i, f"{src} reaches graph output {', '.join(sorted(bypass))} "
+                                       f"without passing through the {op} node")
+    inputs = [a if a.index not in problems else
+              dataclasses.replace(a, problem=problems[a.index]) for a in inputs]
+    outputs: list[Attribution] = []
+    node_outs = list(node.output)
+    for j, name in enumerate(node_outs):
+        if not name:
+            outputs.append(Attribution("output", j, ABSENT, None, None, ()))
+            continue
+        reached = sorted(g.reachable_outputs([name], skip_node=None),
+                         key=g.outputs.index)
+        dtype = g.types.get(name)
+        if not reached:
+            outputs.append(Attribution("output", j, ABSENT, None, dtype, (),
+                                       ))
+            continue
+        problem = None
+        around = sorted(r for r in tracked
+                        if reached[0] in g.reachable_outputs([r], skip_node=t, float_only=True))
+        if around:
+            problem = (f"graph output {reached[0]} also depends on {', '.join(around)} other "
+                       f"than through the {op} node")
+        elif len(reached) > 1:
+            problem = f"output {j} of the {op} node reaches several graph outputs ({', '.join(reached)})"
+        else:
+            others = [o for k, o in enumerate(node_outs) if o and k != j
+                      and reached[0] in g.reachable_outputs([o], skip_node=None)]
+            if others:
+                problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
+        outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
+                                   through=g.computing_after(name, t)))
+    return NodeMapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
+                   others=helpers)

@@ -1,0 +1,281 @@
+"""Numeric confirmation: the exported ONNX model computes PyTorch's forward and derivative.
+
+Runs the model in onnxruntime, or in onnx.reference.ReferenceEvaluator where
+onnxruntime cannot load or run it (an op, opset or float64 kernel it lacks), and says
+which ran. The derivative check is a central finite difference of the ONNX model along a
+seeded random direction v, compared with PyTorch's vector-Jacobian product:
+``<dy, (f(x+hv) - f(x-hv)) / 2h>`` vs ``<grad_x, v>``.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Sequence
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+
+from ..errors import describe
+
+# float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
+STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
+FWD_TOL = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+VJP_TOL = {"float64": 1e-6, "float32": 1e-2, "float16": 1e-1, "bfloat16": 1e-1}
+
+
+def shown_error(err: float, tol: float) -> str:
+    """An error magnitude as records and reasons hold it: the bound ``<= tol`` when within
+    tolerance, one significant digit when not.
+
+    Why: committed records must be identical on every machine, and the late digits of a
+    passing error are floating-point noise (one record measured 1.7e-10 with numpy's
+    AVX-512 BLAS kernel, 3.2e-11 with Haswell's). Whether it passed is not noise; a failing
+    error is large, so its first digit is stable."""
+    if err != err:
+        return "nan"
+    if err <= tol:
+        return f"<= {tol:.3g}"
+    return f"{err:.1g}"
+
+
+def shown_value(x: float) -> str:
+    """A derivative value for a message: three significant digits (stable across machines
+    unless it sits on a rounding boundary at the 1e-10 level)."""
+    return f"{x:.3g}"
+
+
+@dataclass(frozen=True)
+class VjpCheck:
+    source: str         # graph input or initializer name
+    fd: float           # <dy, (f(x+hv) - f(x-hv)) / 2h>
+    analytic: float     # <grad, v>
+    rel_err: float
+    ok: bool
+    seed: int = 0       # the probe seed whose inputs, dy and gradient were compared
+    noise: float = 0.0  # what rounding alone can put into fd: below it, nothing is compared
+
+
+@dataclass(frozen=True)
+class SeedPoint:
+    """One probe seed's inputs, dy and PyTorch gradients, for the VJP check."""
+
+    seed: int
+    feeds: dict[str, np.ndarray]
+    dy: list[torch.Tensor | None]
+    grads: dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class NumericResult:
+    runtime: str | None           # "onnxruntime" | "reference" | None
+    why: str                      # why a runtime was skipped / none could run
+    forward_max_abs_err: float | None
+    forward_ok: bool
+    forward_detail: str
+    vjp: dict[str, VjpCheck] = field(default_factory=dict)   # worst check per source
+    step: float | None = None
+    fwd_tol: float | None = None
+    vjp_tol: float | None = None
+    fwd_bound: float | None = None   # fwd_tol scaled by the outputs' magnitude
+    vjp_all: dict[str, tuple[VjpCheck, ...]] = field(default_factory=dict)  # every seed
+
+    def vjp_ok(self, source: str) -> bool | None:
+        c = self.vjp.get(source)
+        return None if c is None else c.ok
+
+
+class _Runner:
+    """Runs the model with optional initializer overrides, through one runtime."""
+
+    def __init__(self, model: onnx.ModelProto, kind: str):
+        self.model = model
+        self.kind = kind
+        self._base = self._session(model)
+
+    def _session(self, model: onnx.ModelProto):
+        if self.kind == "onnxruntime":
+            import onnxruntime as ort
+            # a kernel refusing float64 at run time is logged by the default logger before
+            # we fall back; the record says what happened, stderr need not
+            ort.set_default_logger_severity(4)
+            # random ops (RandomNormal, Bernoulli...) draw from onnxruntime's global
+            # generator; seed it so a record is the same on every run
+            ort.set_seed(0)
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 4
+            # one thread: deterministic reductions (records must repeat bit for bit) and no
+            # oversubscription when verify-all runs one worker per core
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+            # no graph rewrites: we check the op as exported, not ORT's fused version
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                        providers=["CPUExecutionProvider"])
+            return lambda feeds: sess.run(None, feeds)
+        from onnx.reference import ReferenceEvaluator
+        ev = ReferenceEvaluator(_seeded(model))
+        return lambda feeds: ev.run(None, feeds)
+
+    def run(self, feeds: dict[str, np.ndarray], overrides: dict[str, np.ndarray] | None = None):
+        if not overrides:
+            return self._base(feeds)
+        m = copy.deepcopy(self.model)
+        for t in m.graph.initializer:
+            if t.name in overrides:
+                t.CopyFrom(onnx.numpy_helper.from_array(overrides[t.name], t.name))
+        return self._session(m)(feeds)
+
+
+_RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+               "Bernoulli", "Multinomial"}
+
+
+def _seeded(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose unseeded random nodes carry seed=0: the reference evaluator otherwise
+    draws from OS entropy and a record would differ on every run. Only which samples are
+    drawn changes; random outputs are never differentiated."""
+    if not any(n.op_type in _RANDOM_OPS for n in model.graph.node):
+        return model
+    model = copy.deepcopy(model)
+    for n in model.graph.node:
+        if n.op_type in _RANDOM_OPS and not any(a.name == "seed" for a in n.attribute):
+            n.attribute.append(onnx.helper.make_attribute("seed", 0.0))
+    return model
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, bool]:
+    """Max abs error over float outputs; exact match required for integer/bool outputs."""
+    worst, detail, exact_ok = 0.0, "", True
+    for j, (g, w) in enumerate(zip(got, want)):
+        w = _np(w)
+        g = np.asarray(g)
+        if g.shape != w.shape:
+            return float("inf"), f"output {j}: shape {g.shape} vs PyTorch {w.shape}", False
+        if np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.complexfloating):
+            if w.size:
+                both_nan = np.isnan(g) & np.isnan(w)
+                diff = np.where(both_nan, 0.0, np.abs(g.astype(np.float64) - w.astype(np.float64)))
+                err = float(np.nan_to_num(diff, nan=np.inf).max())
+                if err > worst:
+                    worst, detail = err, f"output {j}"
+        elif not np.array_equal(g, w):
+            exact_ok = False
+            detail = f"output {j} ({w.dtype}) differs in {int((g != w).sum())} of {w.size} elements"
+    return worst, detail, exact_ok
+
+
+def choose_runtime(model, feeds) -> tuple[_Runner | None, list, str]:
+    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
+    reasons = []
+    for kind in ("onnxruntime", "reference"):
+        try:
+            runner = _Runner(model, kind)
+            got = runner.run(feeds)
+            return runner, got, "; ".join(reasons)
+        except Exception as exc:
+            reasons.append(f"{kind}: {describe(exc)}")
+    return None, [], "; ".join(reasons)
+
+
+def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
+          expected_outputs: list[torch.Tensor], dy: list[torch.Tensor | None],
+          grads: dict[str, torch.Tensor], zero_grads: set[str], initializers: set[str],
+          float_dtype: str, seed: int = 0, fwd_tol: float | None = None,
+          vjp_tol: float | None = None, more: Sequence[SeedPoint] = ()) -> NumericResult:
+    """Forward check of ``model`` against PyTorch's outputs, then one FD-vs-VJP check per
+    tensor in ``grads`` (graph input or initializer name -> PyTorch gradient), on this
+    seed and on every seed in ``more``: a gradient that is zero on one seed and not on
+    another is checked where it is not. ``zero_grads`` lists sources whose PyTorch
+    gradient is identically zero: their FD must vanish too."""
+    runner, got, why = choose_runtime(model, feeds)
+    if runner is None:
+        return NumericResult(None, f"no runtime could run the model ({why})", None, False,
+                             "not run")
+    fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
+    vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)
+    h = STEP.get(float_dtype, 1e-3)
+    err, where, exact_ok = _forward_error(got, expected_outputs)
+    bound = fwd_tol * max(1.0, max(
+        (float(t.abs().max()) for t in expected_outputs if t.is_floating_point() and t.numel()),
+        default=1.0))
+    fwd_ok = exact_ok and err <= bound
+    detail = f"max abs error {shown_error(err, bound)}" + (f" ({where})" if where and not fwd_ok
+                                                           else "")
+    if not exact_ok:
+        detail = where
+    init_values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+                   if t.name in initializers}
+    every: dict[str, list[VjpCheck]] = {}
+    for point in [SeedPoint(seed, feeds, dy, grads)] + list(more):
+        checks, trouble = _vjp_checks(runner, point, init_values, zero_grads, h, vjp_tol,
+                                      _EPS.get(float_dtype, 1e-7))
+        for c in checks:
+            every.setdefault(c.source, []).append(c)
+        if trouble:
+            detail += trouble
+    worst = {k: max(v, key=lambda c: (not c.ok, c.rel_err)) for k, v in every.items()}
+    return NumericResult(runner.kind, why, err, fwd_ok, detail, worst, h, fwd_tol, vjp_tol,
+                         bound, {k: tuple(v) for k, v in every.items()})
+
+
+_EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
+        "float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7}
+NOISE_FACTOR = 4.0
+"""Rounding puts at most ~eps*|y| into each output of f(x +- hv); contracted with dy and
+divided by 2h that is eps * sum|dy||y| / h. A VJP difference within NOISE_FACTOR times
+that (plus the relative tolerance) is rounding, not a mismatch -- which matters in
+float32, where a small directional derivative of large outputs is below resolution."""
+
+
+def _vjp_checks(runner: _Runner, point: SeedPoint, init_values: dict[str, np.ndarray],
+                zero_grads: set[str], h: float, vjp_tol: float,
+                eps: float) -> tuple[list[VjpCheck], str]:
+    feeds, dy = point.feeds, point.dy
+    gen = torch.Generator().manual_seed(20_000 + point.seed)
+    checks: list[VjpCheck] = []
+    trouble = ""
+    for source, grad in sorted(point.grads.items()):
+        base = feeds[source] if source in feeds else init_values.get(source)
+        if base is None:
+            continue
+        v = torch.randn(base.shape, generator=gen, dtype=torch.float64).numpy()
+
+        def shifted(sign: float) -> list:
+            # np.asarray: a 0-d input would otherwise become a numpy scalar ORT rejects
+            moved = np.asarray(base.astype(np.float64) + sign * h * v).astype(base.dtype)
+            if source in feeds:
+                return runner.run({**feeds, source: moved})
+            return runner.run(feeds, {source: moved})
+
+        try:
+            plus, minus = shifted(1.0), shifted(-1.0)
+        except Exception as exc:
+            checks.append(VjpCheck(source, float("nan"), float("nan"), float("inf"), False,
+                                   point.seed))
+            trouble += f"; perturbing {source} failed: {describe(exc)}"
+            continue
+        fd, noise = 0.0, 0.0
+        for j, d in enumerate(dy):
+            if d is None or j >= len(plus):
+                continue
+            p_j = np.asarray(plus[j], dtype=np.float64)
+            m_j = np.asarray(minus[j], dtype=np.float64)
+            d_j = _np(d).astype(np.float64)
+            fd += float(np.sum(d_j * (p_j - m_j)) / (2 * h))
+            noise += float(np.sum(np.abs(d_j) * np.maximum(np.abs(p_j), np.abs(m_j)))) * eps / h
+        noise *= NOISE_FACTOR
+        analytic = float(np.sum(_np(grad).astype(np.float64) * v))
+        scale = float(np.linalg.norm(v)) * max(
+            (float(np.linalg.norm(_np(d))) for d in dy if d is not None), default=1.0)
+        denom = max(abs(analytic), abs(fd), 1e-3 * scale * vjp_tol, noise / vjp_tol)
+        rel = abs(fd - analytic) / denom if denom else 0.0
+        if source in zero_grads:
+            rel = max(abs(fd) - noise, 0.0) / (scale or 1.0)   # must vanish: relative to |dy||v|
+        checks.append(VjpCheck(source, fd, analytic, rel, bool(rel <= vjp_tol), point.seed,
+                               noise))
+    return checks, trouble

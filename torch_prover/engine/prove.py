@@ -1,0 +1,178 @@
+"""One proof, end to end: case -> probe -> export -> mapping -> numeric -> verdicts.
+
+Data flows one way; each stage takes and returns plain data. ``Proof.record()`` is the
+versioned JSON shape of DESIGN §3, identical for identical inputs and versions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import node_witness
+from . import numeric as numeric_mod
+from ..case import Case, Spec, T
+from ..errors import CaseError
+from .export import Exported, export_case
+from .mapping import ABSENT, NodeMapping, map_node
+from .probe import ProbeResult, TensorEvidence, probe
+from .record import RECORD_FORMAT, Proof, expected_verdict, versions
+from ..tags.schema import SchemaTags, canonical_op, schema_tags
+from .verdict import Rule
+from ..vocab import Evidence, Verdict
+from .witnesses import Parameter, parameters
+
+__all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",
+           "TagSource"]
+
+TagSource = Callable[[str, int | None, str], SchemaTags]
+
+
+def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
+    return schema_tags(op, opset, domain)
+
+
+# ----------------------------------------------------------------------------- stages
+def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: NodeMapping,
+                   evidence_of: dict[str, TensorEvidence]) -> numeric_mod.NumericResult:
+    """The whole model against PyTorch: forward on the first seed; PyTorch's VJP against
+    the model's finite difference on every seed (a gradient zero on one seed and not on
+    another is checked where it is not)."""
+    model = exported.model
+    gin = [i.name for i in model.graph.input]
+    gout = [o.name for o in model.graph.output]
+    sources = {}
+    for a in mapping.inputs:
+        if a.source is None or a.problem or a.through:
+            continue
+        ev = evidence_of.get(a.source)
+        if ev is not None and ev.evidence in (Evidence.GRAD, Evidence.ZERO_GRAD):
+            sources[a.source] = ev.evidence
+    zero = {s for s, e in sources.items() if e == Evidence.ZERO_GRAD}
+    points = []
+    for run in pr.runs:
+        by_name = dict(zip(case.names, run.inputs))
+        grads = {}
+        for s in sources:
+            g = (run.input_grads[case.names.index(s)] if s in case.names
+                 else run.param_grads.get(s))
+            if g is not None:
+                grads[s] = g
+        points.append(numeric_mod.SeedPoint(
+            run.seed, {n: by_name[n].detach().numpy() for n in gin},
+            [run.dy[exported.output_names.index(o)] for o in gout], grads))
+    first = pr.runs[0]
+    outs = [first.outputs[exported.output_names.index(o)] for o in gout]
+    return numeric_mod.check(
+        model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
+        grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
+        float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
+
+
+def _witness_stage(case: Case, pr: ProbeResult, exported: Exported,
+                   mapping: NodeMapping) -> tuple[node_witness.NodeWitness, ...]:
+    """The node's own finite differences at each probe seed's point: autograd's evidence
+    from any seed is met by a measurement at that seed (Min's second input is the minimum
+    somewhere on seed 1 only)."""
+    found = []
+    for run in pr.runs:
+        by_name = dict(zip(case.names, run.inputs))
+        feeds = {i.name: by_name[i.name].detach().numpy() for i in exported.model.graph.input}
+        found.append(node_witness.witness(exported.model, mapping.node_index, feeds,
+                                          seed=run.seed))
+    return tuple(found)
+
+
+_PRECISION = {torch.float64: 3, torch.complex128: 3, torch.float32: 2, torch.complex64: 2,
+              torch.float16: 1, torch.bfloat16: 0}
+
+
+def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> str:
+    """The float dtype whose step and tolerances the numeric check must use: a float64
+    input feeding a float32 output cannot be differenced at float64's step."""
+    dtypes = [float_dtype] + [o.dtype for o in outs if o.dtype in _PRECISION]
+    worst = min(dtypes, key=lambda d: _PRECISION.get(d, 3))
+    return str(worst).removeprefix("torch.").replace("complex128", "float64").replace(
+        "complex64", "float32")
+
+
+def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
+               tag_source: str = "onnx.defs", exported: Exported | None = None) -> Proof:
+    """Prove one catalogue case. Raises CaseError when the case itself is broken.
+
+    ``exported``: a model exported elsewhere (a proof script's own file) to prove instead
+    of exporting the case here; everything else is the same.
+    """
+    tags = tags or _default_tags
+    pr = probe(case)
+    run = pr.runs[0]
+    if exported is None:
+        exported = export_case(case, case.build_module(), run.inputs, len(run.outputs))
+    gin = tuple(i.name for i in exported.model.graph.input)
+    stray = [n for n in gin if n not in case.names]
+    if stray:
+        raise CaseError(f"{case.op}/{case.name}: exported graph inputs {stray} are not case inputs "
+                        f"{list(case.names)}")
+    gout = tuple(o.name for o in exported.model.graph.output)
+    stray = [n for n in gout if n not in exported.output_names]
+    if stray:
+        raise CaseError(f"{case.op}/{case.name}: exported graph outputs {stray} are not model "
+                        f"outputs {list(exported.output_names)}")
+    evidence_of: dict[str, TensorEvidence] = dict(zip(case.names, pr.inputs))
+    evidence_of.update(pr.params)
+    mapping = map_node(exported.model, case.op, case.domain, evidence_of.keys())
+    schema = tags(case.op, exported.opset, case.domain)
+    latest = tags(case.op, None, case.domain)
+    if mapping.invalid:
+        return Proof(case, exported.opset, exported.exporter, schema.since_version,
+                     latest.since_version, (), None, exported.model,
+                     f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source)
+    numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
+    if numeric:
+        numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of)
+        witness = _witness_stage(case, pr, exported, mapping)
+        off = None
+    keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
+            else "optimize=False")
+    params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
+                        evidence_of, exported.output_names,
+                        {t.name for t in exported.model.graph.initializer}, keep)
+    problems = mapping.problems
+    invalid = None
+    if problems:
+        # one unattributable tensor taints the whole case: nothing in it may say agree
+        invalid = f"{case.op}/{case.name}: ambiguous attribution: {problems[0]}"
+        params = tuple(p if p.verdict == Verdict.INCONCLUSIVE else dataclasses.replace(
+            p, verdict=Verdict.INCONCLUSIVE, supports=None, rule=Rule.AMBIGUOUS,
+            reason=f"case invalid ({problems[0]}); evidence was: {p.reason}")
+            for p in params)
+    return Proof(case, exported.opset, exported.exporter, schema.since_version,
+                 latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
+                 gout, tag_source, witness=witness, helper_nodes=mapping.others)
+
+
+def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,
+          op: str, dy: Any = None, opset: int | None = None, exporter: str = "dynamo",
+          name: str | None = None, numeric: bool = True, **case_fields: Any) -> Proof:
+    """Library surface: prove ``model(*inputs)`` exports ``op`` with the schema's tags.
+
+    ``model`` is a function, a Module class, or a Module instance (used as is). Inputs
+    are used exactly as given on every seed; floating ones get ``requires_grad``.
+    """
+    if dy is not None:
+        raise CaseError("prove(): a custom dy is not supported yet; the probe draws a seeded dy")
+    op = canonical_op(op)
+    if isinstance(model, torch.nn.Module):
+        instance = model
+        factory: Callable[..., Any] = lambda: instance  # noqa: E731 - keep the caller's module
+    else:
+        factory = model
+    specs: tuple[Spec, ...] = tuple(
+        T(t.detach().clone(), dtype=t.dtype) for t in inputs)
+    floats = {t.dtype for t in inputs if t.is_floating_point()}
+    float_dtype = floats.pop() if len(floats) == 1 else torch.float64
+    case = Case(op, name or f"{op.lower()}_adhoc", factory, specs, opset=opset,
+                exporter=exporter, float_dtype=float_dtype, **case_fields)
+    return prove_case(case, numeric=numeric)

@@ -1,0 +1,195 @@
+"""The proof record: the one JSON shape of proof.json, ``--format json`` and the batch report.
+
+Format 2 (DESIGN §3): every parameter carries its two witnesses (``autograd`` and
+``numeric``, each an outcome and a one-line detail), the tag its evidence ``supports``
+(or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
+between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
+model's finite differences, when compared), and, when the latest schema's tag differs
+from the one at the export opset, ``tag_latest`` and ``verdict_latest``.
+Nothing in a record is floating-point noise: error magnitudes are bounds
+(``numeric.shown_error``), so any machine writes the same bytes.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+
+from ..case import Case
+from ..vocab import Evidence, Tag, Verdict
+from . import node_witness
+from . import numeric as numeric_mod
+from .numeric import NumericResult, VjpCheck, shown_error, shown_value
+from .probe import ProbeResult
+from .verdict import Vjp, is_failure
+from .witnesses import Parameter
+
+RECORD_FORMAT = 2
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for dist in ("torch", "onnx", "onnxruntime", "onnxscript", "torch-prover"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+@dataclass(frozen=True)
+class Proof:
+    case: Case
+    opset: int
+    exporter: str
+    schema_version: int
+    latest_version: int
+    parameters: tuple[Parameter, ...]
+    numeric: numeric_mod.NumericResult | None
+    model: onnx.ModelProto
+    invalid: str | None
+    probe: ProbeResult
+    graph_inputs: tuple[str, ...]
+    graph_outputs: tuple[str, ...]
+    tag_source: str = "onnx.defs"
+    versions: dict[str, str] = field(default_factory=versions)
+    witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
+    helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
+
+    @property
+    def op(self) -> str:
+        return self.case.op
+
+    @property
+    def model_bytes(self) -> bytes:
+        return self.model.SerializeToString(deterministic=True)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.model_bytes).hexdigest()
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(p.verdict == verdict for p in self.parameters)
+
+    @property
+    def status(self) -> str:
+        """invalid | failed | disagree | inconclusive | proved -- and exactly ``failed`` or
+        ``invalid`` (or an undeclared ``disagree``) is what makes the exit code 1."""
+        if self.invalid:
+            return "invalid"
+        if any(p.verdict == Verdict.DISAGREE for p in self.failures):
+            return "disagree"
+        if self.failures:
+            return "failed"
+        if self.count(Verdict.DISAGREE):
+            return "disagree"
+        if self.count(Verdict.INCONCLUSIVE) and not (self.count(Verdict.AGREE)
+                                                     or self.count(Verdict.PROPOSED)):
+            return "inconclusive"
+        return "proved"
+
+    @property
+    def failures(self) -> list[Parameter]:
+        """What makes a proof fail: invalid, or a disagreement or an inconclusive verdict on
+        evidence that should have decided -- unless the case declares exactly that verdict
+        with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
+        if self.invalid:
+            return list(self.parameters) or [None]  # type: ignore[list-item]
+        return [p for p in self.parameters if is_failure(p.verdict, p.rule, p.expected)]
+
+    @property
+    def unexpected(self) -> list[Parameter]:
+        """Parameters whose verdict differs from what the case and the schema lead one to
+        expect (``expected_verdict``): never derived from the verdict itself."""
+        return [p for p in self.parameters if p.verdict != expected_verdict(self.case, p)]
+
+    def record(self) -> dict[str, Any]:
+        return record(self)
+
+
+def expected_verdict(case: Case, p: Parameter) -> Verdict:
+    """What a parameter's verdict should be, from outside the engine: the case's declaration
+    (``expect=``, ``unexercised=``), the schema (a parameter allowing no gradient-carrying
+    type is non-differentiable by type), the graph's structure (an input the node does not
+    have is not exercised), and otherwise the schema's tag (unknown: proposed; else agree)."""
+    key = f"{p.io} {p.index}"
+    if key in case.expect:
+        return Verdict(case.expect[key].verdict)
+    if p.by_type:   # decided by the schema's types alone: non-differentiable
+        return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
+                                                                           Verdict.PROPOSED)
+    if key in case.unexercised or p.evidence == Evidence.ABSENT:
+        return Verdict.INCONCLUSIVE
+    return Verdict.PROPOSED if p.tag == Tag.UNKNOWN else Verdict.AGREE
+
+
+
+def record(proof: Proof) -> dict[str, Any]:
+    w = proof.witness[0] if proof.witness else None
+    return {
+        "format": RECORD_FORMAT,
+        "op": proof.op, "domain": proof.case.domain, "case": proof.case.name,
+        "kind": proof.case.kind, "opset": proof.opset, "exporter": proof.exporter,
+        "schema_version": proof.schema_version, "latest_schema_version": proof.latest_version,
+        "tags_from": proof.tag_source,
+        "versions": proof.versions, "seeds": list(proof.case.seeds),
+        "status": proof.status, "invalid": proof.invalid,
+        "parameters": [parameter_record(p) for p in proof.parameters],
+        "numeric": numeric_record(proof.numeric),
+        "witness": None if w is None else {
+            "runtime": w.runtime, "why": w.why or None, "node": w.node_name,
+            "reproduces": w.reproduces},
+        "model": {"path": "model.onnx", "sha256": proof.sha256},
+        **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
+    }
+
+
+def numeric_record(n: NumericResult | None) -> dict[str, Any] | None:
+    if n is None:
+        return None
+    return {
+        "runtime": n.runtime, "why": n.why or None,
+        "forward_max_abs_err": (None if n.forward_max_abs_err is None else
+                                shown_error(n.forward_max_abs_err, n.fwd_bound)),
+        "forward_ok": n.forward_ok, "forward_detail": n.forward_detail,
+        "vjp_rel_err": {k: shown_error(c.rel_err, n.vjp_tol) for k, c in sorted(n.vjp.items())},
+        "vjp": {k: _vjp_record(c, n.vjp_tol, n.vjp_all.get(k, ()))
+                for k, c in sorted(n.vjp.items())},
+        "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol}
+
+
+def _vjp_record(worst: VjpCheck, tol: float, every) -> dict[str, Any]:
+    """One source's VJP checks as committed: pass/fail, the seeds, the error bound; the two
+    derivative values only when they disagree (a passing pair is noise in its late digits)."""
+    rec: dict[str, Any] = {"ok": worst.ok, "seeds": sorted({c.seed for c in every}),
+                           "rel_err": shown_error(worst.rel_err, tol)}
+    if not worst.ok:
+        rec["seed"] = worst.seed
+        rec["fd"] = shown_value(worst.fd)
+        rec["analytic"] = shown_value(worst.analytic)
+    return rec
+
+
+def parameter_record(p: Parameter) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "io": p.io, "index": p.index, "name": p.name, "source": p.source,
+        "evidence": p.evidence, "tag": p.tag, "verdict": p.verdict,
+        "supports": p.supports, "rule": p.rule,
+        "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail},
+                      "numeric": {"outcome": p.numeric.outcome, "detail": p.numeric.detail}},
+        "reason": p.reason}
+    if p.tag_latest is not None:
+        rec["tag_latest"] = p.tag_latest
+        rec["verdict_latest"] = p.verdict_latest
+    if p.path:
+        rec["path"] = list(p.path)
+    if p.through:
+        rec["through"] = list(p.through)
+    if p.vjp != Vjp.NOT_RUN:
+        rec["vjp"] = p.vjp
+    if p.expected is not None:
+        rec["expected"] = {"verdict": p.expected, "reason": p.expected_reason}
+    return rec

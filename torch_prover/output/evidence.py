@@ -1,0 +1,384 @@
+"""The only module that writes under the evidence directory, and the only one that deletes.
+
+Layout is ONNX's node-test data layout, so standard ONNX tooling can load it::
+
+    <out>/<Op>/<case>/model.onnx
+    <out>/<Op>/<case>/test_data_set_0/input_<j>.pb, output_<j>.pb, grad_input_<j>.pb
+    <out>/<Op>/<case>/proof.json
+
+Do no harm (DESIGN §4). ``--out`` may be any directory a user names, holding anything:
+
+- A case directory is built under a temporary name (``.<case>.torch-prover-<random>``)
+  beside its final place and swapped in with one ``renameat2(RENAME_EXCHANGE)``, so a
+  reader sees the old evidence or the new, complete, at every instant. Where the file
+  system cannot exchange, two renames are used and a crash between them is repaired by
+  the next run (the old directory is put back).
+- Nothing is deleted or replaced unless it is provably ours: a case directory holding
+  only the files above, whose ``proof.json`` parses as one of our records for that very
+  op and case; a temporary directory with our name pattern and only our files in it.
+  Anything else -- a ``.git``, a note beside a ``proof.json`` -- is left alone, and a write
+  that would replace it is refused.
+- No symlink is followed out of ``--out``: an op or case directory that is a symlink is
+  refused with a clear message (``OutputError``).
+- Files get the user's normal permissions (umask), not ``mkstemp``'s private 0600.
+
+Reproducible on any machine: a rewrite whose ``proof.json`` and ``model.onnx`` are byte for
+byte the ones on disk, and whose test data differ only by floating-point noise (torch's
+AVX2 and AVX-512 exp/log kernels differ in the last bit: ``data_noise``), keeps the files on
+disk. The record is the claim and must repeat exactly; the sample tensors are PyTorch's
+values on the machine that first wrote them, and stay valid to within that noise.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+
+from ..errors import OutputError
+from ..engine.export import output_index
+from ..engine.prove import Proof
+from .report import md_row
+
+OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
+_DATA_FILE = re.compile(r"^(input|output|grad_input)_\d+\.pb$")
+_TMP_TAG = ".torch-prover-"
+_TMP_NAME = re.compile(r"^\.(?P<case>.+)\.torch-prover-(?P<old>old-)?[A-Za-z0-9_]+$")
+INDEX_HEADER = "# Evidence index"
+INDEX_GENERATOR = "torch-prover verify-all"
+
+
+# ----------------------------------------------------------------------------- permissions
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _share(path: Path | int, mode: int) -> None:
+    """Give a file (path or fd) the permissions ``open()`` would: ``mode & ~umask``."""
+    if isinstance(path, int):
+        os.fchmod(path, mode & ~_umask())
+    else:
+        os.chmod(path, mode & ~_umask())
+
+
+# ----------------------------------------------------------------------------- writing
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_TAG}", dir=path.parent)
+    try:
+        _share(fd, 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(record: Any) -> str:
+    return json.dumps(record, indent=2, sort_keys=False) + "\n"
+
+
+def case_dir(out: Path, proof: Proof) -> Path:
+    return Path(out) / proof.op / proof.case.name
+
+
+def check_case_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
+    """OutputError unless every op and case directory we would write is either absent or
+    ours: never a symlink (writing through it would leave ``out``), never a directory
+    holding files we did not write. verify-all calls it before any work."""
+    out = Path(out)
+    for op, case in pairs:
+        for d in (out / op, out / op / case):
+            if d.is_symlink():
+                raise OutputError(f"{d} is a symlink; torch-prover never writes through a "
+                                  "symlink out of the evidence directory: remove it or "
+                                  "choose another --out")
+            if d.exists() and not d.is_dir():
+                raise OutputError(f"{d} exists and is not a directory; torch-prover will not "
+                                  "replace it: move it or choose another --out")
+        d = out / op / case
+        if d.exists() and not is_our_case_dir(d, op, case):
+            raise OutputError(f"{d} holds files torch-prover did not write; refusing to "
+                              "replace it: move them or choose another --out")
+
+
+def write_proof(out: Path, proof: Proof) -> Path:
+    """Write the evidence of one proof; returns its directory."""
+    final = case_dir(out, proof)
+    check_case_dirs(out, [(proof.op, proof.case.name)])
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}{_TMP_TAG}", dir=final.parent))
+    try:
+        _share(tmp, 0o777)
+        _fill(tmp, proof)
+        if final.exists() and same_evidence(final, tmp):
+            shutil.rmtree(tmp)    # current already: keep the files (and their mtimes)
+        elif final.exists():
+            _replace_dir(tmp, final)
+        else:
+            os.rename(tmp, final)
+    except BaseException:
+        if tmp.exists() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _fill(d: Path, proof: Proof) -> None:
+    _write_file(d / "model.onnx", proof.model_bytes)
+    data = d / "test_data_set_0"
+    data.mkdir()
+    _share(data, 0o777)
+    run = proof.probe.runs[0]
+    names = proof.case.names
+    for j, name in enumerate(proof.graph_inputs):
+        i = names.index(name)
+        _pb(data / f"input_{j}.pb", run.inputs[i], name)
+        grad = run.input_grads[i]
+        if grad is not None:
+            _pb(data / f"grad_input_{j}.pb", grad, f"grad_{name}")
+    for j, name in enumerate(proof.graph_outputs):
+        _pb(data / f"output_{j}.pb", run.outputs[output_index(name)], name)
+    _write_file(d / "proof.json", dumps(proof.record()).encode("utf-8"))
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:   # open() applies the umask
+        f.write(data)
+
+
+def _pb(path: Path, tensor, name: str) -> None:
+    array = tensor.detach().cpu().numpy()
+    _write_file(path, onnx.numpy_helper.from_array(array, name).SerializeToString())
+
+
+# ----------------------------------------------------------------------------- sameness
+NOISE_ULPS = 1000
+"""Test data equal to within this many units of the dtype's epsilon, relative to the
+tensor's largest magnitude, count as the same sample (see the module docstring)."""
+
+
+def load_pb(path: Path) -> np.ndarray:
+    t = onnx.TensorProto()
+    t.ParseFromString(Path(path).read_bytes())
+    return onnx.numpy_helper.to_array(t)
+
+
+def data_noise(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` and ``b`` are the same tensor up to floating-point noise (exact otherwise)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)):
+        return bool(np.array_equal(a, b))
+    if np.array_equal(a, b, equal_nan=True):
+        return True
+    same_nan = np.array_equal(np.isnan(a), np.isnan(b))
+    x, y = np.nan_to_num(a), np.nan_to_num(b)
+    scale = max(float(np.abs(x).max(initial=0.0)), float(np.abs(y).max(initial=0.0)),
+                float(np.finfo(a.dtype).tiny))
+    eps = float(np.finfo(a.dtype).eps)
+    return same_nan and float(np.abs(x - y).max(initial=0.0)) <= NOISE_ULPS * eps * scale
+
+
+def same_evidence(old: Path, new: Path) -> bool:
+    """Same record and model byte for byte, same data files up to ``data_noise``."""
+    for name in ("proof.json", "model.onnx"):
+        if (old / name).read_bytes() != (new / name).read_bytes():
+            return False
+    a, b = old / "test_data_set_0", new / "test_data_set_0"
+    names = sorted(p.name for p in a.iterdir())
+    if names != sorted(p.name for p in b.iterdir()):
+        return False
+    for name in names:
+        if (a / name).read_bytes() == (b / name).read_bytes():
+            continue
+        try:
+            if not data_noise(load_pb(a / name), load_pb(b / name)):
+                return False
+        except Exception:   # unreadable: not the same
+            return False
+    return True
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Put ``new`` in place of ``final`` (ours): one atomic exchange, or two renames."""
+    if _exchange(new, final):
+        shutil.rmtree(new)        # now holds the old evidence
+        return
+    old = final.with_name(f".{final.name}{_TMP_TAG}old-{new.name.rsplit('-', 1)[-1]}")
+    os.rename(final, old)         # a crash here is repaired by sweep_temporaries
+    os.rename(new, final)
+    shutil.rmtree(old)
+
+
+# ----------------------------------------------------------------------------- ownership
+def _only_our_files(d: Path) -> bool:
+    """``d`` is a real directory holding nothing but evidence files (any subset)."""
+    if d.is_symlink() or not d.is_dir():
+        return False
+    for entry in d.iterdir():
+        if entry.name not in OWN_ENTRIES or entry.is_symlink():
+            return False
+        if entry.name == "test_data_set_0":
+            if not entry.is_dir() or not all(
+                    _DATA_FILE.match(f.name) and f.is_file() and not f.is_symlink()
+                    for f in entry.iterdir()):
+                return False
+        elif not entry.is_file():
+            return False
+    return True
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A proof record read from ``path``, or None when it is not one of ours."""
+    try:
+        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(rec, dict) and isinstance(rec.get("format"), int)
+            and isinstance(rec.get("op"), str) and isinstance(rec.get("case"), str)
+            and isinstance(rec.get("parameters"), list)):
+        return None
+    return rec
+
+
+def is_our_case_dir(d: Path, op: str, case: str) -> bool:
+    """Evidence torch-prover wrote for exactly this op and case, and nothing else."""
+    if not _only_our_files(d):
+        return False
+    rec = read_record(d / "proof.json")
+    return rec is not None and rec["op"] == op and rec["case"] == case
+
+
+def sweep_temporaries(out: Path, ops: Iterable[str]) -> list[Path]:
+    """Remove our temporary directories left by a worker killed mid-write, in the op
+    directories of ``ops`` only; put back old evidence a crash left half-replaced."""
+    removed = []
+    for op in sorted(set(ops)):
+        op_dir = Path(out) / op
+        if op_dir.is_symlink() or not op_dir.is_dir():
+            continue
+        for d in sorted(op_dir.iterdir()):
+            m = _TMP_NAME.match(d.name)
+            if not m or not _only_our_files(d):
+                continue
+            final = op_dir / m["case"]
+            if m["old"] and not final.exists() and is_our_case_dir(d, op, m["case"]):
+                os.rename(d, final)
+                continue
+            shutil.rmtree(d)
+            removed.append(d)
+    return removed
+
+
+def prune(out: Path, keep: set[tuple[str, str]]) -> list[Path]:
+    """Remove evidence of cases that no longer exist: only case directories that are
+    provably ours (``is_our_case_dir``); never a symlink, a dot-directory or anything else."""
+    removed = []
+    out = Path(out)
+    if not out.is_dir():
+        return removed
+    for op_dir in sorted(out.iterdir()):
+        if op_dir.name.startswith(".") or op_dir.is_symlink() or not op_dir.is_dir():
+            continue
+        mine = []
+        for d in sorted(op_dir.iterdir()):
+            if d.name.startswith(".") or (op_dir.name, d.name) in keep:
+                continue
+            if is_our_case_dir(d, op_dir.name, d.name):
+                shutil.rmtree(d)
+                mine.append(d)
+        removed += mine
+        if mine and not any(op_dir.iterdir()):
+            op_dir.rmdir()
+    return removed
+
+
+# ----------------------------------------------------------------------------- the index
+def _ours_or_absent(path: Path, is_ours) -> bool:
+    if path.is_symlink():
+        return False
+    if not path.exists():
+        return True
+    try:
+        return bool(is_ours(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return False
+
+
+def _index_json_is_ours(text: str) -> bool:
+    data = json.loads(text)
+    return isinstance(data, dict) and {"format", "summary", "ops"} <= set(data)
+
+
+def write_index(out: Path, report: dict[str, Any]) -> list[str]:
+    """models/index.json and models/README.md: every ai.onnx op, its status and why.
+
+    Returns warnings: a README.md or index.json that torch-prover did not write (a user's
+    ``--out`` may be any directory) is left alone and named."""
+    out = Path(out)
+    warnings = []
+    ops = report["ops"]
+    cases: dict[str, list[str]] = {}
+    for r in report["cases"]:
+        cases.setdefault(r["op"], []).append(r["case"])
+    index = {"format": 1, "versions": next((r["versions"] for r in report["cases"]
+                                            if "versions" in r), {}),
+             "summary": {k: v for k, v in report["summary"].items()
+                         if k not in ("wall_time_s", "cache_hits")},
+             "ops": [{**o, "cases": cases.get(o["op"], [])} for o in ops]}
+    if _ours_or_absent(out / "index.json", _index_json_is_ours):
+        write_text(out / "index.json", dumps(index))
+    else:
+        warnings.append(f"{out / 'index.json'} was not written by torch-prover: left alone")
+    counts: dict[str, int] = {}
+    for o in ops:
+        counts[o["status"]] = counts.get(o["status"], 0) + 1
+    lines = [INDEX_HEADER, "",
+             f"Generated by `{INDEX_GENERATOR}`; do not edit. Each case directory holds "
+             "`model.onnx`, `test_data_set_0/` (inputs, outputs, input gradients) and "
+             "`proof.json`.", "",
+             ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), "",
+             "| op | status | cases | detail |", "|---|---|---|---|"]
+    for o in ops:
+        links = ", ".join(f"[{c}]({o['op']}/{c}/proof.json)" for c in cases.get(o["op"], []))
+        lines.append(md_row(o["op"], o["status"], links, o["reason"]))
+    if _ours_or_absent(out / "README.md",
+                       lambda t: t.startswith(INDEX_HEADER) and INDEX_GENERATOR in t[:300]):
+        write_text(out / "README.md", "\n".join(lines) + "\n")
+    else:
+        warnings.append(f"{out / 'README.md'} was not written by torch-prover: left alone")
+    return warnings

@@ -1,0 +1,457 @@
+"""Renderings of proofs: text, JSON, Markdown. Pure functions of the records, no I/O.
+
+Text is wrapped to a width the caller passes (the CLI passes the terminal's); Markdown
+table cells escape ``|`` as ``\\|`` so a reason reads the same in every rendering.
+"""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Any
+
+from ..tags.schema import SchemaTags
+from ..engine.verdict import VERDICTS, Rule, is_failure
+from ..vocab import Verdict
+
+NOT_RUN, MISSING = "not run", "missing"
+# Every status an op can have in a batch report, most urgent first. The one list every
+# rendering sorts, colours and explains statuses by (op_status and batch_report produce them).
+OP_STATUSES = ("disagrees", "error", "no tags", "invalid", "inconclusive", "proposed", "proved",
+               NOT_RUN, MISSING)
+DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
+_GAP = "  "           # between text table columns
+_FLEX_MIN = 30        # narrower than this, a table's reason goes under its row instead
+
+
+# ----------------------------------------------------------------------------- text layout
+def _words(text: str) -> int:
+    """The longest word of ``text``: the narrowest a column can be without breaking words."""
+    return max((len(w) for w in text.split()), default=0)
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, max(width, 1), break_long_words=True,
+                         break_on_hyphens=False) or [""]  # "8e-11" stays whole
+
+
+def wrap_line(text: str, width: int | None, indent: str = "  ") -> list[str]:
+    """One logical line wrapped to ``width``, continuation lines indented."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [""]
+
+
+def _shrink(widths: list[int], floor: list[int], budget: int) -> list[int]:
+    """Take width from the column with the most to spare (down to ``floor``) until the
+    columns fit ``budget``; as close as the floors allow."""
+    w = list(widths)
+    while sum(w) > budget:
+        spare = max(range(len(w)), key=lambda i: (w[i] - floor[i], w[i]))
+        if w[spare] <= floor[spare]:
+            break
+        w[spare] -= 1
+    return w
+
+
+def _fit(natural: list[int], minimum: list[int], budget: int) -> list[int]:
+    """Whole words if the budget allows, broken words (3 columns at least) if it does not."""
+    w = _shrink(natural, minimum, budget)
+    return w if sum(w) <= budget else _shrink(w, [min(n, 3) for n in natural], budget)
+
+
+def _lines(cells: list[str], widths: list[int]) -> list[str]:
+    """One table row, each cell wrapped in its column, as many lines as its tallest cell."""
+    wrapped = [_wrap(c, w) for c, w in zip(cells, widths)]
+    return [_GAP.join(f"{(col[k] if k < len(col) else ''):<{w}}"
+                      for col, w in zip(wrapped, widths)).rstrip()
+            for k in range(max(len(col) for col in wrapped))]
+
+
+def _table(rows: list[list[str]], header: list[str], width: int | None = None,
+           flex: int | None = None) -> list[str]:
+    """A plain-text table, every line at most ``width`` long (None: no limit).
+
+    Column ``flex`` (the long reason) takes what the others leave and wraps under itself;
+    where that would be narrower than _FLEX_MIN it goes on lines of its own under its row
+    instead, indented to the second column, so a row's facts stay on one line and its
+    reason stays readable. Other columns wrap at spaces only when they alone overflow.
+    """
+    rows = [[str(c) for c in r] for r in rows]
+    n = len(header)
+    natural = [max(len(x) for x in [header[i]] + [r[i] for r in rows]) for i in range(n)]
+    minimum = [max(_words(x) for x in [header[i]] + [r[i] for r in rows]) for i in range(n)]
+    gaps = len(_GAP) * (n - 1)
+    widths = natural
+    if width is not None and sum(natural) + gaps > width:
+        if flex is None:
+            widths = _fit(natural, minimum, width - gaps)
+        elif width - gaps - (sum(natural) - natural[flex]) >= _FLEX_MIN:
+            widths = list(natural)
+            widths[flex] = width - gaps - (sum(natural) - natural[flex])
+        else:
+            return _stacked(rows, header, width, flex, natural, minimum)
+    out = _lines(header, widths) + [_GAP.join("-" * w for w in widths)]
+    for r in rows:
+        out += _lines(r, widths)
+    return out
+
+
+def _stacked(rows: list[list[str]], header: list[str], width: int, flex: int,
+             natural: list[int], minimum: list[int]) -> list[str]:
+    """The narrow layout of _table: column ``flex`` on lines of its own under each row."""
+    keep = [i for i in range(len(header)) if i != flex]
+    widths = _fit([natural[i] for i in keep], [minimum[i] for i in keep],
+                  width - len(_GAP) * (len(keep) - 1))
+    indent = " " * min(widths[0] + len(_GAP), width // 3)
+
+    def row(cells: list[str]) -> list[str]:
+        return _lines([cells[i] for i in keep], widths) + [
+            indent + line for line in _wrap(cells[flex], width - len(indent))]
+
+    out = row(header) + [_GAP.join("-" * w for w in widths)]
+    for r in rows:
+        out += row(r)
+    return out
+
+
+def numeric_line(rec: dict[str, Any]) -> str:
+    n = rec.get("numeric")
+    if n is None:
+        return "numeric check: off (--no-numeric)"
+    if n["runtime"] is None:
+        return f"numeric check: no runtime could run the model ({n['why']})"
+    vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or "none to check"
+    via = f" (onnxruntime skipped: {n['why']})" if n.get("why") else ""
+    return (f"numeric check ({n['runtime']}{via}): forward max abs err "
+            f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}); "
+            f"VJP rel err: {vjp} (step {n['step']:g})")
+
+
+def md_cell(text: Any) -> str:
+    """``text`` as one Markdown table cell: ``|`` escaped (GitHub renders ``\\|`` as ``|``,
+    code spans included), line breaks as ``<br>``; the words themselves unchanged."""
+    return re.sub(r"\r?\n", "<br>", str(text)).replace("|", "\\|")
+
+
+def md_row(*cells: Any) -> str:
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+    """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
+    versions and status."""
+    head = (f"{rec['op']} / {rec['case']}  ({rec['kind']}, {rec['exporter']} exporter, "
+            f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
+            + (f", latest {rec['latest_schema_version']}"
+               if rec['latest_schema_version'] != rec['schema_version'] else "") + ")")
+    lines = wrap_line(head, width)
+    if rec.get("invalid"):
+        lines += wrap_line(f"INVALID: {rec['invalid']}", width)
+    rows = [[f"{p['io']} {p['index']}", p["name"], p["source"], p["evidence"], p["tag"]
+             + (f" (latest: {p['tag_latest']})" if p.get("tag_latest") else ""),
+             p["verdict"], p["reason"]] for p in rec["parameters"]]
+    if rows:
+        lines += _table(rows, ["param", "name", "pytorch tensor", "evidence", "tag", "verdict",
+                               "reason"], width, flex=6)
+    for p in rec["parameters"]:
+        if p.get("expected"):
+            lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
+                           f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+    lines += wrap_line(numeric_line(rec), width)
+    lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
+        f"{k} {v}" for k, v in rec["versions"].items()), width)
+    lines.append(f"status: {rec['status']}")
+    return "\n".join(lines) + "\n"
+
+
+def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
+    """A PR-ready comment: the per-parameter table, numeric check, versions, sha256."""
+    lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", ""]
+    if rec.get("invalid"):
+        lines += [f"**Invalid case:** {rec['invalid']}", ""]
+    if script:
+        lines += ["<details><summary>proof script</summary>", "", "```python",
+                  script.rstrip(), "```", "", "</details>", ""]
+    lines += ["| parameter | PyTorch tensor | evidence | tag | verdict | reason |",
+              "|---|---|---|---|---|---|"]
+    for p in rec["parameters"]:
+        verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
+        lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
+                            p["evidence"], p["tag"], verdict, p["reason"]))
+    lines += ["", numeric_line(rec), "",
+              f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
+              f"(schema {rec['op']}-{rec['schema_version']}); model sha256 "
+              f"`{rec['model']['sha256']}`; " + ", ".join(
+                  f"{k} {v}" for k, v in rec["versions"].items()), ""]
+    return "\n".join(lines)
+
+
+def tags_text(tags: SchemaTags, latest: SchemaTags | None = None,
+              width: int | None = DEFAULT_WIDTH) -> str:
+    lines = [f"{tags.op} (schema version {tags.since_version}, from {tags.source})"]
+    rows = []
+    for f in tags.inputs + tags.outputs:
+        note = "non-differentiable by type" if f.non_differentiable_by_type else ""
+        rows.append([f"{f.io} {f.position}", f.name, f.option, f.tag, note])
+    lines += _table(rows, ["param", "name", "option", "tag", "note"], width)
+    if latest is not None and latest.since_version != tags.since_version:
+        lines.append(f"(latest schema version: {latest.since_version})")
+    return "\n".join(lines) + "\n"
+
+
+def tags_json(tags: SchemaTags) -> dict[str, Any]:
+    return {"format": 1, "op": tags.op, "domain": tags.domain,
+            "since_version": tags.since_version, "source": tags.source,
+            "parameters": [{"io": f.io, "index": f.position, "name": f.name, "option": f.option,
+                            "tag": f.tag, "types": list(f.types),
+                            "non_differentiable_by_type": f.non_differentiable_by_type}
+                           for f in tags.inputs + tags.outputs]}
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2) + "\n"
+
+
+# ----------------------------------------------------------------------------- batch reports
+_CPP = {"differentiable": "OpSchema::Differentiable",
+        "non-differentiable": "OpSchema::NonDifferentiable"}
+
+
+def _expected(p: dict[str, Any]) -> str | None:
+    return p.get("expected", {}).get("verdict")
+
+
+def fails(p: dict[str, Any]) -> bool:
+    """``verdict.is_failure`` on a record's parameter (its fields, never its reason)."""
+    expected = _expected(p)
+    return is_failure(Verdict(p["verdict"]), Rule(p["rule"]),
+                      Verdict(expected) if expected else None)
+
+
+def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
+    """Aggregate the records of one op's cases into (status, reason)."""
+    statuses = [r["status"] for r in records]
+    names = ", ".join(r["case"] for r in records)
+    for status, label in (("error", "error"), ("no-tags", "no tags"), ("invalid", "invalid"),
+                          ("disagree", "disagrees")):
+        hit = [r for r in records if r["status"] == status]
+        if hit:
+            r = hit[0]
+            why = r.get("error") or r.get("invalid") or next(
+                (f"{p['io']} {p['index']} {p['name']}: {p['reason']}" for p in r["parameters"]
+                 if p["verdict"] == "disagree"), "")
+            return label, why
+    if any(p["verdict"] == "proposed" for r in records for p in r["parameters"]):
+        return "proposed", f"evidence proposes tags for unknown parameters ({names})"
+    if all(s == "inconclusive" for s in statuses):
+        return "inconclusive", f"no parameter decided ({names})"
+    return "proved", f"every tag agrees ({names})"
+
+
+def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
+                 wall_time_s: float, waived: dict | None = None, stale: list | None = None,
+                 cache_hits: int = 0, tags_from: str = "onnx.defs",
+                 missing_from_docs: dict[str, list[str]] | None = None,
+                 tags_path: str | None = None) -> dict[str, Any]:
+    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op."""
+    waived = waived or {}
+    by_op: dict[str, list] = {}
+    for r in records:
+        by_op.setdefault(r["op"], []).append(r)
+    ops = []
+    for e in coverage_entries:
+        recs = by_op.get(e["op"])
+        if recs:
+            status, reason = op_status(recs)
+        elif e["status"] == "covered":
+            status, reason = NOT_RUN, "not selected in this run"
+        else:
+            status, reason = MISSING, f"{e['reason_category']}: {e['reason']}"
+        ops.append({"op": e["op"], "status": status, "reason": reason})
+    counts = {v: 0 for v in VERDICTS}
+    for r in records:
+        for p in r["parameters"]:
+            counts[p["verdict"]] += 1
+    disagreements = [(r, p) for r in records for p in r["parameters"] if p["verdict"] == "disagree"]
+    declared = [(r, p) for r, p in disagreements
+                if _expected(p) == "disagree"]
+    unwaived = [(r, p) for r, p in disagreements
+                if (r["case"], p["io"], p["index"]) not in waived
+                and fails(p)]
+    summary = {
+        "ops_total": len(coverage_entries),
+        "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
+        "ops_run": len(by_op),
+        "cases": len(records), "cache_hits": cache_hits,
+        "parameters": counts,
+        "disagreements": len(disagreements), "declared_disagreements": len(declared),
+        "unwaived_disagreements": len(unwaived),
+        "unexpected_inconclusive": sum(
+            1 for r in records for p in r["parameters"]
+            if p["verdict"] == "inconclusive" and fails(p)),
+        "invalid_cases": sum(r["status"] == "invalid" for r in records),
+        "failed_cases": sum(r["status"] == "error" for r in records),
+        "cases_without_tags": sum(r["status"] == "no-tags" for r in records),
+        "stale_waivers": [w.label() for w in (stale or [])],
+        "waived": [{"case": k[0], "parameter": f"{k[1]} {k[2]}", "reason": w.reason}
+                   for k, w in sorted(waived.items())],
+        "tags_from": tags_from, "tags_path": tags_path,
+        "missing_from_docs": missing_from_docs or {},
+        "wall_time_s": round(wall_time_s, 2),
+    }
+    return {"format": 1, "summary": summary, "cases": records, "ops": ops}
+
+
+def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Proposed tags for unknown parameters, one per (op, version, parameter)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for r in report["cases"]:
+        for p in r["parameters"]:
+            if p["verdict"] != "proposed":
+                continue
+            tag = p["reason"].rsplit("propose ", 1)[-1]
+            key = (r["op"], r.get("latest_schema_version"), p["io"], p["name"])
+            seen.setdefault(key, {"op": r["op"], "version": r.get("latest_schema_version"),
+                                  "io": p["io"], "index": p["index"], "name": p["name"],
+                                  "tag": tag, "cpp": _CPP.get(tag, tag), "case": r["case"],
+                                  "evidence": p["evidence"], "source": p["source"]})
+    return list(seen.values())
+
+
+def prove_command(op: str, case: str, tags_path: str | None = None) -> str:
+    """The command that proves one catalogue case (and reproduces its verdicts)."""
+    return f"torch-prover prove {op} --case {case}" + (f" --tags-from {tags_path}" if tags_path else "")
+
+
+def reproduce(report: dict[str, Any], rec: dict[str, Any]) -> str:
+    """The command that reproduces one case's verdicts, tag source included."""
+    return prove_command(rec["op"], rec["case"], report["summary"].get("tags_path"))
+
+
+def not_run(report: dict[str, Any]) -> list[str]:
+    """The ops that have a case but were not selected in this batch (``--ops``)."""
+    return [o["op"] for o in report["ops"] if o["status"] == NOT_RUN]
+
+
+def _not_run_line(names: list[str], list_names: bool) -> str:
+    what = f"{len(names)} op{'s' if len(names) != 1 else ''} not run in this batch"
+    pointer = "`torch-prover coverage OP` lists an op's cases"
+    return f"{what}: {', '.join(names)} ({pointer})" if list_names else f"{what} ({pointer})"
+
+
+def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+    """verify-all as text: the per-op table of the ops this batch ran (ops not run, and ops
+    without a case, one line each), then the summary and what needs a decision, last,
+    where a terminal leaves the reader."""
+    s = report["summary"]
+    c = s["parameters"]
+    lines = _table([[o["op"], o["status"], o["reason"]] for o in report["ops"]
+                    if o["status"] not in (NOT_RUN, MISSING)], ["op", "status", "reason"],
+                   width, flex=2)
+    # what this batch did not prove is one line each; the reasons are `coverage`'s
+    skipped = not_run(report)
+    if skipped:  # names only while they are few: the reader chose --ops, the rest is the rest
+        lines += wrap_line(_not_run_line(skipped, len(skipped) <= 12), width)
+    missing = [o["op"] for o in report["ops"] if o["status"] == MISSING]
+    if missing:
+        lines += wrap_line(f"{len(missing)} op{'s' if len(missing) != 1 else ''} without a case: "
+                       f"{', '.join(missing)} (`torch-prover coverage OP` says why)", width)
+    lines.append("")
+    for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} "
+                 f"run in {s['cases']} cases ({s['cache_hits']} from cache)",
+                 f"parameters: {c['agree']} agree, {c['disagree']} disagree "
+                 f"({s['declared_disagreements']} declared by their cases, "
+                 f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
+                 f"{c['inconclusive']} inconclusive",
+                 f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
+                 f"wall time {s['wall_time_s']:.1f} s"):
+        lines += wrap_line(line, width)
+    for r in report["cases"]:
+        if r["status"] == "error":
+            lines += wrap_line(f"  FAILED   {r['op']}/{r['case']}: {r['error']}", width, "    ")
+        elif r["status"] == "no-tags":
+            lines += wrap_line(f"  NO TAGS  {r['op']}/{r['case']}: {r['error']}", width, "    ")
+        elif r["status"] == "invalid":
+            lines += wrap_line(f"  INVALID  {r['invalid']}", width, "    ")
+    waived = {(w["case"], w["parameter"]) for w in s["waived"]}
+    for r in report["cases"]:
+        for p in r["parameters"]:
+            if p["verdict"] == "disagree":
+                mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
+                        "declared by the case" if _expected(p) == "disagree"
+                        else "NEW, needs a decision")
+                lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
+                               f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
+                               f"{p['reason']}", width, "    ")
+                lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
+    for op, params in sorted(s.get("missing_from_docs", {}).items()):
+        lines += wrap_line(f"  {op}: not in {s['tags_from']}: {', '.join(params)} "
+                       "(reported, not guessed)", width, "    ")
+    for w in s["stale_waivers"]:
+        lines += wrap_line(f"  stale waiver: {w} matches no disagreement any more", width, "    ")
+    return "\n".join(lines) + "\n"
+
+
+def batch_markdown(report: dict[str, Any]) -> str:
+    """A PR or issue description: disagreements first, then proposals, then the op table."""
+    s = report["summary"]
+    c = s["parameters"]
+    out = ["# ONNX differentiability tags, checked by torch_prover", "",
+           f"{s['ops_covered']} of {s['ops_total']} ai.onnx operators have a proof case; "
+           f"{s['cases']} cases ran. Parameters: **{c['disagree']} disagree**, {c['agree']} agree, "
+           f"{c['proposed']} proposed for unknown tags, {c['inconclusive']} inconclusive. "
+           f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases.", ""]
+    dis = [(r, p) for r in report["cases"] for p in r["parameters"] if p["verdict"] == "disagree"]
+    groups: dict[tuple, list] = {}
+    for r, p in dis:  # one entry per ONNX parameter, every case that shows it listed
+        groups.setdefault((r["op"], p["io"], p["index"], p["name"], p["tag"]), []).append((r, p))
+    out += [f"## Disagreements ({len(groups)} parameters, {len(dis)} case results)", ""]
+    if not dis:
+        out += ["None: every exercised tag agrees with the evidence.", ""]
+    waived = {(w["case"], w["parameter"]): w["reason"] for w in s["waived"]}
+    for (op, io, index, name, tag), hits in groups.items():
+        r, p = hits[0]
+        w = waived.get((r["case"], f"{io} {index}"))
+        out += [f"### `{op}` {io} {index} `{name}`: tagged {tag}, evidence says "
+                f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
+                + (" (waived)" if w else ""), "",
+                f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
+                f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
+                f"schema {op}-{r.get('schema_version')})",
+                f"- {p['reason']}"]
+        if len(hits) > 1:
+            out.append("- also shown by: " + ", ".join(
+                f"`{h[0]['case']}` ({h[1]['evidence']})" for h in hits[1:]))
+        out.append(f"- reproduce: `{reproduce(report, r)}`")
+        if w:
+            out.append(f"- waived: {w}")
+        if _expected(p) == "disagree":
+            out.append(f"- known, declared by the case: {p['expected']['reason']}")
+        out.append("")
+    props = proposals(report)
+    out += [f"## Proposed tags for unknown parameters ({len(props)})", ""]
+    if props:
+        out += ["| op | version | parameter | proposed tag | evidence (case) |", "|---|---|---|---|---|"]
+        for q in props:
+            out.append(md_row(f"`{q['op']}`", q["version"], f"{q['io']} {q['index']} `{q['name']}`",
+                              f"`{q['cpp']}`", f"{q['evidence']} from `{q['source']}` ({q['case']})"))
+        out.append("")
+    bad = [r for r in report["cases"] if r["status"] in ("error", "invalid")]
+    if bad:
+        out += [f"## Failed or invalid cases ({len(bad)})", ""]
+        out += [f"- `{r['op']}/{r['case']}`: {r.get('error') or r.get('invalid')}" for r in bad]
+        out.append("")
+    out += ["## Per-op status", ""]
+    shown = [o for o in report["ops"] if o["status"] != NOT_RUN]
+    if shown:
+        out += ["| op | status | detail |", "|---|---|---|"]
+        out += [md_row(f"`{o['op']}`", o["status"], o["reason"]) for o in shown]
+        out.append("")
+    skipped = not_run(report)
+    if skipped:
+        out.append(_not_run_line(skipped, True) + ".")
+    return "\n".join(out) + "\n"

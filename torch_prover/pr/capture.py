@@ -1,0 +1,158 @@
+"""What a classic proof script did: its backward calls and export calls, recorded.
+
+The records (:class:`ScriptRun`, :class:`BackwardCall`, :class:`ExportCall`) and the
+wrappers that record ``torch.autograd.backward``, ``Tensor.backward`` and
+``torch.autograd.grad`` while the script runs (child.py installs them, in the
+script's own process; these records hold live objects and never leave it).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import onnx
+import torch
+
+from ..errors import describe
+from .wire import Outcome
+
+
+# ============================================================================ capture
+@dataclass
+class BackwardCall:
+    """One backward pass the script asked for."""
+
+    api: str                                   # torch.autograd.backward | Tensor.backward | ...
+    tensors: tuple[torch.Tensor, ...]          # what was differentiated
+    dys: tuple[torch.Tensor | None, ...]       # the dy given for each (None: implicit)
+    inputs: tuple[torch.Tensor, ...] = ()      # torch.autograd.grad's inputs
+    results: tuple[torch.Tensor | None, ...] = ()
+    error: str | None = None
+
+
+@dataclass
+class ExportCall:
+    """One torch.onnx.export call and what the runner did to make it work."""
+
+    module: Any
+    args: Any
+    kwargs: dict[str, Any]
+    options: dict[str, Any]
+    target: str | None = None                  # the file the script asked for, absolute
+    model: onnx.ModelProto | None = None
+    exporter: str = "dynamo"
+    file_sha256: str | None = None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class ScriptRun:
+    path: Path
+    source: str
+    output: str = ""
+    backward: list[BackwardCall] = field(default_factory=list)
+    exports: list[ExportCall] = field(default_factory=list)
+    error: str | None = None                   # one line, with the script's line number
+    traceback: str | None = None
+    ended: Outcome = Outcome.FINISHED          # FINISHED, EXITED or RAISED
+    busy: int = 0                              # >0 while inside an instrumented call
+
+
+def _tensors(x: Any) -> tuple[torch.Tensor, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, torch.Tensor):
+        return (x,)
+    if isinstance(x, dict):
+        x = list(x.values())
+    return tuple(t for t in x if isinstance(t, torch.Tensor))
+
+
+def _dys(grads: Any, n: int) -> tuple[torch.Tensor | None, ...]:
+    if grads is None:
+        return (None,) * n
+    if isinstance(grads, torch.Tensor):
+        grads = (grads,)
+    grads = list(grads) + [None] * n
+    return tuple(g if isinstance(g, torch.Tensor) else None for g in grads[:n])
+
+
+def _tracing() -> bool:
+    """Inside torch's own tracing (torch.compile of a scan/cond body, torch.export): those
+    autograd calls are torch's, on fake tensors, not the script's backward pass."""
+    return torch.compiler.is_compiling() or torch.compiler.is_exporting()
+
+
+@contextlib.contextmanager
+def instrumenting(run: ScriptRun):
+    run.busy += 1
+    try:
+        yield
+    finally:
+        run.busy -= 1
+
+
+def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
+               ) -> Callable:
+    """``real`` (an autograd entry point), recording each call the script makes."""
+    sig = inspect.signature(real)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if run.busy or _tracing():      # nested (Tensor.backward -> autograd.backward) or torch's
+            return real(*args, **kwargs)
+        call = record_of(sig.bind(*args, **kwargs).arguments)
+        run.backward.append(call)
+        with instrumenting(run):
+            try:
+                result = real(*args, **kwargs)
+            except Exception as exc:
+                call.error = describe(exc)
+                raise
+        if call.inputs:
+            call.results = tuple(result)
+        return result
+    return wrapper
+
+
+def backward_call(b: dict) -> BackwardCall:
+    tensors = _tensors(b.get("tensors"))
+    dys = b.get("grad_tensors")
+    return BackwardCall("torch.autograd.backward", tensors,
+                        _dys(b.get("grad_variables") if dys is None else dys, len(tensors)))
+
+
+def tensor_backward_call(b: dict) -> BackwardCall:
+    return BackwardCall("Tensor.backward", (b["self"],), _dys(b.get("gradient"), 1))
+
+
+def grad_call(b: dict) -> BackwardCall:
+    tensors = _tensors(b.get("outputs"))
+    return BackwardCall("torch.autograd.grad", tensors, _dys(b.get("grad_outputs"), len(tensors)),
+                        _tensors(b.get("inputs")))
+
+
+def refill(template: Any, tensors) -> Any:
+    if isinstance(template, torch.Tensor):
+        return next(tensors)
+    if isinstance(template, (list, tuple)):
+        return type(template)(refill(t, tensors) for t in template)
+    if isinstance(template, dict):
+        return {k: refill(v, tensors) for k, v in template.items()}
+    return template
+
+
+def tensor_leaves(template: Any) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    if isinstance(template, torch.Tensor):
+        out.append(template)
+    elif isinstance(template, (list, tuple)):
+        for t in template:
+            out += tensor_leaves(t)
+    elif isinstance(template, dict):
+        for t in template.values():
+            out += tensor_leaves(t)
+    return out

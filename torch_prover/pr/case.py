@@ -1,0 +1,388 @@
+"""From a script's capture (plain data) to a Case and its exported model, in the prover.
+
+Which op the graph is about (the one that is not glue, or ``--op``, or a
+``# torch-prover: op=X`` line), which PyTorch tensors the graph inputs are, and the
+script's own model renamed to the engine's conventions (outputs ``y0..``), so the engine
+proves the very graph the script wrote. Everything here reads data the script's process
+handed over (:mod:`wire`) and the module loaded from its graph
+(:mod:`module`); nothing of the script runs here.
+
+Directives (``# torch-prover: op=X fwd_tol=T vjp_tol=T``) are read from the source before
+the script runs, and checked: a tolerance must be finite and positive, and a relative VJP
+tolerance of 1 or more would accept any gradient, so neither can switch the check off.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import onnx
+import torch
+
+from ..case import Case, Spec
+from ..errors import describe
+from ..engine.export import Exported, model_opset
+from ..engine.mapping import VALUE_SLOTS
+from .wire import Capture, dtype_of
+
+GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
+                      "Identity", "Constant"})
+"""Ops exporters put around a target (index reshapes, dtype casts, shape reads). One of them
+is the target only when it is the only op that computes on the tensors."""
+SHAPE_SOURCES = frozenset({"Shape", "Size"})
+
+
+def _node_reads(node: onnx.NodeProto) -> list[str]:
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+            for n in g.node:
+                names += _node_reads(n)
+    return names
+
+
+@dataclass(frozen=True)
+class _Live:
+    op: str             # op type, or domain::op outside ai.onnx
+    plumbing: bool      # computes only on values derived from Shape/Size: shape arithmetic
+    produces_output: bool
+
+
+def _integer_values(model: onnx.ModelProto) -> set[str]:
+    """Values whose inferred type is integer or bool (indices, shapes, masks)."""
+    try:
+        g = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:
+        g = model.graph
+    found = set()
+    for vi in list(g.value_info) + list(g.input) + list(g.output):
+        t = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+        if t and not onnx.helper.tensor_dtype_to_np_dtype(t).kind in "fc":
+            found.add(vi.name)
+    return found
+
+
+def _live_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[_Live]:
+    """The nodes that compute on the script's tensors (not on constants only), in order.
+    A node reading only shape-derived or integer values (index arithmetic: the Slice and
+    Sub that turn MaxPool's helper indices into the script's) is plumbing."""
+    live, shape_derived = set(tracked), set()
+    outputs = {o.name for o in model.graph.output}
+    integers = _integer_values(model)
+    found = []
+    for node in model.graph.node:
+        reads = [n for n in _node_reads(node) if n in live]
+        if not reads:
+            continue
+        outs = [o for o in node.output if o]
+        live.update(outs)
+        plumbing = node.op_type in SHAPE_SOURCES or all(
+            n in shape_derived or n in integers for n in reads)
+        if plumbing:
+            shape_derived.update(outs)
+        found.append(_Live(node.op_type if node.domain in ("", "ai.onnx")
+                           else f"{node.domain}::{node.op_type}", plumbing,
+                           any(o in outputs for o in outs)))
+    return found
+
+
+def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, list[str]]:
+    """(target op or None, candidates). The target is the one op computing on the tensors;
+    else the one such op that is not glue; else the one that is not shape arithmetic
+    (Shape -> Concat -> ...) feeding something else."""
+    nodes = _live_nodes(model, tracked)
+    ops = list(dict.fromkeys(n.op for n in nodes))
+    for keep in (lambda n: True,
+                 lambda n: n.op not in GLUE_OPS,
+                 lambda n: n.op not in GLUE_OPS and (not n.plumbing or n.produces_output),
+                 # index arithmetic around the target (MaxPool's indices helper)
+                 lambda n: n.op not in GLUE_OPS and not n.plumbing,
+                 # value-preserving glue the exporter puts before the target (x.repeat ->
+                 # Expand + Tile): dropped unless it is what the script outputs
+                 lambda n: n.op not in GLUE_OPS and not n.plumbing and (
+                     n.produces_output or n.op not in VALUE_SLOTS)):
+        left = list(dict.fromkeys(n.op for n in nodes if keep(n)))
+        if len(left) == 1:
+            return left[0], ops
+    return None, ops
+
+
+def _value_names(graph: onnx.GraphProto) -> set[str]:
+    names = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        names.update(node.output)
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                names |= _value_names(g)
+    return names
+
+
+def _rename(graph: onnx.GraphProto, names: dict[str, str]) -> None:
+    """Rename values throughout ``graph`` and its subgraphs (which may read outer values)."""
+    def fix(seq) -> None:
+        for k, n in enumerate(seq):
+            if n in names:
+                seq[k] = names[n]
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        vi.name = names.get(vi.name, vi.name)
+    for node in graph.node:
+        fix(node.input)
+        fix(node.output)
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                _rename(g, names)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the script exported, as the engine's Case and Exported."""
+
+    case: Case
+    exported: Exported
+    names: tuple[str, ...]                    # case input names, one per tensor argument
+    renamed: dict[str, str]                   # graph name -> name in the proved model
+    candidates: list[str]                     # ops computing on the tensors
+    inferred: str | None                      # what the graph alone says the target is
+    op_from: str                              # "--op" | "script directive" | "graph"
+    notes: list[str]
+
+
+DIRECTIVE = re.compile(r"^\s*#\s*torch-prover:(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Directives:
+    """What a script declares about itself: the target op when the graph cannot say,
+    tolerances for random outputs. Each one set is shown in every report."""
+
+    op: str | None = None
+    fwd_tol: float | None = None      # forward: absolute, scaled by the outputs' magnitude
+    vjp_tol: float | None = None      # VJP: relative error of finite difference vs autograd
+    surrogate: tuple[str, ...] | None = None   # "input 0"...: PyTorch's backward is not
+    # the op's derivative there; it can only remove autograd evidence, never add any
+
+    def set(self) -> dict[str, Any]:
+        """The directives the script gave, in declaration order of the fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+def _tolerance(token: str, key: str, value: str) -> float:
+    from ..errors import UsageError
+    try:
+        tol = float(value)
+    except ValueError:
+        raise UsageError(f"script directive {token!r}: not a {key} value") from None
+    if not math.isfinite(tol) or tol <= 0:
+        raise UsageError(f"script directive {token!r}: a tolerance must be a finite number "
+                         "> 0 (this one would switch the numeric check off)")
+    if key == "vjp_tol" and tol >= 1:
+        raise UsageError(f"script directive {token!r}: a relative tolerance of 1 or more "
+                         "accepts a finite difference of 0 against any gradient, which switches "
+                         "the numeric check off")
+    return tol
+
+
+def directives(source: str) -> Directives:
+    """The ``# torch-prover: ...`` lines of ``source`` (UsageError, one line, on an unknown
+    key, a bad value, an unknown op, or a tolerance that would turn the check off)."""
+    from ..errors import UsageError
+    from ..tags.schema import UnknownOpError, canonical_op
+    found: dict[str, Any] = {}
+    keys = [f.name for f in fields(Directives)]
+    for line in DIRECTIVE.findall(source):
+        for token in line.split():
+            key, _, value = token.partition("=")
+            if key not in keys or not value:
+                raise UsageError(f"unknown script directive {token!r} (known: "
+                                 f"{', '.join(k + '=...' for k in keys)})")
+            if key == "op":
+                try:
+                    found[key] = canonical_op(value)
+                except UnknownOpError as exc:
+                    raise UsageError(f"script directive {token!r}: {exc}") from None
+            elif key == "surrogate":
+                found[key] = _parameters(token, value)
+            else:
+                found[key] = _tolerance(token, key, value)
+    return Directives(**found)
+
+
+_PARAMETER = re.compile(r"^(input|output):(\d+)$")
+
+
+def _parameters(token: str, value: str) -> tuple[str, ...]:
+    """``input:0,output:0`` -> ("input 0", "output 0")."""
+    from ..errors import UsageError
+    found = []
+    for part in value.split(","):
+        m = _PARAMETER.match(part)
+        if not m:
+            raise UsageError(f"script directive {token!r}: {part!r} is not input:N or output:N")
+        found.append(f"{m[1]} {m[2]}")
+    return tuple(found)
+
+
+def _case_name(path: Path) -> str:
+    name = re.sub(r"[^a-z0-9_]+", "_", path.stem.lower()).strip("_")
+    return name or "script"
+
+
+def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
+    """Index of the tensor argument behind each graph input. Positional when every tensor is
+    a graph input; otherwise (an exporter dropped an unused one) by name, or by the position
+    TorchScript writes into its default names (``onnx::Mul_2``)."""
+    from ..errors import UsageError
+    if len(gin) == len(py):
+        return list(range(len(py)))
+    by_name = [py.index(g) if g in py else None for g in gin]
+    if None not in by_name:
+        return by_name
+    by_pos = [int(m.group(1)) if (m := re.search(r"_(\d+)$", g)) else None for g in gin]
+    if None not in by_pos and len(set(by_pos)) == len(gin) and max(by_pos) < len(py):
+        return by_pos
+    raise UsageError(f"the exported graph has {len(gin)} inputs ({', '.join(gin)}) for the "
+                     f"{len(py)} tensors the script passed to torch.onnx.export; cannot tell "
+                     "which is which (name them with input_names=)")
+
+
+def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
+             tracked: set[str]) -> tuple[str, str | None, list[str], str]:
+    """(op, inferred, candidates, where the op came from)."""
+    from ..errors import UsageError
+    from ..tags.schema import canonical_op
+    inferred, candidates = infer_op(model, tracked)
+    chosen, origin = (op, "--op") if op else (declared.op, "script directive")
+    if chosen:
+        chosen = canonical_op(chosen)
+        present = {n.op_type for n in model.graph.node}
+        if chosen not in present:
+            raise UsageError(f"the exported graph has no {chosen} node (it has: "
+                             f"{', '.join(sorted(present)) or 'no nodes'})")
+        return chosen, inferred, candidates, origin
+    if inferred is None:
+        named = [c for c in candidates if "::" not in c]
+        raise UsageError(f"cannot tell which op the script proves: the graph computes with "
+                         f"{', '.join(candidates) or 'no op on its inputs'}; pass --op "
+                         f"({' or '.join(named) or 'OP'})")
+    if "::" in inferred:
+        raise UsageError(f"the target op {inferred} is not an ai.onnx op; torch-prover proves "
+                         "ai.onnx ops")
+    return canonical_op(inferred), inferred, candidates, "graph"
+
+
+
+
+def usable(cap: Capture) -> None:
+    """UsageError (one line) when the capture gives nothing to prove, most basic first."""
+    from ..errors import UsageError
+    from .wire import Outcome
+    if cap.outcome is Outcome.RUNNER_FAILED:
+        raise UsageError(cap.problem or "torch-prover's child failed")
+    if cap.error:
+        if cap.export_errors and not cap.exports_done:
+            raise UsageError(f"the script's export failed: {cap.export_errors[-1]}")
+        raise UsageError(f"{cap.error}; fix the script (torch-prover --debug run shows the "
+                         "traceback)")
+    if not cap.exports_done:
+        raise UsageError("the script never calls torch.onnx.export: there is no ONNX model to "
+                         "attribute its gradients to")
+    if not cap.backward_calls:
+        raise UsageError("the script never calls torch.autograd.backward, Tensor.backward or "
+                         "torch.autograd.grad: Method 1 needs a backward pass with a dy to show "
+                         "which tensors carry gradients")
+    if cap.outcome is not Outcome.FINISHED:
+        raise UsageError(cap.problem or f"the script's process reported {cap.outcome.value}")
+    n = len(cap.leaves)
+    if cap.export is None or not (len(cap.python_names) == len(cap.requires) == n) or any(
+            not 0 <= i < n for i in cap.swapped):
+        raise UsageError("the script's process handed over an inconsistent capture")
+
+
+def _names(cap: Capture, gin: list[str], existing: set[str]) -> tuple[list[str], list[int]]:
+    """A case input name per tensor argument, and the argument behind each graph input."""
+    asked = list(cap.export.input_names)
+    py = [asked[i] if i < len(asked) else p for i, p in enumerate(cap.python_names)]
+    which = _match_inputs(gin, py)
+    names: list[str] = []
+    for i, p in enumerate(py):
+        g = gin[which.index(i)] if i in which else None
+        good = p and p.isidentifier() and p not in names and (p == g or p not in existing)
+        names.append(p if good and not (g and i < len(asked)) else g or f"input_{i}")
+    return names, which
+
+
+def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
+            declared: Directives) -> Prepared:
+    """Turn the script's last successful export (a usable capture) into a Case whose model is
+    ``module`` and an Exported holding the script's own graph (UsageError, one line, when the
+    graph cannot be attributed)."""
+    from ..errors import UsageError
+    info = cap.export
+    notes = [f"the script exported {cap.exports_done} models; proving the last one"
+             ] if cap.exports_done > 1 else []
+    try:
+        model = onnx.load_from_string(cap.model)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise UsageError(f"the script's model does not parse: {describe(exc)}") from None
+    graph = model.graph
+    inits = {t.name for t in graph.initializer}
+    if any(i.name in inits for i in graph.input):   # keep_initializers_as_inputs=True
+        kept = [i for i in graph.input if i.name not in inits]
+        del graph.input[:]
+        graph.input.extend(kept)
+        notes.append("dropped the initializers listed as graph inputs "
+                     "(keep_initializers_as_inputs=True)")
+    gin = [i.name for i in graph.input]
+    existing = _value_names(graph)
+    names, which = _names(cap, gin, existing)
+    renamed = {gin[k]: names[i] for k, i in enumerate(which) if gin[k] != names[i]}
+    if len(gin) < len(cap.leaves):
+        unused = [names[i] for i in range(len(cap.leaves)) if i not in which]
+        notes.append(f"the exporter dropped unused input(s) {', '.join(unused)}")
+    if cap.swapped:
+        placeholders = ", ".join(names[i] for i in cap.swapped)
+        notes.append(f"the script exported placeholder input(s) ({placeholders}); the proof "
+                     "uses the tensors its backward pass differentiated (same shape and dtype), "
+                     "so the evidence matches its printed gradients")
+    if cap.probing_all:
+        notes.append("no exported input requires grad; probing every floating input")
+    specs = tuple(Spec("custom", make=(lambda t: lambda gen, dt: t.detach().clone())(t),
+                       requires_grad=r) for t, r in zip(cap.leaves, cap.requires))
+    gout = [o.name for o in graph.output]
+    if len(gout) != cap.n_outputs:
+        raise UsageError(f"the exported graph has {len(gout)} outputs for the module's "
+                         f"{cap.n_outputs}; cannot tell which is which")
+    for j, g in enumerate(gout):
+        if g != f"y{j}":
+            if f"y{j}" in existing:
+                raise UsageError(f"cannot name graph output {g!r} y{j}: the graph already has a "
+                                 f"value y{j}")
+            renamed[g] = f"y{j}"
+    if set(gin) & set(gout):
+        raise UsageError("a graph input is also a graph output; export a module that computes "
+                         "something")
+    _rename(graph, renamed)
+
+    tracked = {names[i] for i in which} | {p[0] for p in cap.params}
+    op, inferred, candidates, op_from = _pick_op(op, declared, model, tracked)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        raise UsageError(f"onnx.checker rejects the script's model: {describe(exc)}") from exc
+    opset = model_opset(model)
+    case = Case(op, _case_name(path), (lambda m: lambda: m)(module), specs,
+                input_names=tuple(names), exporter=info.exporter, opset=opset,
+                float_dtype=dtype_of(cap.float_dtype),
+                kind="reference" if info.custom_translation else "natural",
+                fwd_tol=declared.fwd_tol, vjp_tol=declared.vjp_tol,
+                surrogate={k: "the script's `# torch-prover: surrogate=` line says so"
+                           for k in declared.surrogate or ()},
+                notes=f"from the proof script {path.name}")
+    exported = Exported(model, info.exporter, opset, tuple(names),
+                        tuple(f"y{j}" for j in range(len(gout))))
+    return Prepared(case, exported, tuple(names), renamed, candidates, inferred, op_from,
+                    notes + list(info.notes))

@@ -1,0 +1,202 @@
+"""The proof script's own process: run it instrumented, hand back plain data, exit.
+
+Why a child process at all: ``torch-prover run`` executes a contributor's script, which
+is arbitrary code. Run in the prover's process it could patch the prover (flip a tag,
+replace the verdict rule), hang it, or end it with ``os._exit``. Here it runs in a process
+of its own; what it did comes back as data (:mod:`wire`) and the proof is made by
+the prover from that data (:mod:`runner`).
+
+Why multiprocessing's "forkserver" (see :mod:`process`): a child forked from a
+server that has already imported torch, onnx and the exporter starts in milliseconds, where
+a fresh interpreter (spawn, or ``subprocess``) pays ~4 s of imports per script -- which
+matters to ``scripts/sweep_scripts.py``, running hundreds of scripts. The server never
+runs a script; each script gets a fresh fork of it, so no script can alter the server,
+the prover, or the next script.
+
+In the child, :func:`child_main`: becomes the leader of a new process group (so a timeout
+kills the script's own children too), starts a thread that kills that group when the
+prover's process goes away, points stdout and stderr at the prover's pipe, takes the
+prover's cwd and environment and ``sys.argv == [script]`` (like ``python script.py``),
+runs the script with the backward and export entry points instrumented
+(:mod:`capture`, :mod:`export`), collects (:mod:`collect`), writes
+the capture and leaves with ``os._exit`` -- threads the script left behind do not hold it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import sys
+import threading
+import traceback
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+import torch.onnx
+
+from ..errors import describe
+from .collect import collect
+from .capture import ScriptRun, backward_call, grad_call, recording, tensor_backward_call
+from .export import wrap_export
+from .wire import Capture, Outcome, write_capture
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """What the child needs to run the script as ``python SCRIPT`` would, from the prover."""
+
+    script: str                 # as given on the command line: sys.argv[0]
+    cwd: str
+    env: dict[str, str]
+    outdir: str                 # where the capture goes (absolute)
+
+
+# ============================================================================ instrumented run
+@contextlib.contextmanager
+def instrumented(run: ScriptRun):
+    """Patch the autograd entry points and torch.onnx.export for the duration of the block."""
+    import torch.onnx.utils as onnx_utils
+    patches = [
+        (torch.autograd, "backward", recording(run, torch.autograd.backward, backward_call)),
+        (torch.Tensor, "backward", recording(run, torch.Tensor.backward, tensor_backward_call)),
+        (torch.autograd, "grad", recording(run, torch.autograd.grad, grad_call)),
+        (torch.onnx, "export", wrap_export(run, torch.onnx.export)),
+        (onnx_utils, "export", wrap_export(run, torch.onnx.export, default_dynamo=False)),
+    ]
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
+    try:
+        for owner, name, new in patches:
+            setattr(owner, name, new)
+        yield run
+    finally:
+        for owner, name, old in saved:
+            setattr(owner, name, old)
+
+
+def _run_as_main(path: Path, argv0: str) -> None:
+    """What ``python SCRIPT`` does: the file's code in a fresh ``__main__`` module, with
+    ``__file__`` absolute and ``sys.argv[0]`` as given (``runpy.run_path`` would make both
+    the absolute path)."""
+    main = types.ModuleType("__main__")
+    main.__file__, main.__cached__ = str(path), None
+    code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    sys.argv = [argv0]
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def execute(run: ScriptRun, argv0: str) -> None:
+    """Run the script as ``__main__`` (``sys.argv == [argv0]``, its directory first on
+    ``sys.path``), instrumented; how it ended goes into ``run``."""
+    argv, sys_path = sys.argv[:], sys.path[:]
+    sys.path.insert(0, str(run.path.parent))
+    try:
+        with instrumented(run):
+            _run_as_main(run.path, argv0)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            run.ended, run.error = Outcome.EXITED, f"the script exited with status {exc.code}"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the script's own failure, reported, not ours
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(run.path)]
+        where = f" (line {frames[-1].lineno} of {run.path.name})" if frames else ""
+        run.ended, run.error = Outcome.RAISED, f"the script raised {describe(exc)}{where}"
+        run.traceback = "".join(traceback.format_exception(exc))
+    finally:
+        sys.argv[:], sys.path[:] = argv, sys_path
+
+
+class _Tee(io.TextIOBase):
+    """Keeps what the script prints and still shows it."""
+
+    def __init__(self, echo: TextIO | None):
+        self.echo, self.buf = echo, io.StringIO()
+
+    def write(self, s: str) -> int:
+        self.buf.write(s)
+        if self.echo is not None:
+            self.echo.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        if self.echo is not None:
+            self.echo.flush()
+
+
+def run_script(path: str | os.PathLike, echo: TextIO | None = None) -> ScriptRun:
+    """Run ``path`` instrumented **in this process**, keeping its stdout in ``run.output``.
+
+    Only for code that is already isolated: the child below, and tests of the capture
+    itself. ``torch-prover run`` never calls this in the prover's process."""
+    path = Path(path)
+    run = ScriptRun(path.resolve(), path.read_text(encoding="utf-8"))
+    tee = _Tee(echo)
+    with contextlib.redirect_stdout(tee):
+        execute(run, str(path))
+    run.output = tee.buf.getvalue()
+    return run
+
+
+# ============================================================================ the child
+def _die_with(parent: Any) -> None:
+    """Kill this process group once the prover's end of ``parent`` closes (it never sends:
+    ``recv`` returns only when the prover's process has gone)."""
+    def watch() -> None:
+        try:
+            parent.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        os.killpg(0, signal.SIGKILL)
+    threading.Thread(target=watch, name="torch-prover-watch-parent", daemon=True).start()
+
+
+def _to_pipe(out: Any) -> None:
+    """stdout and stderr (the file descriptors, so subprocesses too) into the prover's pipe,
+    line-buffered so what was printed before a crash or a kill still arrives."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    out.close()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.reconfigure(line_buffering=True)
+
+
+def child_main(job: ChildJob, out: Any, parent: Any) -> None:
+    """The child's whole life (multiprocessing target): never returns."""
+    os.setsid()
+    _die_with(parent)
+    _to_pipe(out)
+    where = Path(job.outdir)
+    try:
+        os.chdir(job.cwd)
+        os.environ.clear()
+        os.environ.update(job.env)
+        path = Path(job.script)
+        run = ScriptRun(path.resolve(), path.read_text(encoding="utf-8"))
+        execute(run, job.script)
+        capture = collect(run, where)
+    except BaseException as exc:  # ours, after or around the script: say so, do not hang
+        capture = Capture(Outcome.RUNNER_FAILED, problem=f"torch-prover's child failed: "
+                                                         f"{describe(exc)}")
+    try:
+        write_capture(where, capture)
+    except BaseException as exc:  # nothing to hand back: the prover sees no capture
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"torch-prover: could not write the capture: {describe(exc)}\n")
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)

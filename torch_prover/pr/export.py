@@ -1,0 +1,214 @@
+"""The script's own torch.onnx.export call, made to work on current PyTorch.
+
+When a classic script's export would fail (an open file object, an opset below the dynamo
+exporter's minimum, legacy positional arguments, options torch no longer accepts), these
+plans export another way that works, write the file the script asked for, and record in
+the :class:`ExportCall` what was done, so the report can say it.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import onnx
+import torch
+
+from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from ..errors import describe
+from ..engine.export import model_opset, quiet
+from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
+
+DYNAMO_MIN_OPSET = 18
+"""Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
+
+# torch 1.x's positional order after ``f``; torch 2.13 takes these as keywords only.
+_LEGACY_POSITIONAL = ("export_params", "verbose", "training", "input_names", "output_names",
+                      "operator_export_type", "opset_version", "do_constant_folding",
+                      "dynamic_axes", "keep_initializers_as_inputs", "custom_opsets",
+                      "export_modules_as_functions")
+_DYNAMO_ONLY = ("dynamic_shapes", "custom_translation_table", "external_data", "optimize",
+                "report", "verify", "profile", "dump_exported_program", "artifacts_dir")
+_TORCHSCRIPT_ONLY = ("operator_export_type", "custom_opsets", "export_modules_as_functions",
+                     "autograd_inlining", "training", "dynamic_axes")
+
+
+
+# ---------------------------------------------------------------------------- export
+_FRESH = "_torch_prover_fresh_inputs"   # plan flag: export copies of the tensor arguments
+
+
+def _fresh(args: Any) -> Any:
+    if isinstance(args, torch.Tensor):
+        return args.detach().clone().requires_grad_(args.requires_grad)
+    if isinstance(args, (list, tuple)):
+        return type(args)(_fresh(a) for a in args)
+    if isinstance(args, dict):
+        return {k: _fresh(v) for k, v in args.items()}
+    return args
+
+
+def _plans(options: dict[str, Any], holds_grad: bool = False
+           ) -> list[tuple[dict[str, Any], str | None]]:
+    """Ways to export, in order: (options, what the runner changed or None)."""
+    opset = options.get("opset_version")
+    asked_dynamo = options.get("dynamo", True)      # torch 2.13's default
+
+    def as_torchscript(opts: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in opts.items() if k not in _DYNAMO_ONLY} | {"dynamo": False}
+
+    def as_dynamo(opts: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in opts.items() if k not in _TORCHSCRIPT_ONLY} | {"dynamo": True}
+
+    if asked_dynamo:
+        if opset is not None and opset < DYNAMO_MIN_OPSET:
+            return [(as_torchscript(options),
+                     f"opset {opset} is below what the dynamo exporter (torch.onnx.export's "
+                     f"default) produces ({DYNAMO_MIN_OPSET}+): exported with the TorchScript "
+                     f"exporter (dynamo=False) at opset {opset}")]
+        if opset is not None and opset > DEFAULT_OPSET:
+            return [(options | {"opset_version": DEFAULT_OPSET},
+                     f"torch {torch.__version__.split('+')[0]}'s exporter cannot produce opset "
+                     f"{opset}: exported at opset {DEFAULT_OPSET}")]
+        plans: list[tuple[dict[str, Any], str | None]] = [(options, None)]
+        if holds_grad:
+            plans.append((options | {_FRESH: True},
+                          "exported fresh copies of the inputs (same values, no .grad): "
+                          "torch.export can fail on inputs that already hold a gradient"))
+        if opset is None or opset <= TORCHSCRIPT_MAX_OPSET:
+            plans.append((as_torchscript(options), "exported with the TorchScript exporter "
+                                                   "(dynamo=False) instead"))
+        return plans
+    plans = [(options, None)]
+    if opset is None or DYNAMO_MIN_OPSET <= opset <= DEFAULT_OPSET:
+        plans.append((as_dynamo(options), "exported with the dynamo exporter instead"))
+    return plans
+
+
+def shown_path(path: str) -> str:
+    """A path as the user would type it: relative to the cwd when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _target_name(f: Any) -> str | None:
+    if f is None:
+        return None
+    if isinstance(f, (str, os.PathLike)):
+        return os.path.abspath(os.fspath(f))
+    name = getattr(f, "name", None)
+    return os.path.abspath(name) if isinstance(name, str) else None
+
+
+def _export_once(real: Callable, module: Any, args: Any, f: Any, options: dict[str, Any],
+                 call: ExportCall) -> Any:
+    """One export attempt; sets call.model (and writes the script's file). Returns what
+    torch.onnx.export returned."""
+    file_object = f is not None and not isinstance(f, (str, os.PathLike))
+    data: bytes | None = None
+    if options.get(_FRESH):
+        options = {k: v for k, v in options.items() if k != _FRESH}
+        args = _fresh(args)
+        options["kwargs"] = _fresh(options.get("kwargs"))
+    with quiet():
+        if options.get("dynamo", True):
+            returned = real(module, args, None if file_object else f, **options)
+            model = returned.model_proto
+            if file_object:
+                data = model.SerializeToString()
+                f.write(data)
+                where = shown_path(call.target) if call.target else "a file object"
+                call.notes.append(f"the script exports to an open file ({where}), which the "
+                                  "dynamo exporter does not accept: exported in memory and "
+                                  "wrote the bytes to that file")
+        else:
+            if f is None or file_object:
+                buf = io.BytesIO()
+                returned = real(module, args, buf, **options)
+                data = buf.getvalue()
+                if file_object:
+                    f.write(data)
+            else:
+                returned = real(module, args, f, **options)
+            model = onnx.load_from_string(data) if data is not None else onnx.load(os.fspath(f))
+    call.model = model
+    call.exporter = "dynamo" if options.get("dynamo", True) else "torchscript"
+    if data is None and call.target and os.path.exists(call.target):
+        data = Path(call.target).read_bytes()
+    call.file_sha256 = hashlib.sha256(data).hexdigest() if data is not None and f is not None \
+        else None
+    return returned
+
+
+def _pristine(model: Any) -> Any:
+    """A scripted module as it was before the export: the TorchScript exporter rewrites its
+    graph in place, and the probe must run the model the script ran."""
+    if isinstance(model, torch.jit.ScriptModule):
+        buf = io.BytesIO()       # a deepcopy would share the compiled graphs
+        try:
+            torch.jit.save(model, buf)
+            buf.seek(0)
+            return torch.jit.load(buf)
+        except Exception:
+            return model
+    return model
+
+
+def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> Callable:
+    accepted = set(inspect.signature(real).parameters)
+
+    def export(model: Any, args: Any = (), f: Any = None, *legacy: Any, **options: Any) -> Any:
+        if run.busy:
+            return real(model, args, f, *legacy, **options)
+        call = ExportCall(_pristine(model), args, dict(options.get("kwargs") or {}), {},
+                          target=_target_name(f))
+        run.exports.append(call)
+        for name, value in zip(_LEGACY_POSITIONAL, legacy):
+            options.setdefault(name, value)
+        if legacy:
+            call.notes.append(f"passed {len(legacy)} positional argument(s) after f as keywords "
+                              f"({', '.join(_LEGACY_POSITIONAL[:len(legacy)])})")
+        for name in [k for k in options if k not in accepted]:
+            call.notes.append(f"dropped {name}=, which torch {torch.__version__.split('+')[0]}'s "
+                              "torch.onnx.export no longer accepts")
+            options.pop(name)
+        options.setdefault("dynamo", default_dynamo)
+        if options.get("export_params") is False:
+            options["export_params"] = True
+            call.notes.append("export_params=False leaves the parameters out of the model, so "
+                              "nothing could run it: exported with export_params=True")
+        first: BaseException | None = None
+        errors: dict[str, str] = {}     # exporter -> its first failure
+        with instrumenting(run):
+            holds_grad = any(t.is_leaf and t.grad is not None
+                             for t in tensor_leaves((args, options.get("kwargs"))))
+            for opts, note in _plans(options, holds_grad):
+                try:
+                    returned = _export_once(real, model, args, f, opts, call)
+                except Exception as exc:  # the exporters raise many types
+                    first = first or exc
+                    errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
+                                      describe(exc))
+                    continue
+                call.options = {k: v for k, v in opts.items() if k != _FRESH}
+                if first is not None:
+                    call.notes.append(f"the export as written failed ({describe(first)}); "
+                                      f"{note}")
+                elif note:
+                    call.notes.append(note)
+                got = model_opset(call.model)
+                asked = opts.get("opset_version")
+                if asked is not None and got != asked:
+                    call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
+                shown = shown_path(call.target) if call.target else None
+                if call.notes and shown and not any(shown in n for n in call.notes):
+                    call.notes.append(f"wrote {shown}, as the script asked")
+                return returned
+        call.error = "; ".join(f"{k}: {v}" for k, v in errors.items()) or "export failed"
+        raise first  # type: ignore[misc]
+    return export
+
+

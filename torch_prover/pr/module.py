@@ -1,0 +1,221 @@
+"""The script's module, carried from its process to the prover's as a graph, not as code.
+
+Why: the autograd probe needs a PyTorch module in the prover's process, but importing or
+re-running the script there would hand it the prover. So the child saves the module as a
+graph of ATen ops, which the prover runs without any of the script's Python:
+
+1. ``torch.export.export`` of the module in eval mode (the mode the probe has always run
+   it in), saved with ``torch.export.save`` -- unless its graph calls an op the script
+   itself registered (a reference op's ``torch.library.custom_op``), which the prover's
+   process does not have;
+2. otherwise TorchScript: a scripted module as is, anything else ``torch.jit.trace``-d
+   (tracing runs the module eagerly, so a reference op traces as its differentiable
+   reference), saved with ``torch.jit.save``;
+3. otherwise nothing, and ``ModuleFile.why`` says why; the runner then stops with exit 2.
+
+The module is wrapped when the script's export arguments were not a flat list of tensors
+(a Python int among them, keyword arguments): the wrapper takes the tensors only and fills
+the rest back in, and its parameter names carry the prefix ``inner.``, stripped on loading.
+Parameter names match the exported model's initializers, so both sides check that they
+survive the round trip (name, shape, dtype, requires_grad).
+
+Loading is guarded: ``torch.export.load`` falls back to full unpickling for some payloads,
+which a forged file could use to run code in the prover. While it loads, ``torch.load`` is
+forced to ``weights_only=True`` and the archive reader's other unpicklers refuse.
+``torch.jit.load`` reads TorchScript, which cannot call back into Python.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from ..errors import describe
+from ..engine.export import quiet
+from .capture import refill
+from .wire import ModuleFile, ModuleFormat
+
+PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
+PREFIX = "inner."
+PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order"})
+
+ParamTable = tuple[tuple[str, tuple[int, ...], str, bool], ...]
+
+
+class ModuleLoadError(ValueError):
+    """The script's module could not be serialized or loaded; the message says why."""
+
+
+class Bound(torch.nn.Module):
+    """``inner(*args, **kwargs)`` with the script's non-tensor arguments filled back in:
+    ``forward`` takes only the tensors, in the order the export arguments hold them."""
+
+    def __init__(self, inner: torch.nn.Module, template: tuple[tuple, dict]):
+        super().__init__()
+        self.inner = inner
+        self.template = template
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        args, kwargs = refill(self.template, iter(tensors))
+        return self.inner(*args, **kwargs)
+
+
+class Loaded(torch.nn.Module):
+    """The loaded graph as the probe uses a case's module: parameter names as the script's
+    module has them (the exported model's initializer names), and a fixed mode -- the graph
+    was made in eval mode, so ``eval()``/``train()`` change nothing (an ExportedProgram's
+    module refuses both)."""
+
+    def __init__(self, graph: torch.nn.Module, prefix: str):
+        super().__init__()
+        self.graph = graph
+        self.prefix = prefix
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        for name, p in self.graph.named_parameters(remove_duplicate=remove_duplicate):
+            yield prefix + name.removeprefix(self.prefix), p
+
+    def train(self, mode: bool = True) -> "Loaded":
+        return self
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        return self.graph(*tensors)
+
+
+def param_table(module: torch.nn.Module, prefix: str = "") -> ParamTable:
+    """(name, shape, dtype, requires_grad) of every parameter, sorted by name."""
+    return tuple(sorted((n.removeprefix(prefix), tuple(p.shape),
+                         str(p.dtype).removeprefix("torch."), bool(p.requires_grad))
+                        for n, p in module.named_parameters()))
+
+
+# ============================================================================ child side
+def _foreign_ops(program: Any) -> list[str]:
+    """Ops in the program's graphs that a fresh process does not have (custom ops)."""
+    found = []
+    for gm in program.graph_module.modules():
+        if not isinstance(gm, torch.fx.GraphModule):
+            continue
+        for node in gm.graph.nodes:
+            ns = getattr(node.target, "namespace", None)
+            if node.op == "call_function" and ns is not None and ns not in PORTABLE_NAMESPACES:
+                found.append(str(node.target))
+    return sorted(set(found))
+
+
+def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
+                requires: Sequence[bool], template: Any, flat: bool, where: Path) -> ModuleFile:
+    """Serialize ``module`` (called on ``leaves``, those flagged in ``requires`` requiring
+    grad, as the probe will call it) into ``where``; never raises."""
+    module.eval()
+    target = module if flat else Bound(module, template)
+    prefix = "" if flat else PREFIX
+    example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
+    wanted = param_table(target, prefix)
+    why = ""
+    if not isinstance(module, torch.jit.ScriptModule):
+        try:
+            with quiet():
+                program = torch.export.export(target, example)
+            foreign = _foreign_ops(program)
+            if foreign:
+                raise ModuleLoadError(f"its graph calls {', '.join(foreign)}, defined only in "
+                                      "the script's process")
+            torch.export.save(program, where / PROGRAM_FILE)
+            done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, prefix,
+                              "torch.export.export of the module in eval mode")
+            load_module(where, done, wanted)        # the round trip the prover will make
+            return done
+        except Exception as exc:  # torch.export raises many types; the fallback decides
+            why = f"torch.export: {describe(exc)}"
+    try:
+        if isinstance(target, torch.jit.ScriptModule):
+            scripted, how = target, "the scripted module, saved as is"
+        else:
+            with quiet():
+                scripted = torch.jit.trace(target, example, check_trace=False, strict=False)
+            how = "torch.jit.trace of the module in eval mode"
+        torch.jit.save(scripted, str(where / TORCHSCRIPT_FILE))
+        done = ModuleFile(ModuleFormat.TORCHSCRIPT, TORCHSCRIPT_FILE, prefix, how, why)
+        load_module(where, done, wanted)
+        return done
+    except Exception as exc:  # as above
+        return ModuleFile(ModuleFormat.NONE, "", prefix, "",
+                          "; ".join(w for w in (why, f"TorchScript: {describe(exc)}") if w))
+
+
+# ============================================================================ prover side
+class _Refuse:
+    """Stands in for an unpickler while an ExportedProgram loads."""
+
+    def __getattr__(self, name: str) -> Any:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise ModuleLoadError("the saved program holds a pickled object; refusing to "
+                                  "unpickle what the script's process wrote")
+        return refuse
+
+
+def ready_loader() -> None:
+    """Import the ExportedProgram reader (~1 s: it pulls in torch._inductor) -- called while
+    the script's process runs, so the prover does not wait for it afterwards."""
+    with contextlib.suppress(ImportError):
+        from torch.export.pt2_archive import _package  # noqa: F401
+
+
+@contextlib.contextmanager
+def _weights_only() -> Iterator[None]:
+    """torch.load forced to weights_only=True; the pt2 archive's raw unpicklers refused."""
+    real_load = torch.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        kwargs["weights_only"] = True
+        return real_load(*args, **kwargs)
+    patches: list[tuple[Any, str, Any]] = [(torch, "load", load),
+                                           (torch._C, "_pickle_load_obj", _Refuse().load)]
+    try:
+        from torch.export.pt2_archive import _package
+        patches.append((_package, "pickle", _Refuse()))
+    except ImportError:   # another torch layout: torch.load is still forced
+        pass
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    try:
+        for owner, name, new in patches:
+            setattr(owner, name, new)
+        yield
+    finally:
+        for owner, name, old in saved:
+            setattr(owner, name, old)
+
+
+def load_module(where: Path, mf: ModuleFile, expected: ParamTable) -> Loaded:
+    """The module saved in ``where``, checked against the parameters the script's module had
+    (ModuleLoadError with one line otherwise)."""
+    if mf.format is ModuleFormat.NONE:
+        raise ModuleLoadError(f"the script's module could not be saved as a graph ({mf.why})")
+    if mf.file not in (PROGRAM_FILE, TORCHSCRIPT_FILE) or mf.prefix not in ("", PREFIX):
+        raise ModuleLoadError(f"unexpected module file {mf.file!r} / prefix {mf.prefix!r}")
+    path = where / mf.file
+    try:
+        with quiet():
+            if mf.format is ModuleFormat.EXPORTED_PROGRAM:
+                with _weights_only():
+                    graph = torch.export.load(path).module()
+            else:
+                graph = torch.jit.load(str(path), map_location="cpu")
+    except ModuleLoadError:
+        raise
+    except Exception as exc:  # the loaders raise many types
+        raise ModuleLoadError(f"loading the script's module ({mf.format.value}) failed: "
+                              f"{describe(exc)}") from None
+    loaded = Loaded(graph, mf.prefix)
+    got = param_table(loaded)
+    if got != tuple(expected):
+        lost = sorted({p[0] for p in expected} ^ {p[0] for p in got})
+        raise ModuleLoadError(f"the script's module lost its parameters on the way "
+                              f"({mf.format.value}): "
+                              + (", ".join(lost) if lost else "shapes, dtypes or requires_grad "
+                                 "differ"))
+    return loaded

@@ -1,0 +1,152 @@
+"""The ``script`` section of a run's record, and its text and Markdown renderings.
+
+Pure functions of data. One helper per fact, used by every format, so the text, JSON and
+Markdown reports say the same things: what ran and how it was isolated, what the runner
+changed, which directives the script set (and the defaults they replace), what the script's
+own backward showed, and how much of its output was dropped.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from ..engine import numeric
+from .export import shown_path
+from .wire import Capture, Grad, GradSeen
+
+
+def gradients(names: tuple[str, ...], cap: Capture) -> dict[str, GradSeen]:
+    """What the script's own backward left on each of its tensors, by case input name."""
+    out = {n: g for n, g in zip(names, cap.leaf_grads) if g is not None}
+    out.update({f"param {n}": g for n, g in cap.param_grads.items()})
+    return out
+
+
+def consistency(grads: dict[str, GradSeen], proof: Any) -> list[str]:
+    """Where the script's own gradients and the probe's evidence tell different stories."""
+    notes = []
+    by_name = {e.label: e for e in proof.probe.inputs}
+    by_name.update({f"param {n}": e for n, e in proof.probe.params.items()})
+    for name, seen in grads.items():
+        e = by_name.get(name)
+        if e is None:
+            continue
+        if (seen.kind is Grad.NONZERO) != (e.evidence == "grad"):
+            notes.append(f"the script's gradient for {name} is {seen.kind.value}, the "
+                         f"probe finds {e.evidence} over seeds {list(proof.case.seeds)}")
+    return notes
+
+
+def _directives(declared: dict[str, Any], float_dtype: str) -> dict[str, Any]:
+    defaults = {"fwd_tol": numeric.FWD_TOL.get(float_dtype),
+                "vjp_tol": numeric.VJP_TOL.get(float_dtype)}
+    return {k: {"value": list(v) if isinstance(v, tuple) else v, "default": defaults.get(k)}
+            for k, v in declared.items()}
+
+
+def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
+                  declared: dict[str, Any], output: Any, timeout: float) -> dict[str, Any]:
+    info = cap.export
+    grads = gradients(prep.names, cap)
+    return {
+        "path": str(path.resolve()),
+        "sha256": hashlib.sha256(source.encode()).hexdigest(),
+        "output": output.text,
+        "output_truncated": output.record() if output.truncated else None,
+        "isolation": {"process": "child (multiprocessing forkserver, own process group)",
+                      "timeout_s": timeout, "module": cap.module.format.value,
+                      "module_how": cap.module.how, "module_why": cap.module.why or None},
+        "directives": _directives(declared, str(prep.case.float_dtype).removeprefix("torch.")),
+        "export": {"exporter": info.exporter, "opset": prep.exported.opset,
+                   "file": info.target, "file_sha256": info.file_sha256,
+                   "options": info.options},
+        "runner_notes": prep.notes,
+        "renamed": prep.renamed,
+        "op_from": prep.op_from,
+        "op_inferred": prep.inferred,
+        "op_candidates": prep.candidates,
+        "backward": [{"api": b.api, "targets": list(b.targets), "error": b.error}
+                     for b in cap.backward],
+        "gradients": {k: str(g) for k, g in grads.items()},
+        "consistency": consistency(grads, proof),
+    }
+
+
+def _directive_lines(s: dict[str, Any]) -> list[str]:
+    out = []
+    for key, d in s["directives"].items():
+        if key == "op":
+            continue      # the target-op line says where the op came from
+        if key == "surrogate":
+            out.append(f"directive: surrogate={', '.join(d['value'])}: PyTorch's gradient there "
+                       "counts as unsupported (it can only remove autograd evidence)")
+            continue
+        default = f"{d['default']:g}" if d["default"] is not None else "none"
+        out.append(f"directive: {key}={d['value']:g} set by the script's `# torch-prover:` line "
+                   f"(default {default}); the numeric check used it")
+    return out
+
+
+def script_lines(rec: dict[str, Any]) -> list[str]:
+    """The run as a reviewer reads it: what ran, what the runner changed, what it showed."""
+    s = rec["script"]
+    e = s["export"]
+    iso = s["isolation"]
+    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): exported with the "
+             f"{e['exporter']} exporter at opset {e['opset']}"
+             + (f" to {shown_path(e['file'])}" if e["file"] else "")]
+    lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
+                 f"the probe ran in the prover on its module saved by {iso['module_how']}"
+                 + (f" ({iso['module_why']})" if iso["module_why"] else ""))
+    lines += [f"  runner: {n}" for n in s["runner_notes"]]
+    lines += [f"  {line}" for line in _directive_lines(s)]
+    if s["op_from"] == "graph":
+        lines.append(f"  target op {rec['op']}: inferred from the graph (ops on the inputs: "
+                     f"{', '.join(s['op_candidates'])})")
+    else:
+        lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
+            f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
+            (None, rec["op"]) else ""))
+    for b in s["backward"]:
+        lines.append(f"  backward: {b['api']} on {', '.join(b['targets']) or 'nothing'}"
+                     + (f" -> {b['error']}" if b["error"] else ""))
+    if s["gradients"]:
+        lines.append("  the script's gradients: " + "; ".join(
+            f"{k} {v}" for k, v in s["gradients"].items()))
+    lines.append(f"  the proof's inputs and dy: the script's own inputs, with torch-prover's "
+                 f"seeded dy on seeds {', '.join(map(str, rec['seeds']))} (not the script's "
+                 "dy), so its gradient magnitudes may differ from what the script printed")
+    lines += [f"  note: {n}" for n in s["consistency"]]
+    if s["output_truncated"]:
+        lines.append(f"  output: {s['output_truncated']['note']}")
+    file = f"{Path(e['file']).name} (sha256 {e['file_sha256'][:12]})" if e["file_sha256"] \
+        else "the model the script exported (not written to a file)"
+    if s["renamed"]:
+        lines.append(f"  proved model: {file} with graph values renamed " + ", ".join(
+            f"{a} -> {b}" for a, b in s["renamed"].items()) + " (the evidence layout's names)")
+    elif e["file_sha256"] == rec["model"]["sha256"]:
+        lines.append(f"  proved model: {file}, byte for byte")
+    else:
+        lines.append(f"  proved model: {file}, re-serialized "
+                     f"(sha256 {rec['model']['sha256'][:12]})")
+    return lines
+
+
+def script_markdown(rec: dict[str, Any]) -> str:
+    s = rec["script"]
+    out = ["**How torch-prover ran the script**", ""]
+    out += [f"- {line.strip()}" for line in script_lines(rec)]
+    if s["output"].strip() or s["output_truncated"]:
+        summary = "script output" + (" (the last lines only)" if s["output_truncated"] else "")
+        out += ["", f"<details><summary>{summary}</summary>", "", "```text"]
+        if s["output_truncated"]:
+            out.append(s["output_truncated"]["note"])
+        out += [s["output"].rstrip().replace("```", "` ` `"), "```", "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def shown_output(output: Any) -> str:
+    """The script's output as the terminal shows it: the drop note first, then the tail."""
+    note = output.note()
+    return (note + "\n" if note else "") + output.text

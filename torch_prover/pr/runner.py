@@ -1,0 +1,162 @@
+"""``torch-prover run SCRIPT.py``: run a classic proof script unmodified, prove what it exported.
+
+Why: ONNX contributors attach "Method 1" scripts to PRs (a one-op module, a backward pass
+with a ``dy``, a ``torch.onnx.export``) and reviewers read them. Rather than asking anyone
+to rewrite those scripts, the runner executes one as is and proves the very model it wrote.
+
+The script is untrusted code, so it never runs in the prover's process:
+
+1. the arguments are checked first (the script exists, ``--op`` names a real op,
+   ``--tags-from`` parses, ``--timeout`` is a positive number, the script's directives are
+   valid), so a typo costs nothing and the script does not run for it;
+2. the script runs in a child process (:mod:`process`, :mod:`child`) with
+   ``torch.autograd.backward``, ``Tensor.backward``, ``torch.autograd.grad`` and
+   ``torch.onnx.export`` instrumented, within ``--timeout``; its output is kept to a tail;
+3. what comes back is data (:mod:`wire`): the exported ONNX model, the input
+   tensors, the script's own evidence, the runner's notes, and the module as a graph
+   (:mod:`module`) -- no pickles, no code of the script's;
+4. the prover builds a :class:`Case` from that data (:mod:`case`) and proves it with
+   the same engine as ``prove``: mapping, numeric check and verdicts on the script's graph,
+   the autograd probe on its module. A script that patched torch_prover patched only its
+   own process.
+
+Old habits keep working: when the script's own export would fail on current PyTorch (an
+open file object, an opset below the dynamo exporter's minimum, legacy positional
+arguments, options torch no longer accepts), the runner exports in a way that works,
+writes the file the script asked for, and says what it did (:mod:`export`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import CaseError
+from .child import run_script  # noqa: F401 - the in-process capture, for its tests
+from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
+from .report import script_lines, script_markdown, script_record, shown_output
+
+
+def _usage(message: str) -> Exception:
+    from ..errors import UsageError
+    return UsageError(message)
+
+
+def _tags(path: str | None):
+    if not path:
+        return None, "onnx.defs"
+    try:
+        from ..preflight import tag_source
+        tags, label, _ = tag_source(path)
+    except (OSError, ValueError) as exc:
+        raise _usage(f"--tags-from {path}: {exc}") from exc
+    return tags, label
+
+
+def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
+                    ) -> tuple[Path, str | None]:
+    """(script path, canonical op): checked before anything runs (UsageError /
+    UnknownOpError, one line, exit 2)."""
+    from ..tags.schema import canonical_op
+    path = Path(script)
+    if not path.exists():
+        raise _usage(f"no such script: {path}")
+    if not path.is_file():
+        raise _usage(f"not a file: {path}")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise _usage(f"--timeout {timeout}: must be a finite number of seconds > 0")
+    return path, canonical_op(op) if op else None
+
+
+@dataclass(frozen=True)
+class ScriptProof:
+    source: str
+    capture: Any        # wire.Capture
+    prepared: Any       # case.Prepared
+    proof: Any          # torch_prover.engine.prove.Proof
+    record: dict[str, Any]
+    output: Output
+
+
+def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
+                 tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
+                 echo: TextIO | None = None, debug: bool = False) -> ScriptProof:
+    """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
+    exported, here. The record is the proof record with a ``script`` section (what ran,
+    how it was isolated, what the runner changed). UsageError when there is nothing to
+    prove; the script's (capped) output goes to ``echo`` either way."""
+    from ..engine.prove import prove_case
+    from .case import directives, prepare, usable
+    from .module import ModuleLoadError, load_module, ready_loader
+    from .wire import WireError, read_capture
+    path, op = check_arguments(path, op, timeout)
+    source = path.read_text(encoding="utf-8", errors="replace")
+    declared = directives(source)
+    with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
+        where = Path(tmp)
+        child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader)
+        if echo is not None and (child.output.text or child.output.truncated):
+            echo.write(shown_output(child.output))
+            echo.flush()
+        if child.end is not ChildEnd.FINISHED:
+            raise _usage(child.reason(timeout))
+        try:
+            cap = read_capture(where)
+        except WireError as exc:
+            raise _usage(str(exc)) from None
+        if debug and cap.traceback:
+            sys.stderr.write(cap.traceback)
+        usable(cap)
+        try:
+            module = load_module(where, cap.module, cap.params)
+        except ModuleLoadError as exc:
+            raise _usage(f"cannot run the autograd probe here: {exc}") from None
+    prep = prepare(cap, module, path, op, declared)
+    try:
+        proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
+                           tag_source=tag_source)
+    except CaseError as exc:
+        raise _usage(f"cannot prove the script's export: {exc}") from exc
+    rec = proof.record()
+    rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
+                                  declared=declared.set(), output=child.output,
+                                  timeout=timeout)
+    return ScriptProof(source, cap, prep, proof, rec, child.output)
+
+
+def cmd_run(args) -> int:
+    """``torch-prover run SCRIPT.py``: run, prove, report; exit 0 / 1 (finding) / 2 (usage)."""
+    from ..output import report
+    from ..errors import EXIT_FINDING, EXIT_OK
+    check_arguments(args.script, args.op, args.timeout)
+    prestart()                      # the fork server warms up while the prover loads
+    tags, label = _tags(args.tags_from)
+    fmt = args.format
+    echo = sys.stdout if fmt == "text" else sys.stderr   # stdout stays pure JSON / Markdown
+    done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
+                        tag_source=label, timeout=args.timeout, echo=echo,
+                        debug=getattr(args, "debug", False))
+    proof, rec = done.proof, done.record
+    if args.out is not None and not args.no_write:
+        from ..output.evidence import write_proof
+        where = write_proof(Path(args.out), proof)
+        print(f"evidence written to {where}", file=sys.stderr)
+    elif fmt == "text":
+        print("evidence not written (pass --out DIR to keep model.onnx, test data and "
+              "proof.json)", file=sys.stderr)
+    if fmt == "json":
+        sys.stdout.write(report.to_json(rec))
+    elif fmt == "markdown":
+        sys.stdout.write(report.proof_markdown(rec, script=done.source) + "\n"
+                         + script_markdown(rec))
+    else:
+        if done.output.text and not done.output.text.endswith("\n"):
+            print()
+        import shutil
+        width = shutil.get_terminal_size((100, 24)).columns
+        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec, width))
+    return EXIT_FINDING if proof.failures else EXIT_OK
