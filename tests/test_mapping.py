@@ -85,3 +85,32 @@ def test_output_reached_around_the_node_is_ambiguous():
     """y = (a + b) * f(b): the graph output depends on b other than through Add's output."""
     m = _map(Case("Add", "m_mix", add_then_mix, (F(3), F(3)), ("a", "b")))
     assert m.outputs[0].problem and "also depends on b" in m.outputs[0].problem
+
+
+def concat_then_mul(a, b, c):
+    return torch.cat([a, b]) * c
+
+
+def mul_by_zeros_shaped_like(x):
+    return x * torch.zeros(x.shape[0], dtype=x.dtype)
+
+
+def test_an_input_assembled_by_glue_from_two_tensors_is_theirs_alone():
+    """Mul's first input is cat(a, b): value-preserving glue, each part feeding only it, so
+    its gradient is a's and b's side by side (ONNX LSTM's B from two PyTorch biases)."""
+    m = _map(Case("Mul", "t_cat", concat_then_mul, (F(2), F(3), F(5)), ("a", "b", "c")))
+    first = m.inputs[0]
+    assert not m.problems
+    assert first.source is None and first.all_sources == ("a", "b") and not first.through
+    assert m.inputs[1].all_sources == ("c",)
+
+
+def test_a_shape_only_dependency_makes_nothing_ambiguous():
+    """x * zeros(x.shape[0]): x feeds input 0, and input 1 only through Shape, where no
+    gradient can flow -- not "x feeds inputs 0, 1" (TorchScript's LSTM builds initial_h
+    from x's shape that way)."""
+    m = _map(Case("Mul", "t_shape_dep", mul_by_zeros_shaped_like, (F(4),), ("x",),
+                  exporter="torchscript", dynamic=True))
+    assert not m.problems, m.problems
+    assert m.inputs[0].all_sources == ("x",) and not m.inputs[0].through
+    assert "Shape" in m.inputs[1].through

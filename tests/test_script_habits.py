@@ -153,3 +153,37 @@ def test_run_writes_no_evidence_unless_asked(tmp_path, monkeypatch, capsys):
     assert cli.main(["run", str(script), "--out", "/proc/torch-prover-evidence"]) == 2
     assert "cannot write there" in capsys.readouterr().err
     assert not marker.exists(), "the script ran although its output could not be written"
+
+
+LSTM_FOLDED = """
+    import torch
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(3, 2)
+    x = torch.randn(4, 1, 3, requires_grad=True)
+    y, (h, c) = lstm(x)
+    y.backward(torch.randn_like(y))
+    torch.onnx.export(lstm, (x,), "lstm.onnx", opset_version=14, dynamo=False,
+                      input_names=["x"]{extra})
+"""
+
+
+def test_following_the_folding_hint_proves_the_weights(tmp_path, monkeypatch, capsys):
+    """TorchScript folds an LSTM's weights into constants and the report says which option
+    keeps them; following it must give a better proof, not an invalid one. ONNX's B is
+    PyTorch's bias_ih and bias_hh concatenated (glue only), and initial_h/c are zeros built
+    from x's Shape (no gradient path): neither is ambiguous. W, R, B are differentiable by
+    the math (the recurrence is smooth in them), as tagged."""
+    folded = write(tmp_path, "folded.py", LSTM_FOLDED.format(extra=""))
+    code, rec, out = run(tmp_path, monkeypatch, capsys, folded)
+    p = params(rec)
+    assert "do_constant_folding=False" in p["input", 1]["reason"]
+    assert p["input", 1]["witnesses"]["autograd"]["outcome"] == "not exercised"
+    kept = write(tmp_path, "kept.py", LSTM_FOLDED.format(extra=", do_constant_folding=False"))
+    code, rec, out = run(tmp_path, monkeypatch, capsys, kept)
+    assert rec["invalid"] is None, rec["invalid"]
+    p = params(rec)
+    for i, name in ((1, "W"), (2, "R"), (3, "B")):
+        assert (p["input", i]["name"], p["input", i]["verdict"], p["input", i]["rule"]) == (
+            name, "agree", "both witnesses")
+    assert "bias_ih_l0" in p["input", 3]["source"] and "bias_hh_l0" in p["input", 3]["source"]

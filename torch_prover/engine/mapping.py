@@ -50,6 +50,11 @@ class Attribution:
     path: tuple[str, ...]   # op types of glue nodes between source and the node
     problem: str | None = None   # set when the attribution is ambiguous
     through: tuple[str, ...] = ()   # computing (not value-preserving) ops on the path
+    sources: tuple[str, ...] = ()   # several tensors assembled by glue alone (source None)
+
+    @property
+    def all_sources(self) -> tuple[str, ...]:
+        return self.sources or ((self.source,) if self.source else ())
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,34 @@ class _Graph:
                        tuple(dict.fromkeys(computing)))
         return memo[value]
 
+    def grad_roots(self, value: str, tracked: set[str], memo: dict
+                   ) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Like ``roots``, along floating values only -- the paths a gradient can take (a
+        tensor reaching the node only through ``Shape``, an ArgMax or an integer Cast is no
+        source of its gradient) -- and the computing ops on those paths."""
+        if value in memo:
+            return memo[value]
+        if value in tracked:
+            memo[value] = (frozenset([value]), ())
+            return memo[value]
+        if value not in self.producer or not self.is_float(value):
+            memo[value] = (frozenset(), ())
+            return memo[value]
+        node = self.graph.node[self.producer[value]]
+        found: set[str] = set()
+        computing: list[str] = []
+        for slot, name in enumerate(_node_inputs(node)):
+            if not self.is_float(name):
+                continue
+            r, c = self.grad_roots(name, tracked, memo)
+            if r:
+                found |= r
+                computing.extend(c)
+                if not self._passes(node, slot, name):
+                    computing.append(node.op_type)
+        memo[value] = (frozenset(found), tuple(dict.fromkeys(computing)))
+        return memo[value]
+
     def computing_after(self, value: str, skip_node: int) -> tuple[str, ...]:
         """Computing ops between a node output and the graph outputs it reaches."""
         found: list[str] = []
@@ -227,6 +260,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     node = g.graph.node[t]
     tracked = set(tracked) & (set(g.graph_inputs) | set(g.initializers))
     memo: dict = {}
+    grad_memo: dict = {}
     inputs: list[Attribution] = []
     feeding: dict[str, list[int]] = {}
     for i, name in enumerate(node.input):
@@ -234,18 +268,34 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
             inputs.append(Attribution("input", i, ABSENT, None, None, ()))
             continue
         roots, path, through = g.roots(name, tracked, memo)
+        live, live_through = g.grad_roots(name, tracked, grad_memo)
         dtype = g.types.get(name)
         if not roots:
             inputs.append(Attribution("input", i, CONSTANT, None, dtype, path))
-        elif len(roots) == 1:
-            (src,) = roots
+        elif not live:
+            # depends on tracked tensors only through integer values (Shape -> zeros for
+            # LSTM's initial_h): attributed for the record, but no gradient path, so it
+            # makes nothing ambiguous
+            src = sorted(roots)[0] if len(roots) == 1 else None
+            inputs.append(Attribution("input", i, TENSOR if src else CONSTANT, src, dtype, path,
+                                      through=through))
+        elif len(live) == 1:
+            (src,) = live
             feeding.setdefault(src, []).append(i)
-            inputs.append(Attribution("input", i, TENSOR, src, dtype, path, through=through))
+            inputs.append(Attribution("input", i, TENSOR, src, dtype, path,
+                                      through=live_through))
+        elif not live_through:
+            # assembled from several tensors by value-preserving glue only (ONNX's LSTM B is
+            # PyTorch's bias_ih and bias_hh concatenated): each part is this input's alone
+            for src in live:
+                feeding.setdefault(src, []).append(i)
+            inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
+                                      sources=tuple(sorted(live))))
         else:
             inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
                                       problem=f"input {i} depends on several tensors "
-                                              f"({', '.join(sorted(roots))})",
-                                      through=through))
+                                              f"({', '.join(sorted(live))})",
+                                      through=live_through))
     # a tensor feeding two node inputs, or reaching the outputs around the node, is ambiguous
     problems: dict[int, str] = {}
     for src, idxs in feeding.items():

@@ -44,11 +44,12 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
     gout = [o.name for o in model.graph.output]
     sources = {}
     for a in mapping.inputs:
-        if a.source is None or a.problem or a.through:
+        if a.problem or a.through:
             continue
-        ev = evidence_of.get(a.source)
-        if ev is not None and ev.evidence in (Evidence.GRAD, Evidence.ZERO_GRAD):
-            sources[a.source] = ev.evidence
+        for src in a.all_sources:
+            ev = evidence_of.get(src)
+            if ev is not None and ev.evidence in (Evidence.GRAD, Evidence.ZERO_GRAD):
+                sources[src] = ev.evidence
     zero = {s for s, e in sources.items() if e == Evidence.ZERO_GRAD}
     points = []
     for run in pr.runs:

@@ -70,6 +70,24 @@ class _Input:
     autograd: Witness
 
 
+def _combined(parts: Sequence[TensorEvidence], params: set[str]) -> TensorEvidence:
+    """One node input assembled by glue from several tensors: its gradient is theirs side
+    by side, so it is nonzero if any part's is, zero if every part's is."""
+    if len(parts) == 1:
+        return parts[0]
+    evs = [t.evidence for t in parts]
+    for ev, holds in ((E.GRAD, E.GRAD in evs), (E.ZERO_GRAD, set(evs) == {E.ZERO_GRAD}),
+                      (E.UNSUPPORTED, E.UNSUPPORTED in evs), (E.NO_GRAD, set(evs) == {E.NO_GRAD}),
+                      (E.INTEGER, set(evs) == {E.INTEGER})):
+        if holds:
+            which = [t for t in parts if t.evidence == ev]
+            detail = "; ".join(f"{t.label}: {t.detail}" for t in which)
+            return TensorEvidence(" + ".join(t.label for t in parts), which[0].dtype, (),
+                                  ev, detail)
+    return TensorEvidence(" + ".join(t.label for t in parts), parts[0].dtype, (), E.UNTRACKED,
+                          "not every part is tracked")
+
+
 def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvidence],
                 params: set[str], folded: Sequence[str], keep_option: str,
                 surrogate: str | None = None) -> _Input:
@@ -85,10 +103,10 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
         where = f" ({a.source})" if a.source else ""
         return _Input(E.CONSTANT, f"constant {dtype}{where}", Witness(
             A.NOT_EXERCISED, f"a constant of type {dtype} folded into the graph{note}"))
-    if a.source is None:
+    if not a.all_sources:
         return _Input(E.AMBIGUOUS, "several tensors", Witness(A.NOT_EXERCISED, a.problem or ""))
-    te = evidence_of[a.source]
-    subject = _subject(a.source, params)
+    te = _combined([evidence_of[s] for s in a.all_sources], params)
+    subject = " + ".join(_subject(s, params) for s in a.all_sources)
     source = subject + (f" via {'/'.join(a.path)}" if a.path else "")
     ev = te.evidence
     if ev in (E.GRAD, E.ZERO_GRAD, E.NO_GRAD, E.UNSUPPORTED) and not _is_float(a.dtype) \
@@ -106,7 +124,7 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
     if ev == E.UNTRACKED:
         detail = f"no gradient requested for {subject}"
     elif ev in (E.GRAD, E.ZERO_GRAD, E.NO_GRAD, E.UNSUPPORTED):
-        detail = f"{subject}: {te.detail}"
+        detail = te.detail if len(a.all_sources) > 1 else f"{subject}: {te.detail}"
     elif ev == E.INTEGER:
         detail = f"{subject} is {te.dtype}"
     return _Input(ev, source, Witness(_AUTOGRAD_OF[ev], detail))
@@ -216,7 +234,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
     floating = [(a, side) for a, side in zip(mapping.inputs, ins) if _is_float(a.dtype)]
     all_tracked = all(side.autograd.outcome in (A.GRAD, A.ZERO, A.NONE, A.UNSUPPORTED)
                       for _, side in floating)
-    direct = [a.source for a, side in floating if a.source and side.autograd.says is not None]
+    direct = [src for a, side in floating if side.autograd.says is not None
+              for src in a.all_sources]
     no_gradient_output = None
     if tags.outputs and not any(f.float_capable for f in tags.outputs):
         no_gradient_output = "; ".join(f"{f.name}: {', '.join(f.types)}" for f in tags.outputs)
@@ -233,7 +252,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
             if io == "input":
                 side = ins[i]
                 evidence, source, autograd = side.evidence, side.source, side.autograd
-                sources = [a.source] if a is not None and a.source else []
+                sources = list(a.all_sources) if a is not None else []
             else:
                 evidence, source, autograd = _output_side(a, i, pr, output_names, ins,
                                                           all_tracked)
