@@ -8,7 +8,7 @@ import pytest
 from torch_prover.batch import pool as batch, waivers
 from torch_prover.output import report
 from torch_prover.batch.pool import BatchOptions, run_batch
-from torch_prover.case import Case, F
+from torch_prover.case import Case, Float
 from torch_prover.cases import find_case
 from torch_prover.output.coverage import coverage
 
@@ -27,7 +27,7 @@ def dies(x):
 
 
 def _bad(name, fn):
-    return Case("Relu", name, fn, (F(3),))
+    return Case("Relu", name, fn, (Float(3),))
 
 
 @pytest.fixture(autouse=True)

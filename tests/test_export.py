@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from torch_prover.engine import fast_export
-from torch_prover.case import Case, F
+from torch_prover.case import Case, Float
 from torch_prover.errors import CaseError
 from torch_prover.cases import find_case
 from torch_prover.engine.export import export_case
@@ -42,7 +42,7 @@ def unsupported(x):
 
 def test_export_failure_is_one_line():
     with pytest.raises(CaseError) as e:
-        _export(Case("Abs", "abs_eig", unsupported, (F(3, 3),)))
+        _export(Case("Abs", "abs_eig", unsupported, (Float(3, 3),)))
     msg = str(e.value)
     assert msg.startswith("Abs/abs_eig: export with the dynamo exporter at opset 25 failed")
     assert "\n" not in msg

@@ -1,7 +1,7 @@
 """Attribution by dependency: clean, through glue, parameters, and the ambiguous shapes."""
 import torch
 
-from torch_prover.case import Case, F, I
+from torch_prover.case import Case, Float, Int
 from torch_prover.engine.export import export_case
 from torch_prover.engine.mapping import map_node
 
@@ -42,38 +42,38 @@ class Conv(torch.nn.Module):
 
 
 def test_clean_binary_mapping():
-    m = _map(Case("Add", "m_add", add, (F(2, 3), F(2, 3)), ("a", "b")))
+    m = _map(Case("Add", "m_add", add, (Float(2, 3), Float(2, 3)), ("a", "b")))
     assert not m.problems
     assert [(a.kind, a.source) for a in m.inputs] == [("tensor", "a"), ("tensor", "b")]
     assert [a.source for a in m.outputs] == ["y0"]
 
 
 def test_one_tensor_feeding_two_inputs_is_ambiguous():
-    m = _map(Case("Add", "m_self", add_self, (F(3),), ("a",)))
+    m = _map(Case("Add", "m_self", add_self, (Float(3),), ("a",)))
     assert len(m.problems) == 2 and "feeds inputs 0, 1" in m.problems[0]
 
 
 def test_bypass_around_the_node_is_ambiguous():
-    m = _map(Case("Add", "m_bypass", add_and_bypass, (F(3), F(3)), ("a", "b")))
+    m = _map(Case("Add", "m_bypass", add_and_bypass, (Float(3), Float(3)), ("a", "b")))
     assert m.inputs[0].problem and "without passing through the Add node" in m.inputs[0].problem
     assert m.inputs[1].problem is None
 
 
 def test_glue_node_path_is_recorded():
-    m = _map(Case("Gather", "m_gather", gather, (F(4, 2), I(3, high=4)), ("data", "idx")))
+    m = _map(Case("Gather", "m_gather", gather, (Float(4, 2), Int(3, high=4)), ("data", "idx")))
     assert not m.problems
     assert m.inputs[1].source == "idx" and m.inputs[1].path == ("Reshape",)
     assert m.inputs[1].dtype == "int64"
 
 
 def test_parameters_and_absent_optional_input():
-    m = _map(Case("Conv", "m_conv", Conv, (F(1, 1, 4, 4),), ("x",)))
+    m = _map(Case("Conv", "m_conv", Conv, (Float(1, 1, 4, 4),), ("x",)))
     assert [(a.kind, a.source) for a in m.inputs[:2]] == [("tensor", "x"), ("tensor", "conv.weight")]
     assert len(m.inputs) == 2 or m.inputs[2].kind == "absent"
 
 
 def test_missing_target_node_is_invalid():
-    m = _map(Case("Mul", "m_nomul", add, (F(3), F(3))))
+    m = _map(Case("Mul", "m_nomul", add, (Float(3), Float(3))))
     assert m.invalid and "no Mul nodes" in m.invalid
 
 
@@ -83,7 +83,7 @@ def add_then_mix(a, b):
 
 def test_output_reached_around_the_node_is_ambiguous():
     """y = (a + b) * f(b): the graph output depends on b other than through Add's output."""
-    m = _map(Case("Add", "m_mix", add_then_mix, (F(3), F(3)), ("a", "b")))
+    m = _map(Case("Add", "m_mix", add_then_mix, (Float(3), Float(3)), ("a", "b")))
     assert m.outputs[0].problem and "also depends on b" in m.outputs[0].problem
 
 
@@ -98,7 +98,7 @@ def mul_by_zeros_shaped_like(x):
 def test_an_input_assembled_by_glue_from_two_tensors_is_theirs_alone():
     """Mul's first input is cat(a, b): value-preserving glue, each part feeding only it, so
     its gradient is a's and b's side by side (ONNX LSTM's B from two PyTorch biases)."""
-    m = _map(Case("Mul", "t_cat", concat_then_mul, (F(2), F(3), F(5)), ("a", "b", "c")))
+    m = _map(Case("Mul", "t_cat", concat_then_mul, (Float(2), Float(3), Float(5)), ("a", "b", "c")))
     first = m.inputs[0]
     assert not m.problems
     assert first.source is None and first.all_sources == ("a", "b") and not first.through
@@ -109,7 +109,7 @@ def test_a_shape_only_dependency_makes_nothing_ambiguous():
     """x * zeros(x.shape[0]): x feeds input 0, and input 1 only through Shape, where no
     gradient can flow -- not "x feeds inputs 0, 1" (TorchScript's LSTM builds initial_h
     from x's shape that way)."""
-    m = _map(Case("Mul", "t_shape_dep", mul_by_zeros_shaped_like, (F(4),), ("x",),
+    m = _map(Case("Mul", "t_shape_dep", mul_by_zeros_shaped_like, (Float(4),), ("x",),
                   exporter="torchscript", dynamic=True))
     assert not m.problems, m.problems
     assert m.inputs[0].all_sources == ("x",) and not m.inputs[0].through

@@ -5,7 +5,7 @@ import onnx
 import torch
 
 from torch_prover.engine import numeric
-from torch_prover.case import Case, F
+from torch_prover.case import Case, Float
 from torch_prover.cases import find_case
 from torch_prover.engine.prove import prove_case
 
@@ -98,7 +98,7 @@ def test_zero_dim_inputs_are_perturbed():
     """0-d graph inputs (a scalar clip bound) must survive the finite-difference shift."""
     from torch_prover.case import T
     case = Case("Clip", "clip_0d", clamp_scalar_bounds,
-                (F(3, 4), T(-0.3), T(0.4)), ("x", "lo", "hi"), exporter="torchscript")
+                (Float(3, 4), T(-0.3), T(0.4)), ("x", "lo", "hi"), exporter="torchscript")
     proof = prove_case(case)
     vjp = proof.numeric.vjp
     assert set(vjp) == {"x", "lo", "hi"} and all(c.ok for c in vjp.values()), vjp

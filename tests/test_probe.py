@@ -1,7 +1,7 @@
 """Every evidence class of DESIGN §1, each shown by a real case."""
 import torch
 
-from torch_prover.case import B, Case, F, I
+from torch_prover.case import Bool, Case, Float, Int
 from torch_prover.engine.probe import probe
 
 
@@ -45,40 +45,40 @@ class Lin(torch.nn.Module):
 
 
 def test_grad_and_param_grad():
-    ins, params, outs = _ev(Case("Gemm", "t_lin", Lin, (F(4, 3),)))
+    ins, params, outs = _ev(Case("Gemm", "t_lin", Lin, (Float(4, 3),)))
     assert ins == {"x0": "grad"} and params == {"lin.weight": "grad", "lin.bias": "grad"}
     assert outs == ["grad"]
 
 
 def test_zero_grad_on_every_seed():
-    ins, _, outs = _ev(Case("Floor", "t_floor", floor, (F(3, 4, low=-2.5, high=2.5),)))
+    ins, _, outs = _ev(Case("Floor", "t_floor", floor, (Float(3, 4, low=-2.5, high=2.5),)))
     assert ins == {"x0": "zero-grad"} and outs == ["zero-grad"]
 
 
 def test_zero_grad_input_beside_a_grad_input():
-    ins, _, _ = _ev(Case("Floor", "t_mixed", mixed_floor, (F(3), F(3))))
+    ins, _, _ = _ev(Case("Floor", "t_mixed", mixed_floor, (Float(3), Float(3))))
     assert ins == {"x0": "zero-grad", "x1": "grad"}
 
 
 def test_no_grad_and_integer_output():
-    ins, _, outs = _ev(Case("Shape", "t_shape", shape, (F(2, 3),)))
+    ins, _, outs = _ev(Case("Shape", "t_shape", shape, (Float(2, 3),)))
     assert ins == {"x0": "no-grad"} and outs == ["integer"]
 
 
 def test_integer_and_bool_inputs():
     def gather(data, idx, cond):
         return torch.where(cond, data.index_select(0, idx), 0.0)
-    ins, _, _ = _ev(Case("Gather", "t_gather", gather, (F(4, 3), I(4, high=4), B(4, 3))))
+    ins, _, _ = _ev(Case("Gather", "t_gather", gather, (Float(4, 3), Int(4, high=4), Bool(4, 3))))
     assert ins == {"x0": "grad", "x1": "integer", "x2": "integer"}
 
 
 def test_topk_indices_integer_output():
-    _, _, outs = _ev(Case("TopK", "t_topk", topk, (F(5),)))
+    _, _, outs = _ev(Case("TopK", "t_topk", topk, (Float(5),)))
     assert outs == ["grad", "integer"]
 
 
 def test_detached_output():
-    _, _, outs = _ev(Case("Mul", "t_detached", detached, (F(3),)))
+    _, _, outs = _ev(Case("Mul", "t_detached", detached, (Float(3),)))
     assert outs == ["grad", "detached"]
 
 
@@ -88,7 +88,7 @@ def test_a_refused_derivative_is_unsupported_not_no_grad():
     d zeta/dx = -sum log(n+q)/(n+q)^x)."""
     def zeta(x, q):
         return torch.special.zeta(x, q)
-    case = Case("Add", "t_refuse", zeta, (F(3, low=2.0, high=3.0), F(3, low=1.0, high=2.0)))
+    case = Case("Add", "t_refuse", zeta, (Float(3, low=2.0, high=3.0), Float(3, low=1.0, high=2.0)))
     r = probe(case)
     assert [e.evidence for e in r.inputs] == ["unsupported", "grad"]
     assert "not implemented" in r.inputs[0].detail
@@ -112,7 +112,7 @@ def test_a_crashing_backward_is_a_broken_case_not_evidence():
     import pytest
     from torch_prover.errors import CaseError
     with pytest.raises(CaseError, match="backward crashed"):
-        probe(Case("Mul", "t_crash", crashing_backward, (F(3),)))
+        probe(Case("Mul", "t_crash", crashing_backward, (Float(3),)))
 
 
 def shape_of(x):
@@ -121,6 +121,6 @@ def shape_of(x):
 
 def test_dynamic_dynamo_export_of_a_plain_function():
     from torch_prover.engine.export import export_case
-    case = Case("Shape", "t_dyn", shape_of, (F(2, 3),), dynamic=True)
+    case = Case("Shape", "t_dyn", shape_of, (Float(2, 3),), dynamic=True)
     e = export_case(case, case.build_module(), case.build_inputs(0), 1)
     assert "Shape" in [n.op_type for n in e.model.graph.node]

@@ -7,7 +7,7 @@ import onnx
 import pytest
 import torch
 
-from torch_prover.case import Case, F
+from torch_prover.case import Case, Float
 from torch_prover.cases import find_case
 from torch_prover.cases.arithmetic import add_self
 from torch_prover.engine.prove import prove_case
@@ -71,7 +71,7 @@ def test_same_seed_same_record():
 
 
 def test_ambiguous_wrapper_is_invalid_never_agree():
-    proof = prove_case(Case("Add", "add_self", add_self, (F(3, 4),), ("a",)))
+    proof = prove_case(Case("Add", "add_self", add_self, (Float(3, 4),), ("a",)))
     assert proof.status == "invalid" and "feeds inputs 0, 1" in proof.invalid
     assert all(p.verdict == "inconclusive" for p in proof.parameters)
     assert proof.failures
@@ -115,7 +115,7 @@ def test_a_folded_parameter_is_judged_by_the_numeric_witness_and_says_how_to_kee
     speak (PRelu is linear in the slope where x < 0: differentiable, as tagged), and the
     reason names the option that would keep the parameter."""
     from torch_prover.engine.verdict import Rule
-    proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (F(2, 3, 4),), ("x",),
+    proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (Float(2, 3, 4),), ("x",),
                             exporter="torchscript"))
     p = param(proof, "input", 1)
     assert p.evidence == "constant" and p.autograd.outcome == "not exercised"

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from torch_prover import cli
-from torch_prover.case import Case, Custom, F, I, T
+from torch_prover.case import Case, Custom, Float, Int, Fixed
 from torch_prover.cases import all_cases
 from torch_prover.pr.gen import _inputs, compare_records, literal, render_case
 
@@ -87,8 +87,8 @@ def _with_specials(gen, float_dtype):
 def test_inputs_are_the_catalogue_draws():
     """Generator draws where the spec is one, exact literals otherwise (inf, nan, ints)."""
     case = Case("Clip", "clip_custom_inputs", _clip_custom,
-                (F(2, 3, low=-2.0, high=2.0), I(3, high=5), Custom(_with_specials), F(4),
-                 T([[1, 2]])), ("a", "b", "c", "d", "e"))
+                (Float(2, 3, low=-2.0, high=2.0), Int(3, high=5), Custom(_with_specials), Float(4),
+                 Fixed([[1, 2]])), ("a", "b", "c", "d", "e"))
     lines = _inputs(case, list(case.names), seed=1)
     assert "torch.randint(0, 5, (3,), generator=gen, dtype=torch.int64)" in lines[2]
     assert 'float("inf")' in lines[3] and 'float("nan")' in lines[3]

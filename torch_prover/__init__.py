@@ -4,9 +4,9 @@ Library surface: ``prove(model, inputs, op=...)`` and ``prove_case(case)`` retur
 ``Proof`` that can be printed (``report.proof_text(proof.record())``), rendered and saved
 (``evidence.write_proof``).
 """
-from .case import B, Case, Custom, Expect, F, I, Spec, T
+from .case import Bool, Case, Custom, Expect, Float, Int, Spec, Fixed
 from .errors import CaseError
 from .engine.prove import Proof, prove, prove_case
 
-__all__ = ["B", "Case", "CaseError", "Custom", "Expect", "F", "I", "Spec", "T",
+__all__ = ["Bool", "Case", "CaseError", "Custom", "Expect", "Fixed", "Float", "Int", "Spec",
            "Proof", "prove", "prove_case"]

@@ -67,23 +67,23 @@ class Spec:
         raise CaseError(f"unknown input kind {self.kind!r}")
 
 
-def F(*shape: int, low: float | None = None, high: float | None = None,
+def Float(*shape: int, low: float | None = None, high: float | None = None,
       dtype: torch.dtype | None = None, requires_grad: bool = True) -> Spec:
     """A floating input: standard normal, or uniform in [low, high)."""
     return Spec("float", tuple(shape), low, high, dtype, requires_grad=requires_grad)
 
 
-def I(*shape: int, high: int, low: int = 0, dtype: torch.dtype = torch.int64) -> Spec:
+def Int(*shape: int, high: int, low: int = 0, dtype: torch.dtype = torch.int64) -> Spec:
     """An integer input, uniform in [low, high)."""
     return Spec("int", tuple(shape), low, high, dtype)
 
 
-def B(*shape: int) -> Spec:
+def Bool(*shape: int) -> Spec:
     """A boolean input."""
     return Spec("bool", tuple(shape))
 
 
-def T(value: Any, dtype: torch.dtype | None = None) -> Spec:
+def Fixed(value: Any, dtype: torch.dtype | None = None) -> Spec:
     """A fixed input (same on every seed): indices, permutations, shapes."""
     return Spec("fixed", value=value, dtype=dtype)
 

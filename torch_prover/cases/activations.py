@@ -5,10 +5,10 @@ Inputs keep away from kinks: Relu/LeakyRelu/Elu/Selu/Celu/PRelu use standard nor
 (-2.5, 2.5) so no sample sits near their kinks at +-3.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 from onnxscript.onnx_opset import opset25 as op
 
-from ..case import Case, F
+from ..case import Case, Float
 
 
 def sigmoid(x):
@@ -20,47 +20,47 @@ def relu(x):
 
 
 def elu(x):
-    return Fn.elu(x, alpha=0.7)
+    return F.elu(x, alpha=0.7)
 
 
 def selu(x):
-    return Fn.selu(x)
+    return F.selu(x)
 
 
 def celu(x):
-    return Fn.celu(x, alpha=1.3)
+    return F.celu(x, alpha=1.3)
 
 
 def leakyrelu(x):
-    return Fn.leaky_relu(x, negative_slope=0.1)
+    return F.leaky_relu(x, negative_slope=0.1)
 
 
 def hardsigmoid(x):
-    return Fn.hardsigmoid(x)
+    return F.hardsigmoid(x)
 
 
 def hardswish(x):
-    return Fn.hardswish(x)
+    return F.hardswish(x)
 
 
 def gelu(x):
-    return Fn.gelu(x)
+    return F.gelu(x)
 
 
 def gelu_tanh(x):
-    return Fn.gelu(x, approximate="tanh")
+    return F.gelu(x, approximate="tanh")
 
 
 def mish(x):
-    return Fn.mish(x)
+    return F.mish(x)
 
 
 def softplus(x):
-    return Fn.softplus(x)
+    return F.softplus(x)
 
 
 def silu(x):
-    return Fn.silu(x)
+    return F.silu(x)
 
 
 def swish_translation(x):
@@ -69,7 +69,7 @@ def swish_translation(x):
 
 
 def prelu(x, slope):
-    return Fn.prelu(x, slope)
+    return F.prelu(x, slope)
 
 
 class PReLUModule(torch.nn.Module):
@@ -83,8 +83,8 @@ class PReLUModule(torch.nn.Module):
         return self.prelu(x)
 
 
-X = F(3, 4)
-X_NO_KINK = F(3, 4, low=-2.5, high=2.5)
+X = Float(3, 4)
+X_NO_KINK = Float(3, 4, low=-2.5, high=2.5)
 
 # (op, case name, model, input spec): one-input activations exported as-is by dynamo.
 TABLE = [
@@ -100,27 +100,27 @@ TABLE = [
 ]
 
 CASES = [Case(op_name, name, fn, (spec,), ("x",)) for op_name, name, fn, spec in TABLE] + [
-    Case("Gelu", "gelu_erf", gelu, (F(3, 4),), ("x",), float_dtype=torch.float32,
+    Case("Gelu", "gelu_erf", gelu, (Float(3, 4),), ("x",), float_dtype=torch.float32,
          notes="onnxruntime has no float64 Gelu (nor Erf, which its Gelu function body uses), and "
                "the onnx reference evaluator computes Erf in float32, which makes float64 finite "
                "differences noise (rel err 2e-2); in float32 onnxruntime runs it."),
-    Case("Celu", "celu_alpha", celu, (F(3, 4),), ("x",), float_dtype=torch.float32,
+    Case("Celu", "celu_alpha", celu, (Float(3, 4),), ("x",), float_dtype=torch.float32,
          notes="ONNX Celu accepts tensor(float) only: in float64 the exporter wraps it in "
                "Cast nodes and the op would compute in float32 anyway, so the case is float32."),
-    Case("Softplus", "softplus_basic", softplus, (F(3, 4),), ("x",), exporter="torchscript",
+    Case("Softplus", "softplus_basic", softplus, (Float(3, 4),), ("x",), exporter="torchscript",
          notes="dynamo exports softplus as Where(x > threshold, x, Softplus(x)): x then reaches "
                "the output around Softplus (ambiguous); the TorchScript exporter emits Softplus "
                "alone."),
-    Case("Swish", "swish_silu", silu, (F(3, 4),), ("x",), kind="reference",
+    Case("Swish", "swish_silu", silu, (Float(3, 4),), ("x",), kind="reference",
          translation={torch.ops.aten.silu.default: swish_translation},
          notes="Both exporters decompose F.silu into Sigmoid and Mul at opset 25 (Swish is new "
                "in opset 24 and torch_lib does not use it), so aten.silu is translated to "
                "Swish(alpha=1) — the same function; numeric checks confirm the ONNX op. "
                "onnxruntime 1.31 has no Swish kernel: the reference evaluator runs it."),
-    Case("PRelu", "prelu_slope_input", prelu, (F(2, 3, 4), F(3, low=0.1, high=0.5)),
+    Case("PRelu", "prelu_slope_input", prelu, (Float(2, 3, 4), Float(3, low=0.1, high=0.5)),
          ("x", "slope"),
          notes="slope (one per channel) is reshaped to [1, 3, 1] before PRelu: glue on one input."),
-    Case("PRelu", "prelu_module", PReLUModule, (F(2, 3, 4),), ("x",),
+    Case("PRelu", "prelu_module", PReLUModule, (Float(2, 3, 4),), ("x",),
          export_options={"optimize": False},
          notes="nn.PReLU's weight is a parameter (initializer 'prelu.weight') reshaped to [1, 3, 1]; "
                "the default optimizer folds that Reshape into a new anonymous constant, losing the "

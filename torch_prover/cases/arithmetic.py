@@ -1,7 +1,7 @@
 """Binary arithmetic: ONNX's guide uses Add as its worked example."""
 import torch
 
-from ..case import Case, Expect, F
+from ..case import Case, Expect, Float
 
 
 def add(a, b):
@@ -14,8 +14,8 @@ def add_self(a):
 
 
 CASES = [
-    Case("Add", "add_same_shape", add, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Add", "add_broadcast", add, (F(3, 4), F(4)), ("a", "b")),
+    Case("Add", "add_same_shape", add, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Add", "add_broadcast", add, (Float(3, 4), Float(4)), ("a", "b")),
 ]
 
 
@@ -33,13 +33,13 @@ def div(a, b):
 
 
 CASES += [
-    Case("Sub", "sub_same_shape", sub, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Sub", "sub_broadcast", sub, (F(3, 4), F(4)), ("a", "b")),
-    Case("Mul", "mul_same_shape", mul, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Mul", "mul_broadcast", mul, (F(2, 3, 4), F(3, 1)), ("a", "b")),
-    Case("Div", "div_same_shape", div, (F(3, 4), F(3, 4, low=0.5, high=2.0)), ("a", "b"),
+    Case("Sub", "sub_same_shape", sub, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Sub", "sub_broadcast", sub, (Float(3, 4), Float(4)), ("a", "b")),
+    Case("Mul", "mul_same_shape", mul, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Mul", "mul_broadcast", mul, (Float(2, 3, 4), Float(3, 1)), ("a", "b")),
+    Case("Div", "div_same_shape", div, (Float(3, 4), Float(3, 4, low=0.5, high=2.0)), ("a", "b"),
          notes="divisor drawn from [0.5, 2) to keep away from the pole at 0."),
-    Case("Div", "div_broadcast", div, (F(3, 4), F(4, low=0.5, high=2.0)), ("a", "b"),
+    Case("Div", "div_broadcast", div, (Float(3, 4), Float(4, low=0.5, high=2.0)), ("a", "b"),
          notes="divisor drawn from [0.5, 2) to keep away from the pole at 0."),
 ]
 
@@ -55,9 +55,9 @@ def pow_tensor_scalar(base):
 
 CASES += [
     Case("Pow", "pow_tensor_exponent", pow_tensor_tensor,
-         (F(3, 4, low=0.5, high=2.0), F(3, 4, low=-2.0, high=2.0)), ("base", "exponent"),
+         (Float(3, 4, low=0.5, high=2.0), Float(3, 4, low=-2.0, high=2.0)), ("base", "exponent"),
          notes="base > 0 so d/dY = X^Y log X exists; both inputs carry gradients."),
-    Case("Pow", "pow_scalar_exponent", pow_tensor_scalar, (F(3, 4),), ("base",),
+    Case("Pow", "pow_scalar_exponent", pow_tensor_scalar, (Float(3, 4),), ("base",),
          notes="x ** 3.0: the exponent exports as a float constant (not exercised here; "
                "pow_tensor_exponent exercises it)."),
 ]
@@ -75,7 +75,7 @@ _FMOD_DIVISOR = ("torch's fmod backward gives the divisor the gradient -trunc(a/
 
 CASES += [
     Case("Mod", "mod_fmod_float", mod_fmod,
-         (F(3, 4, low=-5.0, high=5.0), F(3, 4, low=1.1, high=1.9)), ("a", "b"),
+         (Float(3, 4, low=-5.0, high=5.0), Float(3, 4, low=1.1, high=1.9)), ("a", "b"),
          expect={"input 1": Expect("disagree", _FMOD_DIVISOR)},
          notes="torch.fmod exports as Mod(fmod=1). For the seeds used a/b stays >= 0.01 from "
                "every integer, so finite differences never cross a jump of trunc(a/b). Float "
@@ -95,11 +95,11 @@ def min_elementwise(a, b):
 
 
 CASES += [
-    Case("Max", "max_maximum", max_elementwise, (F(3, 4), F(3, 4)), ("a", "b"),
+    Case("Max", "max_maximum", max_elementwise, (Float(3, 4), Float(3, 4)), ("a", "b"),
          notes="ONNX Max is variadic; torch.maximum gives two inputs (data_0 indices 0 and 1). "
                "randn inputs: ties have probability zero."),
-    Case("Max", "max_broadcast", max_elementwise, (F(3, 4), F(4)), ("a", "b")),
-    Case("Min", "min_minimum", min_elementwise, (F(3, 4), F(3, 4)), ("a", "b"),
+    Case("Max", "max_broadcast", max_elementwise, (Float(3, 4), Float(4)), ("a", "b")),
+    Case("Min", "min_minimum", min_elementwise, (Float(3, 4), Float(3, 4)), ("a", "b"),
          notes="ONNX Min is variadic; torch.minimum gives two inputs. randn inputs: no ties."),
-    Case("Min", "min_broadcast", min_elementwise, (F(3, 4), F(4)), ("a", "b")),
+    Case("Min", "min_broadcast", min_elementwise, (Float(3, 4), Float(4)), ("a", "b")),
 ]

@@ -14,9 +14,9 @@ import math
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import B, Case, Custom, F
+from ..case import Bool, Case, Custom, Float
 from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
@@ -26,15 +26,15 @@ _NO_CACHE = ("F.scaled_dot_product_attention has no KV-cache inputs and returns 
 
 
 def attention_float_mask(q, k, v, mask):
-    return Fn.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 def attention_bool_mask(q, k, v, mask):
-    return Fn.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 def attention_causal_gqa_scale(q, k, v):
-    return Fn.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25, enable_gqa=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25, enable_gqa=True)
 
 
 # --------------------------------------------------------------------------- reference
@@ -89,23 +89,23 @@ _UNEXERCISED = {"input 4": _NO_CACHE, "input 5": _NO_CACHE, "input 6": _NO_CACHE
 
 CASES = [
     Case("Attention", "attention_float_mask", attention_float_mask,
-         (F(1, 2, 3, 4), F(1, 2, 5, 4), F(1, 2, 5, 4), F(3, 5)), ("q", "k", "v", "mask"),
+         (Float(1, 2, 3, 4), Float(1, 2, 5, 4), Float(1, 2, 5, 4), Float(3, 5)), ("q", "k", "v", "mask"),
          unexercised=_UNEXERCISED),
     Case("Attention", "attention_bool_mask", attention_bool_mask,
-         (F(1, 2, 3, 4), F(1, 2, 5, 4), F(1, 2, 5, 4), B(1, 1, 3, 5)), ("q", "k", "v", "mask"),
+         (Float(1, 2, 3, 4), Float(1, 2, 5, 4), Float(1, 2, 5, 4), Bool(1, 1, 3, 5)), ("q", "k", "v", "mask"),
          unexercised={"input 3": "a bool mask here; the schema also allows a float (additive) "
                                  "mask, which attention_float_mask exercises", **_UNEXERCISED}),
     Case("Attention", "attention_causal_gqa_scale", attention_causal_gqa_scale,
-         (F(1, 4, 3, 4), F(1, 2, 3, 4), F(1, 2, 3, 4)), ("q", "k", "v"),
+         (Float(1, 4, 3, 4), Float(1, 2, 3, 4), Float(1, 2, 3, 4)), ("q", "k", "v"),
          unexercised={"input 3": "is_causal replaces the mask", **_UNEXERCISED}),
     Case("Attention", "attention_kv_cache", attention_kv_cache,
-         (F(1, 2, 3, 4), F(1, 2, 3, 4), F(1, 2, 3, 4), F(3, 5), F(1, 2, 2, 4), F(1, 2, 2, 4)),
+         (Float(1, 2, 3, 4), Float(1, 2, 3, 4), Float(1, 2, 3, 4), Float(3, 5), Float(1, 2, 2, 4), Float(1, 2, 2, 4)),
          ("q", "k", "v", "mask", "past_key", "past_value"), kind="reference",
          translation=attention_ref.translation,
          unexercised={"input 6": "ONNX forbids nonpad_kv_seqlen together with past_key; see "
                                  "attention_nonpad_kv_seqlen"}),
     Case("Attention", "attention_softmax_output", attention_softmax_output,
-         (F(1, 2, 3, 4), F(1, 2, 5, 4), F(1, 2, 5, 4)), ("query", "key", "value"),
+         (Float(1, 2, 3, 4), Float(1, 2, 5, 4), Float(1, 2, 5, 4)), ("query", "key", "value"),
          kind="reference", translation=attention_ref.translation,
          unexercised={"input 3": "covered by attention_kv_cache",
                       "input 4": "covered by attention_kv_cache",
@@ -116,7 +116,7 @@ CASES = [
                "present_value node outputs 'v' and 'v_1', which would clash with an input "
                "'v' (onnx.checker: not SSA)"),
     Case("Attention", "attention_nonpad_kv_seqlen", attention_nonpad_kv_seqlen,
-         (F(2, 2, 3, 4), F(2, 2, 5, 4), F(2, 2, 5, 4), _lengths(2, 2, 5)),
+         (Float(2, 2, 3, 4), Float(2, 2, 5, 4), Float(2, 2, 5, 4), _lengths(2, 2, 5)),
          ("q", "k", "v", "nonpad_kv_seqlen"), kind="reference",
          translation=attention_ref.translation,
          unexercised={"input 3": "covered by attention_kv_cache",

@@ -7,7 +7,7 @@ by each bound and none sits within the finite-difference step of a bound.
 """
 import torch
 
-from ..case import Case, F, Expect
+from ..case import Case, Float, Expect
 
 
 def clip_scalar(x):
@@ -27,8 +27,8 @@ def clip_max_tensor(x, hi):
 
 
 # 0-d bounds: ONNX Clip takes scalar min/max.
-LO = F(low=-0.6, high=-0.4)
-HI = F(low=0.4, high=0.6)
+LO = Float(low=-0.6, high=-0.4)
+HI = Float(low=0.4, high=0.6)
 MIN_GRAD = ("clamp passes dy to min where x < min (5 and 4 of 12 elements on seeds 0/1), so "
             "min gets a nonzero gradient and the ONNX Clip's finite differences confirm it; "
             "the schema tags min non-differentiable")
@@ -45,18 +45,18 @@ TS_NOTE = ("dynamo exports clamp with tensor bounds (or a single bound) as Max/M
            "the TorchScript exporter emits Clip (with a Cast of each bound to x's type).")
 
 CASES = [
-    Case("Clip", "clip_scalar_bounds", clip_scalar, (F(3, 4),), ("x",),
+    Case("Clip", "clip_scalar_bounds", clip_scalar, (Float(3, 4),), ("x",),
          expect={"input 1": Expect("disagree", MIN_CONST), "input 2": Expect("disagree", MAX_CONST)},
          notes="Python-float bounds export as float constants: only the numeric witness, "
                "which lifts them to inputs, can see them"),
-    Case("Clip", "clip_tensor_bounds", clip_tensor, (F(3, 4), LO, HI), ("x", "min", "max"),
+    Case("Clip", "clip_tensor_bounds", clip_tensor, (Float(3, 4), LO, HI), ("x", "min", "max"),
          exporter="torchscript", notes=TS_NOTE,
          expect={"input 1": Expect("disagree", MIN_GRAD),
                  "input 2": Expect("disagree", MAX_GRAD)}),
-    Case("Clip", "clip_min_only", clip_min_tensor, (F(3, 4), LO), ("x", "min"),
+    Case("Clip", "clip_min_only", clip_min_tensor, (Float(3, 4), LO), ("x", "min"),
          exporter="torchscript", notes=TS_NOTE,
          expect={"input 1": Expect("disagree", MIN_GRAD)}),
-    Case("Clip", "clip_max_only", clip_max_tensor, (F(3, 4), HI), ("x", "max"),
+    Case("Clip", "clip_max_only", clip_max_tensor, (Float(3, 4), HI), ("x", "max"),
          exporter="torchscript", notes=TS_NOTE,
          expect={"input 2": Expect("disagree", MAX_GRAD)}),
 ]

@@ -6,7 +6,7 @@ non-differentiable tags say. Integer variants show the dtype evidence alone.
 """
 import torch
 
-from ..case import Case, F, I
+from ..case import Case, Float, Int
 
 
 def equal(a, b):
@@ -30,15 +30,15 @@ def less_or_equal(a, b):
 
 
 CASES = [
-    Case("Equal", "equal_float", equal, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Equal", "equal_int64", equal, (I(3, 4, high=3), I(3, 4, high=3)), ("a", "b"),
+    Case("Equal", "equal_float", equal, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Equal", "equal_int64", equal, (Int(3, 4, high=3), Int(3, 4, high=3)), ("a", "b"),
          notes="small integer range so some elements compare equal."),
-    Case("Greater", "greater_float", greater, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Greater", "greater_broadcast_int64", greater, (I(3, 4, high=5), I(4, high=5)),
+    Case("Greater", "greater_float", greater, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Greater", "greater_broadcast_int64", greater, (Int(3, 4, high=5), Int(4, high=5)),
          ("a", "b")),
-    Case("GreaterOrEqual", "greaterorequal_float", greater_or_equal, (F(3, 4), F(3, 4)),
+    Case("GreaterOrEqual", "greaterorequal_float", greater_or_equal, (Float(3, 4), Float(3, 4)),
          ("a", "b")),
-    Case("Less", "less_float", less, (F(3, 4), F(3, 4)), ("a", "b")),
-    Case("Less", "less_broadcast_int64", less, (I(3, 4, high=5), I(4, high=5)), ("a", "b")),
-    Case("LessOrEqual", "lessorequal_float", less_or_equal, (F(3, 4), F(3, 4)), ("a", "b")),
+    Case("Less", "less_float", less, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Less", "less_broadcast_int64", less, (Int(3, 4, high=5), Int(4, high=5)), ("a", "b")),
+    Case("LessOrEqual", "lessorequal_float", less_or_equal, (Float(3, 4), Float(3, 4)), ("a", "b")),
 ]

@@ -6,7 +6,7 @@ If/Loop; only what is passed explicitly (cond, M, loop-carried values, scan inpu
 import torch
 from torch._higher_order_ops import scan, while_loop
 
-from ..case import B, Case, F, T
+from ..case import Bool, Case, Float, Fixed
 
 
 def if_cond_input(pred, x, y):
@@ -39,20 +39,20 @@ def scan_running_sum(init, xs):
 
 
 CASES = [
-    Case("If", "if_torch_cond", if_cond_input, (B(), F(2, 3), F(2, 3)), ("pred", "x", "y"),
+    Case("If", "if_torch_cond", if_cond_input, (Bool(), Float(2, 3), Float(2, 3)), ("pred", "x", "y"),
          notes="torch.cond on a bool graph input; x and y are captured by both branches, "
                "so If's only formal input is cond"),
-    Case("Loop", "loop_while_loop", loop_while, (F(2, 3),), ("x",),
+    Case("Loop", "loop_while_loop", loop_while, (Float(2, 3),), ("x",),
          unexercised={"input 2": "the first loop-carried value is the int64 counter; x, the "
                                  "second, is variadic input 3",
                       "output 0": "the final int64 counter, which no graph output uses"},
          notes="torch while_loop with a constant counter: M is absent, cond and the counter "
                "are constants, x is the second loop-carried value"),
-    Case("Loop", "loop_scripted_for", loop_for_scripted, (F(2, 3), T(3)), ("x", "n"),
+    Case("Loop", "loop_scripted_for", loop_for_scripted, (Float(2, 3), Fixed(3)), ("x", "n"),
          exporter="torchscript",
          notes="a scripted for-loop (torch.jit.script) over range(int(n)) exports Loop with "
                "the trip count M = graph input n; tracing, or a constant range, unrolls it"),
-    Case("Scan", "scan_running_sum", scan_running_sum, (F(3), F(4, 3)), ("init", "xs"),
+    Case("Scan", "scan_running_sum", scan_running_sum, (Float(3), Float(4, 3)), ("init", "xs"),
          notes="torch scan: one state (init) and one scan input (xs); outputs are the final "
                "state and the stacked per-step outputs"),
 ]

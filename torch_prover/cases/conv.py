@@ -8,9 +8,9 @@ evaluator, which samples with GridSample(align_corners=1, zeros padding)) binds 
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Custom, F
+from ..case import Case, Custom, Float
 from .reference import reference_op
 
 
@@ -24,11 +24,11 @@ class Conv2dBias(torch.nn.Module):
 
 
 def conv_no_bias(x, w):
-    return Fn.conv2d(x, w, stride=2, padding=1)
+    return F.conv2d(x, w, stride=2, padding=1)
 
 
 def conv_grouped_bias(x, w, b):
-    return Fn.conv1d(x, w, b, groups=2, dilation=2)
+    return F.conv1d(x, w, b, groups=2, dilation=2)
 
 
 class ConvTranspose2dBias(torch.nn.Module):
@@ -41,17 +41,17 @@ class ConvTranspose2dBias(torch.nn.Module):
 
 
 def convtranspose_no_bias(x, w):
-    return Fn.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1)
+    return F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1)
 
 
 CASES = [
-    Case("Conv", "conv2d_bias", Conv2dBias, (F(1, 2, 5, 5),), ("x",)),
-    Case("Conv", "conv_no_bias", conv_no_bias, (F(1, 2, 5, 5), F(3, 2, 3, 3)), ("x", "w")),
-    Case("Conv", "conv_grouped_bias", conv_grouped_bias, (F(1, 4, 7), F(4, 2, 2), F(4)),
+    Case("Conv", "conv2d_bias", Conv2dBias, (Float(1, 2, 5, 5),), ("x",)),
+    Case("Conv", "conv_no_bias", conv_no_bias, (Float(1, 2, 5, 5), Float(3, 2, 3, 3)), ("x", "w")),
+    Case("Conv", "conv_grouped_bias", conv_grouped_bias, (Float(1, 4, 7), Float(4, 2, 2), Float(4)),
          ("x", "w", "b")),
-    Case("ConvTranspose", "convtranspose_bias", ConvTranspose2dBias, (F(1, 2, 3, 3),), ("x",)),
+    Case("ConvTranspose", "convtranspose_bias", ConvTranspose2dBias, (Float(1, 2, 3, 3),), ("x",)),
     Case("ConvTranspose", "convtranspose_no_bias", convtranspose_no_bias,
-         (F(1, 2, 3, 3), F(2, 3, 3, 3)), ("x", "w")),
+         (Float(1, 2, 3, 3), Float(2, 3, 3, 3)), ("x", "w")),
 ]
 
 
@@ -75,7 +75,7 @@ def deform_conv(X: torch.Tensor, W: torch.Tensor, offset: torch.Tensor,
     pos_h = tap_h + out_h + off[:, :, :, 0]              # (n, kh, kw, oh, ow)
     pos_w = tap_w + out_w + off[:, :, :, 1]
     grid = torch.stack([pos_w / (iw - 1) * 2 - 1, pos_h / (ih - 1) * 2 - 1], dim=-1)
-    samples = Fn.grid_sample(X, grid.reshape(n, kh * kw * oh, ow, 2), mode="bilinear",
+    samples = F.grid_sample(X, grid.reshape(n, kh * kw * oh, ow, 2), mode="bilinear",
                              padding_mode="zeros", align_corners=True)
     samples = samples.reshape(n, -1, kh, kw, oh, ow)
     if mask is not None:
@@ -100,15 +100,15 @@ def deformconv_plain(x, w, offset):
 
 CASES += [
     Case("DeformConv", "deformconv_mask_bias", deformconv_mask_bias,
-         (F(1, 2, 4, 4), F(3, 2, 2, 2), _offsets(1, 8, 3, 3), F(3),
-          F(1, 4, 3, 3, low=0.2, high=1.0)),
+         (Float(1, 2, 4, 4), Float(3, 2, 2, 2), _offsets(1, 8, 3, 3), Float(3),
+          Float(1, 4, 3, 3, low=0.2, high=1.0)),
          ("x", "w", "offset", "b", "mask"), kind="reference",
          translation=deform_conv.translation,
          notes="reference: torchvision.ops.deform_conv2d is not installable here; continuous "
                "random offsets keep taps (almost surely) off the integer grid, where bilinear "
                "weights have kinks"),
     Case("DeformConv", "deformconv_plain", deformconv_plain,
-         (F(1, 2, 4, 4), F(3, 2, 2, 2), _offsets(1, 8, 3, 3)), ("x", "w", "offset"),
+         (Float(1, 2, 4, 4), Float(3, 2, 2, 2), _offsets(1, 8, 3, 3)), ("x", "w", "offset"),
          kind="reference", translation=deform_conv.translation,
          notes="pads 1, strides 2; taps in the padding sample zeros (ONNX: out-of-bounds "
                "values are 0)"),

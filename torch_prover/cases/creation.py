@@ -12,7 +12,7 @@ or allow the forward check the full range of the distribution (see each case's n
 """
 import torch
 
-from ..case import Case, Expect, F, T
+from ..case import Case, Expect, Float, Fixed
 
 
 # ----------------------------------------------------------------------------- Cast
@@ -95,49 +95,49 @@ _RANDOM = ("torch and the ONNX runtime draw different samples; fwd_tol covers th
            "so the forward check only confirms shape and dtype")
 
 CASES = [
-    Case("Cast", "cast_float32_to_float64", cast_to_float64, (F(2, 3),), ("x",),
+    Case("Cast", "cast_float32_to_float64", cast_to_float64, (Float(2, 3),), ("x",),
          float_dtype=torch.float32, fwd_tol=1e-6, vjp_tol=1e-3,
          notes="float32 -> float64. No float -> int64 case: its input gets no gradient only "
                "because the output type is integer, which says nothing of Cast's tag for "
                "float outputs"),
-    Case("CastLike", "castlike_type_as", castlike_type_as, (F(2, 3), F(4, dtype=torch.float64)),
+    Case("CastLike", "castlike_type_as", castlike_type_as, (Float(2, 3), Float(4, dtype=torch.float64)),
          ("x", "like"), float_dtype=torch.float32, export_options={"optimize": False},
          fwd_tol=1e-6, vjp_tol=1e-3,
          notes="x.type_as(like) exports CastLike(x, like), which the dynamo optimizer folds "
                "to Cast; optimize=False keeps it. float32 -> float64 (a cast down to float32 "
                "breaks the engine's float64 finite-difference step)"),
-    Case("Constant", "constant_only", constant_only, (F(2, 3),), ("x",),
+    Case("Constant", "constant_only", constant_only, (Float(2, 3),), ("x",),
          exporter="torchscript",
          notes="the dynamo exporter stores constants as initializers (no Constant node); "
                "TorchScript emits one Constant node. x is unused, so TorchScript drops it and "
                "the graph has no input"),
-    Case("Constant", "constant_beside_input", constant_beside_input, (F(2, 3),), ("x",),
+    Case("Constant", "constant_beside_input", constant_beside_input, (Float(2, 3),), ("x",),
          exporter="torchscript",
          notes="the Constant output sits beside -x so the graph keeps an input (x * 2 would "
                "add a second Constant node for the 2)"),
-    Case("ConstantOfShape", "constantofshape_new_zeros", NewZeros, (F(2, 3),), ("x",),
+    Case("ConstantOfShape", "constantofshape_new_zeros", NewZeros, (Float(2, 3),), ("x",),
          dynamic=True,
          notes="x.new_zeros(x.shape[0], 3) with dynamic shapes: the shape input is "
                "Concat(Shape(x), [3])"),
-    Case("ConstantOfShape", "constantofshape_full", NewFull, (F(2, 3),), ("x",),
+    Case("ConstantOfShape", "constantofshape_full", NewFull, (Float(2, 3),), ("x",),
          exporter="torchscript", dynamic=True,
          notes="torch.full with a nonzero value; the dynamo exporter lowers it to Expand, "
                "TorchScript to ConstantOfShape"),
-    Case("EyeLike", "eyelike_from_shape", EyeFromShape, (F(2, 3),), ("x",),
+    Case("EyeLike", "eyelike_from_shape", EyeFromShape, (Float(2, 3),), ("x",),
          exporter="torchscript", dynamic=True,
          notes="TorchScript lowers torch.eye(n, m) with dynamic n, m to "
                "EyeLike(ConstantOfShape(...)); the dynamo exporter builds it from "
                "Range/Equal"),
-    Case("Range", "range_float", ArangeFloat, (F(2, 3),), ("x",), dynamic=True,
+    Case("Range", "range_float", ArangeFloat, (Float(2, 3),), ("x",), dynamic=True,
          notes="arange(x.shape[1]) in float64: start and delta are float constants, "
                "limit is Cast(Shape(x))"),
-    Case("Range", "range_int", ArangeInt, (F(2, 3),), ("x",), dynamic=True,
+    Case("Range", "range_int", ArangeInt, (Float(2, 3),), ("x",), dynamic=True,
          unexercised={"input 0": _ARANGE, "input 2": _ARANGE,
                       "input 1": "an int64 limit (from x's shape); range_float has float ones",
                       "output 0": "int64 here; range_float has a float output"},
          notes="arange(1, 3 * x.shape[1], 2): int64 start and delta constants"),
     Case("Bernoulli", "bernoulli_deterministic", bernoulli,
-         (T([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]),), ("p",),
+         (Fixed([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]),), ("p",),
          expect={"input 0": Expect("inconclusive", _BERNOULLI_FD),
                  "output 0": Expect("inconclusive", _BERNOULLI_FD)},
          surrogate={"input 0": _BERNOULLI_SURROGATE, "output 0": _BERNOULLI_SURROGATE},
@@ -146,21 +146,21 @@ CASES = [
                "onnxruntime's Bernoulli-15 kernel samples 1 with probability 1 - p (p=0 gives "
                "all ones, p=0.1 a mean of 0.90), contradicting the spec and torch"),
     Case("Multinomial", "multinomial_one_hot", multinomial_one,
-         (T([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),), ("probs",), float_dtype=torch.float32, opset=21,
+         (Fixed([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),), ("probs",), float_dtype=torch.float32, opset=21,
          notes="one-hot probabilities make the draw deterministic; the exporter feeds "
                "Log(probs) (-inf for the zeros) as logits. onnxruntime 1.31 has no kernel "
                "for Multinomial-22 (nor the reference evaluator for any version), hence "
                "opset 21 (Multinomial-7), and none in float64, hence float32"),
-    Case("RandomUniformLike", "randomuniformlike_rand_like", rand_like, (F(2, 3),), ("x",),
+    Case("RandomUniformLike", "randomuniformlike_rand_like", rand_like, (Float(2, 3),), ("x",),
          fwd_tol=1.0, notes="samples in [0, 1): " + _RANDOM),
-    Case("RandomNormalLike", "randomnormallike_randn_like", randn_like, (F(2, 3),), ("x",),
+    Case("RandomNormalLike", "randomnormallike_randn_like", randn_like, (Float(2, 3),), ("x",),
          fwd_tol=20.0, notes="standard normal samples: " + _RANDOM),
-    Case("RandomUniform", "randomuniform_fixed_shape", rand_fixed_shape, (F(2, 3),), ("x",),
+    Case("RandomUniform", "randomuniform_fixed_shape", rand_fixed_shape, (Float(2, 3),), ("x",),
          exporter="torchscript", fwd_tol=1.0,
          notes="torch.rand with a constant shape: TorchScript emits RandomUniform (the dynamo "
                "exporter uses RandomUniformLike on a ConstantOfShape); x is unused and "
                "dropped. Samples in [0, 1): " + _RANDOM),
-    Case("RandomNormal", "randomnormal_fixed_shape", randn_fixed_shape, (F(2, 3),), ("x",),
+    Case("RandomNormal", "randomnormal_fixed_shape", randn_fixed_shape, (Float(2, 3),), ("x",),
          exporter="torchscript", fwd_tol=20.0,
          notes="torch.randn with a constant shape: TorchScript emits RandomNormal; x is "
                "unused and dropped. " + _RANDOM),

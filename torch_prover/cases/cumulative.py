@@ -5,7 +5,7 @@ has no aten.cumprod translation, so CumProd has no case (see MISSING).
 """
 import torch
 
-from ..case import Case, F
+from ..case import Case, Float
 
 
 def cumsum_dim1(x):
@@ -21,9 +21,9 @@ def cumsum_reverse(x):
 
 
 CASES = [
-    Case("CumSum", "cumsum_dim1", cumsum_dim1, (F(3, 4),), ("x",)),
-    Case("CumSum", "cumsum_dim_negative", cumsum_dim_negative, (F(2, 3, 4),), ("x",)),
-    Case("CumSum", "cumsum_reverse", cumsum_reverse, (F(3, 4),), ("x",),
+    Case("CumSum", "cumsum_dim1", cumsum_dim1, (Float(3, 4),), ("x",)),
+    Case("CumSum", "cumsum_dim_negative", cumsum_dim_negative, (Float(2, 3, 4),), ("x",)),
+    Case("CumSum", "cumsum_reverse", cumsum_reverse, (Float(3, 4),), ("x",),
          notes="flip/cumsum/flip: dynamo keeps CumSum(reverse=0) between two Slice nodes (glue "
                "on the input and on the output), not CumSum(reverse=1)."),
 ]

@@ -1,7 +1,7 @@
 """Gather, TopK, Where: ops with an integer or boolean input beside the data."""
 import torch
 
-from ..case import B, Case, F, I
+from ..case import Bool, Case, Float, Int
 
 
 def gather_rows(data, indices):
@@ -21,11 +21,11 @@ def where(cond, x, y):
 
 
 CASES = [
-    Case("Gather", "gather_index_select", gather_rows, (F(5, 3), I(4, high=5)),
+    Case("Gather", "gather_index_select", gather_rows, (Float(5, 3), Int(4, high=5)),
          ("data", "indices")),
-    Case("TopK", "topk_values_indices", topk_3, (F(2, 6),), ("x",)),
-    Case("Where", "where_bool_condition", where, (B(3, 4), F(3, 4), F(3, 4)),
+    Case("TopK", "topk_values_indices", topk_3, (Float(2, 6),), ("x",)),
+    Case("Where", "where_bool_condition", where, (Bool(3, 4), Float(3, 4), Float(3, 4)),
          ("condition", "x", "y")),
-    Case("Gather", "gather_scalar_index", gather_scalar_index, (F(3, 4),), ("data",),
+    Case("Gather", "gather_scalar_index", gather_scalar_index, (Float(3, 4),), ("data",),
          notes="x[:, 2] exports Gather(axis=1) with a 0-d int64 constant index (rank drops)"),
 ]

@@ -4,9 +4,9 @@ All of them move or mask data without arithmetic, so the data input is different
 and every shape-like input (axes, starts, pads, k ...) is an integer constant.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Expect, F
+from ..case import Case, Expect, Float
 
 
 def squeeze_dim1(x):
@@ -49,19 +49,19 @@ def slice_step2(x):
 
 
 def pad_constant(x):
-    return Fn.pad(x, (1, 2, 0, 1), mode="constant", value=0.5)
+    return F.pad(x, (1, 2, 0, 1), mode="constant", value=0.5)
 
 
 def pad_reflect(x):
-    return Fn.pad(x, (1, 2), mode="reflect")
+    return F.pad(x, (1, 2), mode="reflect")
 
 
 def pad_edge(x):
-    return Fn.pad(x, (1, 2), mode="replicate")
+    return F.pad(x, (1, 2), mode="replicate")
 
 
 def pad_wrap(x):
-    return Fn.pad(x, (1, 2), mode="circular")
+    return F.pad(x, (1, 2), mode="circular")
 
 
 def trilu_upper_k1(x):
@@ -83,36 +83,36 @@ _PAD_VALUE = ("every padded element of Y equals constant_value, so dY/dconstant_
 _PAD_AXES = "the exporters always spell out pads for every axis and never emit the axes input"
 
 CASES = [
-    Case("Squeeze", "squeeze_dim1", squeeze_dim1, (F(2, 1, 3),), ("x",)),
-    Case("Squeeze", "squeeze_all_no_axes", squeeze_all, (F(2, 1, 3, 1),), ("x",),
+    Case("Squeeze", "squeeze_dim1", squeeze_dim1, (Float(2, 1, 3),), ("x",)),
+    Case("Squeeze", "squeeze_all_no_axes", squeeze_all, (Float(2, 1, 3, 1),), ("x",),
          notes="torch.squeeze without a dim exports Squeeze with the optional axes input absent"),
-    Case("Unsqueeze", "unsqueeze_dim1", unsqueeze_dim1, (F(2, 3),), ("x",)),
-    Case("Transpose", "transpose_permute", transpose_perm, (F(2, 3, 4),), ("x",)),
-    Case("Flatten", "flatten_axis1", flatten_from1, (F(2, 3, 4),), ("x",),
+    Case("Unsqueeze", "unsqueeze_dim1", unsqueeze_dim1, (Float(2, 3),), ("x",)),
+    Case("Transpose", "transpose_permute", transpose_perm, (Float(2, 3, 4),), ("x",)),
+    Case("Flatten", "flatten_axis1", flatten_from1, (Float(2, 3, 4),), ("x",),
          exporter="torchscript",
          notes="the dynamo exporter lowers torch.flatten to Reshape; the TorchScript exporter "
                "emits Flatten"),
-    Case("Expand", "expand_broadcast", expand_broadcast, (F(2, 1),), ("x",)),
-    Case("Expand", "expand_as_dynamic_shape", ExpandAsOther, (F(2, 1), F(2, 3)),
+    Case("Expand", "expand_broadcast", expand_broadcast, (Float(2, 1),), ("x",)),
+    Case("Expand", "expand_as_dynamic_shape", ExpandAsOther, (Float(2, 1), Float(2, 3)),
          ("x", "like"), dynamic=True,
          notes="with dynamic shapes the target shape is Concat(Shape(like)...), so the shape "
                "input is computed from a float graph input that gets no gradient"),
-    Case("Slice", "slice_start_end", slice_start_end, (F(2, 4, 3),), ("x",)),
-    Case("Slice", "slice_step2", slice_step2, (F(2, 3, 5),), ("x",),
+    Case("Slice", "slice_start_end", slice_start_end, (Float(2, 4, 3),), ("x",)),
+    Case("Slice", "slice_step2", slice_step2, (Float(2, 3, 5),), ("x",),
          notes="starts, ends, axes and steps are all given (steps = 2)"),
-    Case("Pad", "pad_constant", pad_constant, (F(2, 3, 4),), ("x",),
+    Case("Pad", "pad_constant", pad_constant, (Float(2, 3, 4),), ("x",),
          expect={"input 2": Expect("disagree", _PAD_VALUE)},
          unexercised={"input 3": _PAD_AXES}),
-    Case("Pad", "pad_reflect", pad_reflect, (F(2, 3, 4),), ("x",),
+    Case("Pad", "pad_reflect", pad_reflect, (Float(2, 3, 4),), ("x",),
          unexercised={"input 3": _PAD_AXES}),
-    Case("Pad", "pad_edge", pad_edge, (F(2, 3, 4),), ("x",),
+    Case("Pad", "pad_edge", pad_edge, (Float(2, 3, 4),), ("x",),
          unexercised={"input 3": _PAD_AXES}),
-    Case("Pad", "pad_wrap", pad_wrap, (F(2, 3, 4),), ("x",),
+    Case("Pad", "pad_wrap", pad_wrap, (Float(2, 3, 4),), ("x",),
          unexercised={"input 3": _PAD_AXES},
          notes="mode='circular' exports Pad mode 'wrap' (opset 19+)"),
-    Case("Trilu", "trilu_upper_k1", trilu_upper_k1, (F(3, 4),), ("x",)),
-    Case("Trilu", "trilu_lower", trilu_lower, (F(2, 3, 4),), ("x",)),
-    Case("Trilu", "trilu_lower_kneg1", trilu_lower_kneg1, (F(4, 3),), ("x",)),
+    Case("Trilu", "trilu_upper_k1", trilu_upper_k1, (Float(3, 4),), ("x",)),
+    Case("Trilu", "trilu_lower", trilu_lower, (Float(2, 3, 4),), ("x",)),
+    Case("Trilu", "trilu_lower_kneg1", trilu_lower_kneg1, (Float(4, 3),), ("x",)),
 ]
 
 # CenterCropPad: a reference case in reference_ops.py.

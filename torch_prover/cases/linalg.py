@@ -8,9 +8,9 @@ onnxruntime has no float64 Det kernel: the float64 Det cases run in the onnx ref
 evaluator, the float32 one in onnxruntime.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Custom, F
+from ..case import Case, Custom, Float
 
 
 # --------------------------------------------------------------------------- MatMul
@@ -28,11 +28,11 @@ def gemm_addmm_alpha_beta(c, a, b):
 
 
 def gemm_linear(x, weight, bias):
-    return Fn.linear(x, weight, bias)
+    return F.linear(x, weight, bias)
 
 
 def gemm_linear_no_bias(x, weight):
-    return Fn.linear(x, weight)
+    return F.linear(x, weight)
 
 
 # --------------------------------------------------------------------------- Einsum
@@ -62,23 +62,23 @@ def _well_conditioned(*batch, n=3):
 
 
 CASES = [
-    Case("MatMul", "matmul_2d", matmul_2d, (F(3, 4), F(4, 2)), ("a", "b")),
-    Case("MatMul", "matmul_batched_broadcast", matmul_2d, (F(2, 3, 4), F(4, 2)), ("a", "b")),
-    Case("MatMul", "matmul_matrix_vector", matmul_2d, (F(3, 4), F(4)), ("a", "b")),
-    Case("Gemm", "gemm_addmm", gemm_addmm, (F(3, 2), F(3, 4), F(4, 2)), ("c", "a", "b"),
+    Case("MatMul", "matmul_2d", matmul_2d, (Float(3, 4), Float(4, 2)), ("a", "b")),
+    Case("MatMul", "matmul_batched_broadcast", matmul_2d, (Float(2, 3, 4), Float(4, 2)), ("a", "b")),
+    Case("MatMul", "matmul_matrix_vector", matmul_2d, (Float(3, 4), Float(4)), ("a", "b")),
+    Case("Gemm", "gemm_addmm", gemm_addmm, (Float(3, 2), Float(3, 4), Float(4, 2)), ("c", "a", "b"),
          notes="torch.addmm(c, a, b) exports Gemm(a, b, c): C is exercised."),
-    Case("Gemm", "gemm_addmm_alpha_beta", gemm_addmm_alpha_beta, (F(2), F(3, 4), F(4, 2)),
+    Case("Gemm", "gemm_addmm_alpha_beta", gemm_addmm_alpha_beta, (Float(2), Float(3, 4), Float(4, 2)),
          ("c", "a", "b"),
          notes="alpha=2, beta=0.5 as attributes; C broadcast from shape (2,)."),
-    Case("Gemm", "gemm_linear", gemm_linear, (F(3, 4), F(2, 4), F(2)), ("x", "weight", "bias"),
+    Case("Gemm", "gemm_linear", gemm_linear, (Float(3, 4), Float(2, 4), Float(2)), ("x", "weight", "bias"),
          notes="F.linear exports Gemm(transB=1) at opset 25 (not MatMul + Add)."),
-    Case("Gemm", "gemm_linear_no_bias", gemm_linear_no_bias, (F(3, 4), F(2, 4)),
+    Case("Gemm", "gemm_linear_no_bias", gemm_linear_no_bias, (Float(3, 4), Float(2, 4)),
          ("x", "weight"),
          notes="F.linear without bias: Gemm(transB=1) with C absent."),
-    Case("Einsum", "einsum_matmul", einsum_matmul, (F(3, 4), F(4, 2)), ("a", "b")),
-    Case("Einsum", "einsum_chain3", einsum_chain3, (F(3, 4), F(4, 2), F(2, 3)), ("a", "b", "c"),
+    Case("Einsum", "einsum_matmul", einsum_matmul, (Float(3, 4), Float(4, 2)), ("a", "b")),
+    Case("Einsum", "einsum_chain3", einsum_chain3, (Float(3, 4), Float(4, 2), Float(2, 3)), ("a", "b", "c"),
          notes="three operands: the variadic Inputs at indices 0, 1, 2."),
-    Case("Einsum", "einsum_diagonal", einsum_diagonal, (F(3, 3),), ("a",),
+    Case("Einsum", "einsum_diagonal", einsum_diagonal, (Float(3, 3),), ("a",),
          notes="one operand (ii->i)."),
     Case("Det", "det_3x3", det, (_well_conditioned(),), ("a",)),
     Case("Det", "det_batched", det, (_well_conditioned(2),), ("a",)),

@@ -7,9 +7,9 @@ ONNX's non-differentiable tag, but the probe cannot record a forward-time refusa
 evidence.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Expect, F, I
+from ..case import Case, Expect, Float, Int
 from .reference import reference_op
 
 _WEIGHT = ("the mean loss is sum_i w[t_i] l_i / sum_i w[t_i]: a ratio of sums linear in the "
@@ -21,27 +21,27 @@ _LOG_PROB = ("F.cross_entropy returns only the loss; the log_prob output is not 
 
 
 def negativeloglikelihoodloss_mean(x, target):
-    return Fn.nll_loss(x, target)
+    return F.nll_loss(x, target)
 
 
 def negativeloglikelihoodloss_weight_none(x, target, weight):
-    return Fn.nll_loss(x, target, weight=weight, reduction="none")
+    return F.nll_loss(x, target, weight=weight, reduction="none")
 
 
 def negativeloglikelihoodloss_kdim_ignore(x, target, weight):
-    return Fn.nll_loss(x, target, weight=weight, reduction="sum", ignore_index=1)
+    return F.nll_loss(x, target, weight=weight, reduction="sum", ignore_index=1)
 
 
 def softmaxcrossentropyloss_mean(x, target):
-    return Fn.cross_entropy(x, target)
+    return F.cross_entropy(x, target)
 
 
 def softmaxcrossentropyloss_weight_none(x, target, weight):
-    return Fn.cross_entropy(x, target, weight=weight, reduction="none")
+    return F.cross_entropy(x, target, weight=weight, reduction="none")
 
 
 def softmaxcrossentropyloss_kdim_ignore(x, target, weight):
-    return Fn.cross_entropy(x, target, weight=weight, reduction="sum", ignore_index=1)
+    return F.cross_entropy(x, target, weight=weight, reduction="sum", ignore_index=1)
 
 
 @reference_op("SoftmaxCrossEntropyLoss")
@@ -64,35 +64,35 @@ def softmaxcrossentropyloss_log_prob(x, target):
 
 CASES = [
     Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_mean",
-         negativeloglikelihoodloss_mean, (F(3, 4), I(3, high=4)), ("input", "target")),
+         negativeloglikelihoodloss_mean, (Float(3, 4), Int(3, high=4)), ("input", "target")),
     Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_weight_none",
          negativeloglikelihoodloss_weight_none,
-         (F(3, 4), I(3, high=4), F(4, low=0.5, high=1.5, requires_grad=False)),
+         (Float(3, 4), Int(3, high=4), Float(4, low=0.5, high=1.5, requires_grad=False)),
          ("input", "target", "weight"), expect={"input 2": Expect("disagree", _WEIGHT)}),
     Case("NegativeLogLikelihoodLoss", "negativeloglikelihoodloss_kdim_ignore",
          negativeloglikelihoodloss_kdim_ignore,
-         (F(2, 3, 4), I(2, 4, high=3), F(3, low=0.5, high=1.5, requires_grad=False)),
+         (Float(2, 3, 4), Int(2, 4, high=3), Float(3, low=0.5, high=1.5, requires_grad=False)),
          ("input", "target", "weight"), expect={"input 2": Expect("disagree", _WEIGHT)},
          exporter="torchscript",
          notes="the dynamo exporter decomposes nll_loss with K-dim input (N, C, d1) into "
                "GatherElements/Where/ReduceSum; the TorchScript exporter emits one "
                "NegativeLogLikelihoodLoss node"),
     Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_mean",
-         softmaxcrossentropyloss_mean, (F(3, 4), I(3, high=4)), ("scores", "labels"),
+         softmaxcrossentropyloss_mean, (Float(3, 4), Int(3, high=4)), ("scores", "labels"),
          unexercised={"output 1": _LOG_PROB}),
     Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_log_prob",
-         softmaxcrossentropyloss_log_prob, (F(3, 4), I(3, high=4)), ("scores", "labels"),
+         softmaxcrossentropyloss_log_prob, (Float(3, 4), Int(3, high=4)), ("scores", "labels"),
          kind="reference", translation=softmax_cross_entropy_log_prob.translation,
          notes="reference: F.cross_entropy returns only the loss; this returns both outputs, "
                "so log_prob (output 1) is exercised"),
     Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_weight_none",
          softmaxcrossentropyloss_weight_none,
-         (F(3, 4), I(3, high=4), F(4, low=0.5, high=1.5, requires_grad=False)),
+         (Float(3, 4), Int(3, high=4), Float(4, low=0.5, high=1.5, requires_grad=False)),
          ("scores", "labels", "weights"),
          expect={"input 2": Expect("disagree", _WEIGHT)}, unexercised={"output 1": _LOG_PROB}),
     Case("SoftmaxCrossEntropyLoss", "softmaxcrossentropyloss_kdim_ignore",
          softmaxcrossentropyloss_kdim_ignore,
-         (F(2, 3, 4), I(2, 4, high=3), F(3, low=0.5, high=1.5, requires_grad=False)),
+         (Float(2, 3, 4), Int(2, 4, high=3), Float(3, low=0.5, high=1.5, requires_grad=False)),
          ("scores", "labels", "weights"),
          expect={"input 2": Expect("disagree", _WEIGHT)}, unexercised={"output 1": _LOG_PROB}),
 ]

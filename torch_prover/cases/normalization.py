@@ -7,9 +7,9 @@ Scales and biases are graph inputs (functional forms), so each node input is one
 tensor. Variances are drawn from [0.5, 1.5) so the normalizations stay smooth.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Expect, F
+from ..case import Case, Expect, Float
 from .reference import reference_op
 
 _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
@@ -21,7 +21,7 @@ _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes 
 
 
 def batchnormalization_eval(x, mean, var, scale, bias):
-    return Fn.batch_norm(x, mean, var, scale, bias, training=False)
+    return F.batch_norm(x, mean, var, scale, bias, training=False)
 
 
 @reference_op("BatchNormalization")
@@ -47,23 +47,23 @@ def batchnormalization_training(x, scale, bias, mean, var):
 
 
 def instancenormalization_affine(x, scale, bias):
-    return Fn.instance_norm(x, weight=scale, bias=bias)
+    return F.instance_norm(x, weight=scale, bias=bias)
 
 
 def layernormalization_affine(x, scale, bias):
-    return Fn.layer_norm(x, (4,), scale, bias)
+    return F.layer_norm(x, (4,), scale, bias)
 
 
 def layernormalization_no_bias(x, scale):
-    return Fn.layer_norm(x, (3, 4), scale)
+    return F.layer_norm(x, (3, 4), scale)
 
 
 def groupnormalization_2groups(x, scale, bias):
-    return Fn.group_norm(x, 2, scale, bias)
+    return F.group_norm(x, 2, scale, bias)
 
 
 def rmsnormalization_last(x, scale):
-    return Fn.rms_norm(x, (4,), scale)
+    return F.rms_norm(x, (4,), scale)
 
 
 @reference_op("LayerNormalization")
@@ -112,14 +112,14 @@ def dropout_train_p0(x):
 
 CASES = [
     Case("BatchNormalization", "batchnormalization_eval", batchnormalization_eval,
-         (F(2, 3, 2, 2), F(3, requires_grad=False), F(3, low=0.5, high=1.5, requires_grad=False),
-          F(3), F(3)),
+         (Float(2, 3, 2, 2), Float(3, requires_grad=False), Float(3, low=0.5, high=1.5, requires_grad=False),
+          Float(3), Float(3)),
          ("x", "mean", "var", "scale", "bias"),
          unexercised={"output 1": "running_mean is an output only in training mode: see "
                                   "batchnormalization_training (reference)",
                       "output 2": "running_var: as running_mean"}),
     Case("BatchNormalization", "batchnormalization_training", batchnormalization_training,
-         (F(2, 3, 2, 2), F(3), F(3), F(3), F(3, low=0.5, high=1.5)),
+         (Float(2, 3, 2, 2), Float(3), Float(3), Float(3), Float(3, low=0.5, high=1.5)),
          ("x", "scale", "bias", "mean", "var"), kind="reference",
          translation=batch_normalization_train.translation,
          expect={"output 1": Expect("disagree", _RUNNING.format("running_mean", "mean")),
@@ -130,39 +130,39 @@ CASES = [
                "variance where ONNX uses the biased one. In training mode Y does not read "
                "input_mean / input_var: they reach only running_mean / running_var"),
     Case("InstanceNormalization", "instancenormalization_affine", instancenormalization_affine,
-         (F(2, 3, 4), F(3), F(3)), ("x", "scale", "bias")),
+         (Float(2, 3, 4), Float(3), Float(3)), ("x", "scale", "bias")),
     Case("LayerNormalization", "layernormalization_affine", layernormalization_affine,
-         (F(2, 3, 4), F(4), F(4)), ("x", "scale", "bias"),
+         (Float(2, 3, 4), Float(4), Float(4)), ("x", "scale", "bias"),
          unexercised={"output 1": "F.layer_norm returns only Y; see "
                                   "layernormalization_mean_invstd (reference)",
                       "output 2": "F.layer_norm returns only Y; see "
                                   "layernormalization_mean_invstd (reference)"}),
     Case("LayerNormalization", "layernormalization_no_bias", layernormalization_no_bias,
-         (F(2, 3, 4), F(3, 4)), ("x", "scale"),
+         (Float(2, 3, 4), Float(3, 4)), ("x", "scale"),
          unexercised={"output 1": "F.layer_norm returns only Y",
                       "output 2": "F.layer_norm returns only Y"}),
     Case("LayerNormalization", "layernormalization_mean_invstd", layernormalization_mean_invstd,
-         (F(2, 3, 4), F(4), F(4)), ("x", "scale", "bias"), kind="reference",
+         (Float(2, 3, 4), Float(4), Float(4)), ("x", "scale", "bias"), kind="reference",
          translation=layer_normalization_stats.translation, float_dtype=torch.float32,
          notes="reference: F.layer_norm returns only Y. float32: Mean and InvStdDev have "
                "type U (float32 or bfloat16 only), so a float64 case would mix precisions"),
     Case("GroupNormalization", "groupnormalization_2groups", groupnormalization_2groups,
-         (F(2, 4, 3), F(4), F(4)), ("x", "scale", "bias"), float_dtype=torch.float32,
+         (Float(2, 4, 3), Float(4), Float(4)), ("x", "scale", "bias"), float_dtype=torch.float32,
          notes=_STASH32),
     Case("RMSNormalization", "rmsnormalization_last", rmsnormalization_last,
-         (F(2, 3, 4), F(4)), ("x", "scale"), float_dtype=torch.float32, notes=_STASH32),
+         (Float(2, 3, 4), Float(4)), ("x", "scale"), float_dtype=torch.float32, notes=_STASH32),
     Case("MeanVarianceNormalization", "meanvariancenormalization_nhw",
-         meanvariancenormalization_nhw, (F(2, 3, 2, 2),), ("x",), kind="reference",
+         meanvariancenormalization_nhw, (Float(2, 3, 2, 2),), ("x",), kind="reference",
          translation=mean_variance_normalization.translation, float_dtype=torch.float32,
          notes="float32: onnxruntime has no float64 MeanVarianceNormalization kernel and the "
                "onnx reference evaluator's float64 path fails (it adds a float32 epsilon)"),
-    Case("LpNormalization", "lpnormalization_l2", lpnormalization_l2, (F(2, 3, 4),), ("x",),
+    Case("LpNormalization", "lpnormalization_l2", lpnormalization_l2, (Float(2, 3, 4),), ("x",),
          kind="reference", translation=lp_normalization.translation),
     Case("LpNormalization", "lpnormalization_l1", lpnormalization_l1,
-         (F(2, 3, 4, low=0.2, high=2.0),), ("x",), kind="reference",
+         (Float(2, 3, 4, low=0.2, high=2.0),), ("x",), kind="reference",
          translation=lp_normalization.translation,
          notes="inputs kept positive, away from the kink of |x| at 0"),
-    Case("Dropout", "dropout_train_p0", dropout_train_p0, (F(3, 4),), ("x",),
+    Case("Dropout", "dropout_train_p0", dropout_train_p0, (Float(3, 4),), ("x",),
          exporter="torchscript",
          unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
          notes="training mode with p=0: any p > 0 draws a random mask, so the ONNX forward "

@@ -11,37 +11,37 @@ Max inputs are continuous normals: no ties, so the max is locally smooth.
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Custom, F, T
+from ..case import Case, Custom, Float, Fixed
 from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
 
 
 def averagepool_2d(x):
-    return Fn.avg_pool2d(x, kernel_size=2, stride=2)
+    return F.avg_pool2d(x, kernel_size=2, stride=2)
 
 
 def averagepool_pad(x):
-    return Fn.avg_pool2d(x, kernel_size=3, stride=1, padding=1, count_include_pad=False)
+    return F.avg_pool2d(x, kernel_size=3, stride=1, padding=1, count_include_pad=False)
 
 
 def maxpool_2d(x):
-    return Fn.max_pool2d(x, kernel_size=2, stride=2)
+    return F.max_pool2d(x, kernel_size=2, stride=2)
 
 
 def maxpool_dilated_pad(x):
-    return Fn.max_pool2d(x, kernel_size=2, stride=1, padding=1, dilation=2)
+    return F.max_pool2d(x, kernel_size=2, stride=1, padding=1, dilation=2)
 
 
 def globalaveragepool(x):
-    return Fn.adaptive_avg_pool2d(x, 1)
+    return F.adaptive_avg_pool2d(x, 1)
 
 
 # --------------------------------------------------------------------------- references
 def globalmaxpool_adaptive(x):
-    return Fn.adaptive_max_pool2d(x, 1)
+    return F.adaptive_max_pool2d(x, 1)
 
 
 def _max_pool_emit(X, kernel_shape: list[int], strides: list[int]):
@@ -53,7 +53,7 @@ def max_pool_indices(X: Tensor, kernel_shape: list[int],
                      strides: list[int]) -> tuple[Tensor, Tensor]:
     """MaxPool with its Indices output: ONNX indices are flat over the whole N*C*H*W tensor
     (storage_order 0), PyTorch's over one H*W plane; the offset n*C*H*W + c*H*W converts."""
-    y, idx = Fn.max_pool2d(X, kernel_shape, strides, return_indices=True)
+    y, idx = F.max_pool2d(X, kernel_shape, strides, return_indices=True)
     n, c, h, w = X.shape
     plane = torch.arange(n * c, dtype=idx.dtype).reshape(n, c, 1, 1) * (h * w)
     return y, idx + plane
@@ -111,7 +111,7 @@ def max_unpool(X: Tensor, I: Tensor, kernel_shape: list[int], strides: list[int]
     pad: list[int] = []
     for have, want in reversed(list(zip(inferred[2:], output_shape[2:]))):
         pad += [0, want - have]
-    return Fn.pad(y, pad)
+    return F.pad(y, pad)
 
 
 def _window_argmax(n: int, c: int, h: int, w: int, k: int, out_h: int, out_w: int):
@@ -251,48 +251,48 @@ def roialign_avg(x, rois, batch_indices):
 
 
 CASES = [
-    Case("AveragePool", "averagepool_2d", averagepool_2d, (F(1, 2, 4, 4),), ("x",)),
-    Case("AveragePool", "averagepool_pad", averagepool_pad, (F(1, 2, 4, 4),), ("x",)),
-    Case("MaxPool", "maxpool_2d", maxpool_2d, (F(1, 2, 4, 4),), ("x",),
+    Case("AveragePool", "averagepool_2d", averagepool_2d, (Float(1, 2, 4, 4),), ("x",)),
+    Case("AveragePool", "averagepool_pad", averagepool_pad, (Float(1, 2, 4, 4),), ("x",)),
+    Case("MaxPool", "maxpool_2d", maxpool_2d, (Float(1, 2, 4, 4),), ("x",),
          unexercised={"output 1": "F.max_pool2d(return_indices=True) exports two MaxPool "
                                   "nodes; see maxpool_indices (reference)"}),
-    Case("MaxPool", "maxpool_dilated_pad", maxpool_dilated_pad, (F(1, 2, 4, 4),), ("x",),
+    Case("MaxPool", "maxpool_dilated_pad", maxpool_dilated_pad, (Float(1, 2, 4, 4),), ("x",),
          unexercised={"output 1": "see maxpool_indices"}),
-    Case("MaxPool", "maxpool_indices", maxpool_indices, (F(2, 2, 4, 4),), ("x",),
+    Case("MaxPool", "maxpool_indices", maxpool_indices, (Float(2, 2, 4, 4),), ("x",),
          kind="reference", translation=max_pool_indices.translation,
          notes="reference: the natural export of return_indices=True has two MaxPool nodes"),
     Case("GlobalAveragePool", "globalaveragepool_adaptive", globalaveragepool,
-         (F(1, 3, 3, 3),), ("x",), exporter="torchscript",
+         (Float(1, 3, 3, 3),), ("x",), exporter="torchscript",
          notes="the dynamo exporter lowers adaptive_avg_pool2d(x, 1) to ReduceMean; the "
                "TorchScript exporter emits GlobalAveragePool"),
-    Case("GlobalMaxPool", "globalmaxpool_adaptive", globalmaxpool_adaptive, (F(1, 2, 4, 5),),
+    Case("GlobalMaxPool", "globalmaxpool_adaptive", globalmaxpool_adaptive, (Float(1, 2, 4, 5),),
          ("x",), exporter="torchscript", dynamic=True,
          notes="TorchScript exports adaptive_max_pool2d(x, 1) as GlobalMaxPool when the spatial "
                "sizes are dynamic (static sizes give MaxPool); dynamo gives ReduceMax"),
-    Case("GlobalMaxPool", "globalmaxpool_2d", globalmaxpool_2d, (F(2, 3, 3, 3),), ("x",),
+    Case("GlobalMaxPool", "globalmaxpool_2d", globalmaxpool_2d, (Float(2, 3, 3, 3),), ("x",),
          kind="reference", translation=global_max_pool.translation),
-    Case("GlobalLpPool", "globallppool_p2", globallppool_p2, (F(2, 3, 3, 3),), ("x",),
+    Case("GlobalLpPool", "globallppool_p2", globallppool_p2, (Float(2, 3, 3, 3),), ("x",),
          kind="reference", translation=global_lp_pool.translation, float_dtype=torch.float32,
          opset=21, notes=_LP32),
     Case("GlobalLpPool", "globallppool_p3", globallppool_p3,
-         (F(1, 2, 3, 3, low=0.2, high=2.0),), ("x",), kind="reference",
+         (Float(1, 2, 3, 3, low=0.2, high=2.0),), ("x",), kind="reference",
          translation=global_lp_pool.translation, float_dtype=torch.float32, opset=21,
          notes=_LP32 + "; positive inputs: |x|^3 is smooth there, away from the kink at 0"),
     Case("MaxUnpool", "maxunpool_2d", maxunpool_2d,
-         (F(2, 2, 2, 2), _window_argmax(2, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
+         (Float(2, 2, 2, 2), _window_argmax(2, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
          kind="reference", translation=max_unpool.translation),
     Case("MaxUnpool", "maxunpool_output_shape", maxunpool_output_shape,
-         (F(1, 2, 2, 2), _window_argmax(1, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
+         (Float(1, 2, 2, 2), _window_argmax(1, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
          kind="reference", translation=max_unpool.translation),
     Case("RoiAlign", "roialign_avg", roialign_avg,
-         (F(2, 2, 6, 6), _boxes(3, 6, 6, scale=0.5), T([1, 0, 1])),
+         (Float(2, 2, 6, 6), _boxes(3, 6, 6, scale=0.5), Fixed([1, 0, 1])),
          ("x", "rois", "batch_indices"),
          kind="reference", translation=roi_align.translation,
          notes="reference: torchvision.ops.roi_align is not installable here. Random boxes "
                "keep every sample point inside the map and (almost surely) off the integer "
                "grid, where bilinear weights have kinks"),
     Case("MaxRoiPool", "maxroipool_2x2", maxroipool_2x2,
-         (F(1, 2, 6, 6), _rois_with_batch([0, 0, 0], 6, 6, 0.5)), ("x", "rois"),
+         (Float(1, 2, 6, 6), _rois_with_batch([0, 0, 0], 6, 6, 0.5)), ("x", "rois"),
          kind="reference", translation=max_roi_pool.translation, opset=21,
          float_dtype=torch.float32,
          notes="reference: torchvision.ops.roi_pool is not installable here. Opset 21, "

@@ -7,7 +7,7 @@ gradient through unchanged.
 """
 import torch
 
-from ..case import Case, Custom, B, F
+from ..case import Case, Custom, Bool, Float
 
 
 def _with_infs(gen, float_dtype):
@@ -43,8 +43,8 @@ CASES = [
     Case("IsInf", "isinf_basic", isinf, (Custom(_with_infs),), ("x",),
          notes="dynamo inserts a Cast on x before IsInf (glue on one input)."),
     Case("IsNaN", "isnan_basic", isnan, (Custom(_with_nans),), ("x",)),
-    Case("Not", "not_basic", not_, (B(3, 4),), ("mask",)),
-    Case("Identity", "identity_clone", identity, (F(3, 4),), ("x",),
+    Case("Not", "not_basic", not_, (Bool(3, 4),), ("mask",)),
+    Case("Identity", "identity_clone", identity, (Float(3, 4),), ("x",),
          notes="Tensor.clone exports to Identity (the optimizer keeps it: it produces the "
                "graph output)."),
 ]

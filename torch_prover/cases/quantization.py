@@ -14,7 +14,7 @@ float32 throughout: the exporter casts float64 to float32 around QuantizeLinear 
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401  registers quantized_decomposed ops
 
-from ..case import Case, F, I
+from ..case import Case, Float, Int
 
 _STE = ("fake_quantize's backward is a straight-through estimator (dy passed through where x "
         "is in range), not the derivative of the piecewise-constant quantizer")
@@ -47,22 +47,22 @@ def dequantize_decomposed(q):
 _FQ = dict(float_dtype=torch.float32)
 
 CASES = [
-    Case("QuantizeLinear", "quantizelinear_fake_quant_int8", fake_quant_int8, (F(2, 3),),
+    Case("QuantizeLinear", "quantizelinear_fake_quant_int8", fake_quant_int8, (Float(2, 3),),
          ("x",), surrogate={"input 0": _STE},
          notes="QuantizeLinear is followed by DequantizeLinear (the target's int8 output "
                "reaches the graph output through it)", **_FQ),
     Case("QuantizeLinear", "quantizelinear_fake_quant_per_channel", fake_quant_per_channel,
-         (F(2, 3),), ("x",), surrogate={"input 0": _STE},
+         (Float(2, 3),), ("x",), surrogate={"input 0": _STE},
          notes="per-channel scales and zero points (axis=1), int8", **_FQ),
     Case("QuantizeLinear", "quantizelinear_decomposed", quantize_decomposed,
-         (F(2, 3, low=-5.0, high=5.0),), ("x",),
+         (Float(2, 3, low=-5.0, high=5.0),), ("x",),
          notes="quantized_decomposed.quantize_per_tensor: QuantizeLinear alone, int8 output",
          **_FQ),
     Case("DequantizeLinear", "dequantizelinear_fake_quant_uint8", fake_quant_uint8,
-         (F(2, 3),), ("x",),
+         (Float(2, 3),), ("x",),
          notes="DequantizeLinear reads QuantizeLinear's uint8 output (zero point 128)", **_FQ),
     Case("DequantizeLinear", "dequantizelinear_decomposed", dequantize_decomposed,
-         (I(2, 3, low=-128, high=128, dtype=torch.int8),), ("q",),
+         (Int(2, 3, low=-128, high=128, dtype=torch.int8),), ("q",),
          notes="quantized_decomposed.dequantize_per_tensor: DequantizeLinear alone on an "
                "int8 graph input", **_FQ),
 ]

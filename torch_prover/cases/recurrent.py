@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from ..case import Case, Expect, F, T
+from ..case import Case, Expect, Float, Fixed
 from .reference import reference_op
 
 H = 3  # hidden size; input size 2, sequence length 4, batch 1 (2 when packed)
@@ -107,36 +107,36 @@ _PACKED_NOTES = ("TorchScript: the dynamo exporter cannot trace pack_padded_sequ
 
 CASES = [
     Case("RNN", "rnn_h0_bias", rnn_h0_bias,
-         (F(4, 1, 2), F(1, 1, H), F(H, 2), F(H, H), F(2 * H)),
+         (Float(4, 1, 2), Float(1, 1, H), Float(H, 2), Float(H, H), Float(2 * H)),
          ("x", "h0", "w_ih", "w_hh", "b"), exporter="torchscript",
          expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
          unexercised={"input 4": _PACKED},
          notes="TorchScript: the dynamo exporter unrolls rnn_tanh into MatMul/Tanh per step"),
     Case("RNN", "rnn_packed_sequence_lens", rnn_packed_sequence_lens,
-         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(H, 2), F(H, H)),
+         (Float(4, 2, 2), Fixed([4, 2]), Float(1, 2, H), Float(H, 2), Float(H, H)),
          ("x", "lengths", "h0", "w_ih", "w_hh"), exporter="torchscript",
          float_dtype=torch.float32,
          expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
          notes=_PACKED_NOTES),
     Case("GRU", "gru_h0_bias", gru_h0_bias,
-         (F(4, 1, 2), F(1, 1, H), F(3 * H, 2), F(3 * H, H), F(6 * H)),
+         (Float(4, 1, 2), Float(1, 1, H), Float(3 * H, 2), Float(3 * H, H), Float(6 * H)),
          ("x", "h0", "w_ih", "w_hh", "b"),
          expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
          unexercised={"input 4": _PACKED}),
     Case("GRU", "gru_packed_sequence_lens", gru_packed_sequence_lens,
-         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(3 * H, 2), F(3 * H, H)),
+         (Float(4, 2, 2), Fixed([4, 2]), Float(1, 2, H), Float(3 * H, 2), Float(3 * H, H)),
          ("x", "lengths", "h0", "w_ih", "w_hh"), exporter="torchscript",
          float_dtype=torch.float32,
          expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
          notes=_PACKED_NOTES),
     Case("LSTM", "lstm_h0_c0_bias", lstm_h0_c0_bias,
-         (F(4, 1, 2), F(1, 1, H), F(1, 1, H), F(4 * H, 2), F(4 * H, H), F(8 * H)),
+         (Float(4, 1, 2), Float(1, 1, H), Float(1, 1, H), Float(4 * H, 2), Float(4 * H, H), Float(8 * H)),
          ("x", "h0", "c0", "w_ih", "w_hh", "b"),
          expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
                  "input 6": Expect("disagree", _STATE.format("initial_c"))},
          unexercised={"input 4": _PACKED, "input 7": _NO_PEEPHOLE}),
     Case("LSTM", "lstm_peephole_p", lstm_peephole_p,
-         (F(2, 1, 2), F(1, 8, 2), F(1, 8, 2), F(1, 16), F(1, 1, 2), F(1, 1, 2), F(1, 6)),
+         (Float(2, 1, 2), Float(1, 8, 2), Float(1, 8, 2), Float(1, 16), Float(1, 1, 2), Float(1, 1, 2), Float(1, 6)),
          ("x", "w", "r", "b", "h0", "c0", "p"), kind="reference",
          translation=lstm_peephole.translation,
          expect={"input 5": Expect("disagree", _STATE.format("initial_h")),
@@ -145,7 +145,7 @@ CASES = [
                "and hidden size 2; onnxruntime's LSTM is float32-only, so float64 runs in the "
                "onnx reference evaluator"),
     Case("LSTM", "lstm_packed_sequence_lens", lstm_packed_sequence_lens,
-         (F(4, 2, 2), T([4, 2]), F(1, 2, H), F(1, 2, H), F(4 * H, 2), F(4 * H, H)),
+         (Float(4, 2, 2), Fixed([4, 2]), Float(1, 2, H), Float(1, 2, H), Float(4 * H, 2), Float(4 * H, H)),
          ("x", "lengths", "h0", "c0", "w_ih", "w_hh"), exporter="torchscript",
          float_dtype=torch.float32,
          expect={"input 5": Expect("disagree", _STATE.format("initial_h")),

@@ -14,7 +14,7 @@ Inputs are continuous normals (no ties for Max/Min/ArgMax, no zeros for L1 or Pr
 """
 import torch
 
-from ..case import Case, F
+from ..case import Case, Float
 from .reference import onnx_opset, reference_op
 
 
@@ -154,8 +154,8 @@ def argmin_keepdim(x):
     return torch.argmin(x, dim=-1, keepdim=True)
 
 
-_X = (F(3, 4, 2),)
-_POS = (F(3, 4, 2, low=0.5, high=2.0),)
+_X = (Float(3, 4, 2),)
+_POS = (Float(3, 4, 2, low=0.5, high=2.0),)
 _REF = ("no PyTorch function exports to {op}; torch reference bound by reference_op, "
         "axes emitted as an int64 Constant.")
 
@@ -198,10 +198,10 @@ CASES = [
     Case("ReduceSumSquare", "reducesumsquare_keepdim", reducesumsquare_keepdim, _X, ("x",),
          kind="reference", translation=reduce_sum_square.translation,
          notes=_REF.format(op="ReduceSumSquare")),
-    Case("ArgMax", "argmax_dim1", argmax_dim1, (F(3, 4),), ("x",),
+    Case("ArgMax", "argmax_dim1", argmax_dim1, (Float(3, 4),), ("x",),
          notes="float data requires grad but the int64 index output gives it none."),
-    Case("ArgMax", "argmax_keepdim", argmax_keepdim, (F(3, 4),), ("x",)),
-    Case("ArgMin", "argmin_dim1", argmin_dim1, (F(3, 4),), ("x",),
+    Case("ArgMax", "argmax_keepdim", argmax_keepdim, (Float(3, 4),), ("x",)),
+    Case("ArgMin", "argmin_dim1", argmin_dim1, (Float(3, 4),), ("x",),
          notes="float data requires grad but the int64 index output gives it none."),
-    Case("ArgMin", "argmin_keepdim", argmin_keepdim, (F(3, 4),), ("x",)),
+    Case("ArgMin", "argmin_keepdim", argmin_keepdim, (Float(3, 4),), ("x",)),
 ]

@@ -13,7 +13,7 @@ custom translation table::
     def shrink_default(x):
         return shrink(x)
 
-    Case("Shrink", "shrink_default", shrink_default, (F(3, 4),), ("x",),
+    Case("Shrink", "shrink_default", shrink_default, (Float(3, 4),), ("x",),
          kind="reference", translation=shrink.translation)
 
 ``shrink`` is a :class:`ReferenceOp`:

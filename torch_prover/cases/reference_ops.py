@@ -19,9 +19,9 @@ hold them exactly.
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Custom, Expect, F, I, T
+from ..case import Case, Custom, Expect, Float, Int, Fixed
 from .reference import reference_op
 
 Tensor = torch.Tensor
@@ -114,7 +114,7 @@ def lppool(X: Tensor, kernel_shape: list[int], p: int = 2,
     strides = strides or [1] * n
     dilations = dilations or [1] * n
     pads = pads or [0] * (2 * n)
-    y = Fn.pad(X.abs().pow(p), pads_for_fn_pad(pads, n))
+    y = F.pad(X.abs().pow(p), pads_for_fn_pad(pads, n))
     for d in range(n):
         span = dilations[d] * (kernel_shape[d] - 1) + 1
         y = y.unfold(2 + d, span, strides[d])[..., ::dilations[d]]
@@ -127,7 +127,7 @@ def lrn(X: Tensor, size: int, alpha: float = 0.0001, beta: float = 0.75,
     """x / (bias + alpha/size * sum of x^2 over channels [c - floor((size-1)/2), c + ceil(...)])."""
     before = (size - 1) // 2
     after = size - 1 - before
-    sq = Fn.pad(X.square(), [0, 0] * (X.dim() - 2) + [before, after])
+    sq = F.pad(X.square(), [0, 0] * (X.dim() - 2) + [before, after])
     square_sum = sq.unfold(1, size, 1).sum(-1)
     return X / (bias + alpha / size * square_sum).pow(beta)
 
@@ -201,7 +201,7 @@ def centercroppad(input_data: Tensor, shape: list[int],
         elif target > dim:
             before = (target - dim) // 2
             pad = [0, 0] * (rank - 1 - a) + [before, target - dim - before]
-            y = Fn.pad(y, pad)
+            y = F.pad(y, pad)
     return y
 
 
@@ -396,16 +396,16 @@ _HARDMAX = Expect("disagree", "Hardmax is piecewise constant (a one-hot of the a
                               "constant Floor, Sign and ArgMax non-differentiable")
 
 CASES = [
-    Case("Size", "size_dynamic", size_dynamic, (F(2, 3, 4),), ("x",), kind="reference",
+    Case("Size", "size_dynamic", size_dynamic, (Float(2, 3, 4),), ("x",), kind="reference",
          translation=size.translation, dynamic=True,
          notes="dynamic dims so that Size is not folded into a constant"),
-    Case("Mean", "mean_two", mean_two, (F(2, 3), F(2, 3)), ("a", "b"), kind="reference",
+    Case("Mean", "mean_two", mean_two, (Float(2, 3), Float(2, 3)), ("a", "b"), kind="reference",
          translation=mean2.translation),
-    Case("Mean", "mean_three_broadcast", mean_three_broadcast, (F(2, 3), F(3), F(1, 3)),
+    Case("Mean", "mean_three_broadcast", mean_three_broadcast, (Float(2, 3), Float(3), Float(1, 3)),
          ("a", "b", "c"), kind="reference", translation=mean3.translation),
-    Case("Sum", "sum_two", sum_two, (F(2, 3), F(2, 3)), ("a", "b"), kind="reference",
+    Case("Sum", "sum_two", sum_two, (Float(2, 3), Float(2, 3)), ("a", "b"), kind="reference",
          translation=sum2.translation),
-    Case("Sum", "sum_three_broadcast", sum_three_broadcast, (F(2, 3), F(3), F(1, 3)),
+    Case("Sum", "sum_three_broadcast", sum_three_broadcast, (Float(2, 3), Float(3), Float(1, 3)),
          ("a", "b", "c"), kind="reference", translation=sum3.translation),
     Case("Shrink", "shrink_default", shrink_default, (_away_from(-0.5, 0.5, shape=(3, 4)),),
          ("x",), kind="reference", translation=shrink.translation,
@@ -413,7 +413,7 @@ CASES = [
     Case("Shrink", "shrink_bias", shrink_bias, (_away_from(-1.0, 1.0, shape=(3, 4)),), ("x",),
          kind="reference", translation=shrink.translation,
          float_dtype=torch.float32, notes=_SHRINK_NOTES),
-    Case("Softsign", "softsign_basic", softsign_basic, (F(3, 4),), ("x",), kind="reference",
+    Case("Softsign", "softsign_basic", softsign_basic, (Float(3, 4),), ("x",), kind="reference",
          translation=softsign.translation),
     Case("ThresholdedRelu", "thresholdedrelu_default", thresholdedrelu_default,
          (_away_from(1.0, shape=(3, 4)),), ("x",), kind="reference",
@@ -421,68 +421,68 @@ CASES = [
     Case("ThresholdedRelu", "thresholdedrelu_alpha", thresholdedrelu_alpha,
          (_away_from(0.375, shape=(3, 4)),), ("x",), kind="reference",
          translation=thresholdedrelu.translation),
-    Case("Hardmax", "hardmax_last", hardmax_last, (F(3, 4),), ("x",), kind="reference",
+    Case("Hardmax", "hardmax_last", hardmax_last, (Float(3, 4),), ("x",), kind="reference",
          translation=hardmax.translation, expect={"input 0": _HARDMAX, "output 0": _HARDMAX}),
-    Case("Hardmax", "hardmax_axis0", hardmax_axis0, (F(3, 4),), ("x",), kind="reference",
+    Case("Hardmax", "hardmax_axis0", hardmax_axis0, (Float(3, 4),), ("x",), kind="reference",
          translation=hardmax.translation, expect={"input 0": _HARDMAX, "output 0": _HARDMAX}),
-    Case("LpPool", "lppool_2d", lppool_2d, (F(1, 2, 4, 4),), ("x",), kind="reference",
+    Case("LpPool", "lppool_2d", lppool_2d, (Float(1, 2, 4, 4),), ("x",), kind="reference",
          translation=lppool.translation),
-    Case("LpPool", "lppool_strided", lppool_strided, (F(1, 2, 5, 6),), ("x",),
+    Case("LpPool", "lppool_strided", lppool_strided, (Float(1, 2, 5, 6),), ("x",),
          kind="reference", translation=lppool.translation),
     Case("LpPool", "lppool_1d", lppool_1d, (_away_from(0.0, shape=(2, 2, 7)),), ("x",),
          kind="reference", translation=lppool.translation,
          notes="p=1: |x| has a kink at 0, so inputs keep away from 0"),
-    Case("LRN", "lrn_size3", lrn_size3, (F(1, 5, 2, 2),), ("x",), kind="reference",
+    Case("LRN", "lrn_size3", lrn_size3, (Float(1, 5, 2, 2),), ("x",), kind="reference",
          translation=lrn.translation, float_dtype=torch.float32, notes=_LRN_NOTES),
-    Case("LRN", "lrn_size5", lrn_size5, (F(2, 6, 3, 1),), ("x",), kind="reference",
+    Case("LRN", "lrn_size5", lrn_size5, (Float(2, 6, 3, 1),), ("x",), kind="reference",
          translation=lrn.translation, float_dtype=torch.float32, notes=_LRN_NOTES),
     Case("ReverseSequence", "reversesequence_time_major", reversesequence_time_major,
-         (F(4, 3, 2), I(3, low=1, high=5)), ("x", "sequence_lens"), kind="reference",
+         (Float(4, 3, 2), Int(3, low=1, high=5)), ("x", "sequence_lens"), kind="reference",
          translation=reversesequence.translation),
     Case("ReverseSequence", "reversesequence_batch_major", reversesequence_batch_major,
-         (F(3, 4, 2), I(3, low=1, high=5)), ("x", "sequence_lens"), kind="reference",
+         (Float(3, 4, 2), Int(3, low=1, high=5)), ("x", "sequence_lens"), kind="reference",
          translation=reversesequence.translation),
     Case("RotaryEmbedding", "rotaryembedding_position_ids", rotaryembedding_position_ids,
-         (F(2, 2, 3, 4), F(5, 2), F(5, 2), I(2, 3, high=5)),
+         (Float(2, 2, 3, 4), Float(5, 2), Float(5, 2), Int(2, 3, high=5)),
          ("x", "cos_cache", "sin_cache", "position_ids"), kind="reference",
          translation=rotaryembedding.translation, float_dtype=torch.float32,
          notes=_ROPE_NOTES),
     Case("RotaryEmbedding", "rotaryembedding_interleaved_3d", rotaryembedding_interleaved_3d,
-         (F(2, 3, 12), F(2, 3, 2), F(2, 3, 2)), ("x", "cos_cache", "sin_cache"),
+         (Float(2, 3, 12), Float(2, 3, 2), Float(2, 3, 2)), ("x", "cos_cache", "sin_cache"),
          kind="reference", translation=rotaryembedding.translation, float_dtype=torch.float32,
          notes=_ROPE_NOTES + "; 3D input with num_heads=2, partial rotation "
                              "(rotary_embedding_dim=4 of head size 6), no position_ids"),
-    Case("SpaceToDepth", "spacetodepth_2", spacetodepth_2, (F(1, 2, 4, 6),), ("x",),
+    Case("SpaceToDepth", "spacetodepth_2", spacetodepth_2, (Float(1, 2, 4, 6),), ("x",),
          kind="reference", translation=spacetodepth.translation),
     Case("CenterCropPad", "centercroppad_crop_and_pad", centercroppad_crop_and_pad,
-         (F(2, 5, 4),), ("x",), kind="reference", translation=centercroppad.translation,
+         (Float(2, 5, 4),), ("x",), kind="reference", translation=centercroppad.translation,
          notes="axes=[1, 2]: axis 1 cropped 5 -> 2 (odd difference), axis 2 padded 4 -> 7"),
-    Case("CenterCropPad", "centercroppad_all_axes", centercroppad_all_axes, (F(3, 4, 3),),
+    Case("CenterCropPad", "centercroppad_all_axes", centercroppad_all_axes, (Float(3, 4, 3),),
          ("x",), kind="reference", translation=centercroppad.translation,
          notes="no axes attribute: every axis; unchanged, cropped, padded"),
     Case("TensorScatter", "tensorscatter_linear", tensorscatter_linear,
-         (F(2, 2, 5, 3), F(2, 2, 2, 3), I(2, high=4)),
+         (Float(2, 2, 5, 3), Float(2, 2, 2, 3), Int(2, high=4)),
          ("past_cache", "update", "write_indices"), kind="reference",
          translation=tensorscatter.translation),
     Case("TensorScatter", "tensorscatter_circular", tensorscatter_circular,
-         (F(3, 4, 2), F(3, 3, 2), I(3, high=4)), ("past_cache", "update", "write_indices"),
+         (Float(3, 4, 2), Float(3, 3, 2), Int(3, high=4)), ("past_cache", "update", "write_indices"),
          kind="reference", translation=tensorscatter.translation,
          notes="circular mode wraps writes past the end of the cache; axis=1 of a 3-D cache"),
     Case("TensorScatter", "tensorscatter_no_indices", tensorscatter_no_indices,
-         (F(2, 4, 2), F(2, 1, 2)), ("past_cache", "update"), kind="reference",
+         (Float(2, 4, 2), Float(2, 1, 2)), ("past_cache", "update"), kind="reference",
          translation=tensorscatter.translation),
-    Case("Max", "max_three_broadcast", max_three_broadcast, (F(2, 3), F(3), F(1, 3)),
+    Case("Max", "max_three_broadcast", max_three_broadcast, (Float(2, 3), Float(3), Float(1, 3)),
          ("a", "b", "c"), kind="reference", translation=max3.translation,
          notes="torch.maximum takes two tensors; three inputs exercise the variadic data_0"),
-    Case("Min", "min_three_broadcast", min_three_broadcast, (F(2, 3), F(3), F(1, 3)),
+    Case("Min", "min_three_broadcast", min_three_broadcast, (Float(2, 3), Float(3), Float(1, 3)),
          ("a", "b", "c"), kind="reference", translation=min3.translation,
          notes="torch.minimum takes two tensors; three inputs exercise the variadic data_0"),
-    Case("Compress", "compress_axis1", compress_axis1, (F(2, 5), T([True, False, True, True])),
+    Case("Compress", "compress_axis1", compress_axis1, (Float(2, 5), Fixed([True, False, True, True])),
          ("x", "condition"), kind="reference", translation=compress.translation,
          notes="condition shorter than axis 1 (4 of 5); boolean masking in PyTorch exports "
                "NonZero + GatherND, so Compress needs a reference"),
     Case("Compress", "compress_flat", compress_flat,
-         (F(2, 3), T([False, True, True, False, True])), ("x", "condition"),
+         (Float(2, 3), Fixed([False, True, True, False, True])), ("x", "condition"),
          kind="reference", translation=compress.translation,
          notes="no axis: the flattened input"),
 ]

@@ -30,9 +30,9 @@ that the requantized outputs rarely saturate.
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, F, I, Spec
+from ..case import Case, Float, Int, Spec
 from .reference_ops import pads_for_fn_pad
 from .reference import reference_op
 
@@ -56,8 +56,8 @@ def _int_conv(x: Tensor, w: Tensor, x_zero_point: Optional[Tensor],
     if w_zero_point is not None:
         zp = w_zero_point.to(torch.float64)
         wf = wf - (zp.reshape(-1, *[1] * (n + 1)) if zp.dim() == 1 else zp)
-    xf = Fn.pad(xf, pads_for_fn_pad(pads or [0] * (2 * n), n))
-    conv = (Fn.conv1d, Fn.conv2d, Fn.conv3d)[n - 1]
+    xf = F.pad(xf, pads_for_fn_pad(pads or [0] * (2 * n), n))
+    conv = (F.conv1d, F.conv2d, F.conv3d)[n - 1]
     return conv(xf, wf, stride=strides or 1, dilation=dilations or 1, groups=group)
 
 
@@ -228,7 +228,7 @@ u8, i8, i32, f32 = torch.uint8, torch.int8, torch.int32, torch.float32
 
 def _scale(*shape: int) -> Spec:
     """A positive float32 scale (scalar or per channel)."""
-    return F(*shape, low=0.02, high=0.08, dtype=f32)
+    return Float(*shape, low=0.02, high=0.08, dtype=f32)
 
 
 _Q_NAMES = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale",
@@ -246,75 +246,75 @@ _FLOAT8_PARAMS = {k: _FLOAT8 for k in ("input 0", "input 2", "input 3", "input 5
 
 CASES = [
     Case("DynamicQuantizeLinear", "dynamicquantizelinear_mixed_sign",
-         dynamicquantizelinear_mixed_sign, (F(3, 4),), ("x",), kind="reference",
+         dynamicquantizelinear_mixed_sign, (Float(3, 4),), ("x",), kind="reference",
          translation=dynamicquantizelinear.translation, float_dtype=f32,
          notes=_F32 + "; x has both signs: y_scale = (max x - min x) / 255, so x's gradient "
                "(through the float output y_scale only; y and y_zero_point are uint8) sits "
                "on its arg-max and arg-min"),
     Case("DynamicQuantizeLinear", "dynamicquantizelinear_positive",
-         dynamicquantizelinear_positive, (F(2, 5, low=0.5, high=3.0),), ("x",),
+         dynamicquantizelinear_positive, (Float(2, 5, low=0.5, high=3.0),), ("x",),
          kind="reference", translation=dynamicquantizelinear.translation, float_dtype=f32,
          notes=_F32 + "; x > 0: the range is [0, max x], zero point 0, y_scale = max x / 255"),
     Case("MatMulInteger", "matmulinteger_zero_points", matmulinteger_zero_points,
-         (I(3, 4, dtype=u8, high=256), I(4, 2, dtype=i8, low=-128, high=128),
-          I(dtype=u8, high=256), I(2, dtype=i8, low=-128, high=128)),
+         (Int(3, 4, dtype=u8, high=256), Int(4, 2, dtype=i8, low=-128, high=128),
+          Int(dtype=u8, high=256), Int(2, dtype=i8, low=-128, high=128)),
          ("A", "B", "a_zero_point", "b_zero_point"), kind="reference",
          translation=matmulinteger.translation,
          notes="uint8 A with a scalar zero point, int8 B with per-column zero points"),
     Case("MatMulInteger", "matmulinteger_batched_int8", matmulinteger_batched_int8,
-         (I(2, 3, 4, dtype=i8, low=-128, high=128), I(4, 2, dtype=i8, low=-128, high=128)),
+         (Int(2, 3, 4, dtype=i8, low=-128, high=128), Int(4, 2, dtype=i8, low=-128, high=128)),
          ("A", "B"), kind="reference", translation=matmulinteger.translation,
          notes="int8 x int8, batched A, no zero points (optional inputs absent)"),
     Case("ConvInteger", "convinteger_zero_points", convinteger_zero_points,
-         (I(1, 2, 4, 5, dtype=u8, high=256), I(3, 2, 2, 2, dtype=u8, high=256),
-          I(dtype=u8, high=256), I(dtype=u8, high=256)),
+         (Int(1, 2, 4, 5, dtype=u8, high=256), Int(3, 2, 2, 2, dtype=u8, high=256),
+          Int(dtype=u8, high=256), Int(dtype=u8, high=256)),
          ("x", "w", "x_zero_point", "w_zero_point"), kind="reference",
          translation=convinteger.translation,
          notes="uint8 x and w with scalar zero points; asymmetric pads, stride 2 on H"),
     Case("ConvInteger", "convinteger_grouped_1d", convinteger_grouped_1d,
-         (I(1, 4, 7, dtype=u8, high=256), I(2, 2, 3, dtype=u8, high=256)),
+         (Int(1, 4, 7, dtype=u8, high=256), Int(2, 2, 3, dtype=u8, high=256)),
          ("x", "w"), kind="reference", translation=convinteger.translation,
          notes="1-D, group=2, dilation 2, no zero points (optional inputs absent)"),
     Case("QLinearMatMul", "qlinearmatmul_uint8", qlinearmatmul_uint8,
-         (I(3, 4, dtype=u8, low=100, high=160), _scale(), I(dtype=u8, low=120, high=136),
-          I(4, 2, dtype=u8, low=100, high=160), _scale(), I(dtype=u8, low=120, high=136),
-          _scale(), I(dtype=u8, low=120, high=136)),
+         (Int(3, 4, dtype=u8, low=100, high=160), _scale(), Int(dtype=u8, low=120, high=136),
+          Int(4, 2, dtype=u8, low=100, high=160), _scale(), Int(dtype=u8, low=120, high=136),
+          _scale(), Int(dtype=u8, low=120, high=136)),
          _Q_NAMES, kind="reference", translation=qlinearmatmul.translation, float_dtype=f32,
          unexercised=_FLOAT8_PARAMS,
          notes=_F32 + "; the output is uint8 (round, saturate, cast): autograd has no path "
                "from it to the scales"),
     Case("QLinearMatMul", "qlinearmatmul_int8_batched", qlinearmatmul_int8_batched,
-         (I(2, 3, 4, dtype=i8, low=-30, high=30), _scale(), I(dtype=i8, low=-8, high=8),
-          I(4, 2, dtype=i8, low=-30, high=30), _scale(), I(dtype=i8, low=-8, high=8),
-          _scale(), I(dtype=i8, low=-8, high=8)),
+         (Int(2, 3, 4, dtype=i8, low=-30, high=30), _scale(), Int(dtype=i8, low=-8, high=8),
+          Int(4, 2, dtype=i8, low=-30, high=30), _scale(), Int(dtype=i8, low=-8, high=8),
+          _scale(), Int(dtype=i8, low=-8, high=8)),
          _Q_NAMES, kind="reference", translation=qlinearmatmul.translation, float_dtype=f32,
          notes=_F32 + "; int8 throughout, batched a"),
     Case("QLinearConv", "qlinearconv_bias", qlinearconv_bias,
-         (I(1, 2, 4, 4, dtype=u8, low=100, high=160), _scale(), I(dtype=u8, low=120, high=136),
-          I(3, 2, 3, 3, dtype=u8, low=100, high=160), _scale(),
-          I(dtype=u8, low=120, high=136), _scale(), I(dtype=u8, low=120, high=136),
-          I(3, dtype=i32, low=-200, high=200)),
+         (Int(1, 2, 4, 4, dtype=u8, low=100, high=160), _scale(), Int(dtype=u8, low=120, high=136),
+          Int(3, 2, 3, 3, dtype=u8, low=100, high=160), _scale(),
+          Int(dtype=u8, low=120, high=136), _scale(), Int(dtype=u8, low=120, high=136),
+          Int(3, dtype=i32, low=-200, high=200)),
          _QC_NAMES + ("B",), kind="reference", translation=qlinearconv.translation,
          float_dtype=f32,
          notes=_F32 + "; uint8, per-tensor scales, int32 bias, pads 1, stride 2"),
     Case("QLinearConv", "qlinearconv_per_channel", qlinearconv_per_channel,
-         (I(1, 4, 7, dtype=u8, low=100, high=160), _scale(), I(dtype=u8, low=120, high=136),
-          I(2, 2, 3, dtype=i8, low=-30, high=30), _scale(2), I(2, dtype=i8, low=-3, high=4),
-          _scale(), I(dtype=u8, low=120, high=136)),
+         (Int(1, 4, 7, dtype=u8, low=100, high=160), _scale(), Int(dtype=u8, low=120, high=136),
+          Int(2, 2, 3, dtype=i8, low=-30, high=30), _scale(2), Int(2, dtype=i8, low=-3, high=4),
+          _scale(), Int(dtype=u8, low=120, high=136)),
          _QC_NAMES, kind="reference", translation=qlinearconv.translation, float_dtype=f32,
          notes=_F32 + "; 1-D, group=2, dilation 2, int8 weights with per-output-channel "
                "scales and zero points, no bias"),
     Case("MelWeightMatrix", "melweightmatrix_float", melweightmatrix_float,
-         (I(dtype=torch.int64, low=8000, high=9001), F(low=20.0, high=300.0),
-          F(low=3000.0, high=4000.0)),
+         (Int(dtype=torch.int64, low=8000, high=9001), Float(low=20.0, high=300.0),
+          Float(low=3000.0, high=4000.0)),
          ("sample_rate", "lower_edge_hertz", "upper_edge_hertz"), kind="reference",
          translation=melweightmatrix.translation, float_dtype=f32,
          notes="num_mel_bins=4, dft_length=48 as int64 constants (they set the output "
                "shape); float32 edges and output (the default output_datatype): "
                "onnxruntime's kernel has no float64 edges, so this case runs there"),
     Case("MelWeightMatrix", "melweightmatrix_double", melweightmatrix_double,
-         (I(dtype=torch.int64, low=8000, high=9001), F(low=0.0, high=200.0),
-          F(low=2500.0, high=4000.0)),
+         (Int(dtype=torch.int64, low=8000, high=9001), Float(low=0.0, high=200.0),
+          Float(low=2500.0, high=4000.0)),
          ("sample_rate", "lower_edge_hertz", "upper_edge_hertz"), kind="reference",
          translation=melweightmatrix.translation,
          notes="float64 edges and output (output_datatype=11), 3 mel bins of a 40-point "

@@ -7,7 +7,7 @@ the same zero derivative.
 """
 import torch
 
-from ..case import Case, F
+from ..case import Case, Float
 
 
 def floor(x):
@@ -27,8 +27,8 @@ def sign(x):
 
 
 CASES = [
-    Case("Floor", "floor_basic", floor, (F(3, 4, low=-3.0, high=3.0),), ("x",)),
-    Case("Ceil", "ceil_basic", ceil, (F(3, 4, low=-3.0, high=3.0),), ("x",)),
-    Case("Round", "round_basic", round_, (F(3, 4, low=-3.0, high=3.0),), ("x",)),
-    Case("Sign", "sign_basic", sign, (F(3, 4, low=-3.0, high=3.0),), ("x",)),
+    Case("Floor", "floor_basic", floor, (Float(3, 4, low=-3.0, high=3.0),), ("x",)),
+    Case("Ceil", "ceil_basic", ceil, (Float(3, 4, low=-3.0, high=3.0),), ("x",)),
+    Case("Round", "round_basic", round_, (Float(3, 4, low=-3.0, high=3.0),), ("x",)),
+    Case("Sign", "sign_basic", sign, (Float(3, 4, low=-3.0, high=3.0),), ("x",)),
 ]

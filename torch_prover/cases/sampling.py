@@ -11,38 +11,38 @@ F.interpolate has no mode for: ``resize_crop_roi`` is a reference case.
 from typing import Optional
 
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Expect, F, T
+from ..case import Case, Expect, Float, Fixed
 from .reference import reference_op
 
 
 def gridsample_bilinear(x, grid):
-    return Fn.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
 def gridsample_bicubic_border(x, grid):
-    return Fn.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=True)
+    return F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=True)
 
 
 def affinegrid_2d(theta):
-    return Fn.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
+    return F.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
 
 
 def resize_bilinear_scale(x):
-    return Fn.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+    return F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
 
 
 def resize_bicubic_size(x):
-    return Fn.interpolate(x, size=(5, 7), mode="bicubic", align_corners=True)
+    return F.interpolate(x, size=(5, 7), mode="bicubic", align_corners=True)
 
 
 def resize_nearest_size(x):
-    return Fn.interpolate(x, size=(4, 6), mode="nearest")
+    return F.interpolate(x, size=(4, 6), mode="nearest")
 
 
 def upsample_nearest(x):
-    return Fn.interpolate(x, scale_factor=2.0, mode="nearest")
+    return F.interpolate(x, scale_factor=2.0, mode="nearest")
 
 
 def _crop_linear_1d(x: torch.Tensor, dim: int, start: torch.Tensor, end: torch.Tensor,
@@ -83,16 +83,16 @@ def resize_crop_roi(x, roi):
 
 
 def col2im_fold(x):
-    return Fn.fold(x, output_size=(3, 4), kernel_size=2)
+    return F.fold(x, output_size=(3, 4), kernel_size=2)
 
 
 def col2im_fold_strided(x):
-    return Fn.fold(x, output_size=(4, 5), kernel_size=(2, 3), stride=(2, 1), padding=(1, 0),
+    return F.fold(x, output_size=(4, 5), kernel_size=(2, 3), stride=(2, 1), padding=(1, 0),
                    dilation=(1, 1))
 
 
 def depthtospace_pixel_shuffle(x):
-    return Fn.pixel_shuffle(x, 2)
+    return F.pixel_shuffle(x, 2)
 
 
 _GRID = Expect("disagree", "grid is tagged non-differentiable, but the sampled value moves "
@@ -117,35 +117,35 @@ _ROI = ("roi is used only by coordinate_transformation_mode=tf_crop_and_resize, 
 
 CASES = [
     Case("GridSample", "gridsample_bilinear", gridsample_bilinear,
-         (F(1, 2, 3, 4), F(1, 2, 3, 2, low=-0.9, high=0.9)), ("x", "grid"),
+         (Float(1, 2, 3, 4), Float(1, 2, 3, 2, low=-0.9, high=0.9)), ("x", "grid"),
          expect={"input 1": _GRID}),
     Case("GridSample", "gridsample_bicubic_border", gridsample_bicubic_border,
-         (F(1, 1, 4, 4), F(1, 3, 2, 2, low=-0.9, high=0.9)), ("x", "grid"),
+         (Float(1, 1, 4, 4), Float(1, 3, 2, 2, low=-0.9, high=0.9)), ("x", "grid"),
          expect={"input 1": _GRID}),
-    Case("AffineGrid", "affinegrid_2d", affinegrid_2d, (F(1, 2, 3),), ("theta",),
+    Case("AffineGrid", "affinegrid_2d", affinegrid_2d, (Float(1, 2, 3),), ("theta",),
          exporter="torchscript", expect={"input 0": _THETA},
          notes="the dynamo exporter decomposes affine_grid into MatMul/Reshape; the "
                "TorchScript exporter emits AffineGrid (opset 20)"),
-    Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (F(1, 2, 2, 3),), ("x",),
+    Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (Float(1, 2, 2, 3),), ("x",),
          expect={"input 2": Expect("disagree", _SCALES_MOVE)}, unexercised={"input 1": _ROI}),
-    Case("Resize", "resize_bicubic_size", resize_bicubic_size, (F(1, 1, 3, 4),), ("x",),
+    Case("Resize", "resize_bicubic_size", resize_bicubic_size, (Float(1, 1, 3, 4),), ("x",),
          unexercised={"input 1": _ROI}),
-    Case("Resize", "resize_nearest_size", resize_nearest_size, (F(1, 1, 2, 3),), ("x",),
+    Case("Resize", "resize_nearest_size", resize_nearest_size, (Float(1, 1, 2, 3),), ("x",),
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_crop_roi", resize_crop_roi,
-         (F(1, 2, 4, 4), T([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
+         (Float(1, 2, 4, 4), Fixed([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
          translation=resize_crop.translation,
          expect={"input 1": Expect("disagree", _ROI_MOVES)},
          notes="reference: F.interpolate has no tf_crop_and_resize mode. roi (axes 2, 3) is "
                "chosen so that every sample position (0.3, 1.35, 2.4 and 0.6, 1.65, 2.7 on a "
                "4-pixel axis) lies strictly between pixels and inside the image: no kink "
                "near the point; sizes [3, 3] keep the output shape fixed while roi moves"),
-    Case("Upsample", "upsample_nearest", upsample_nearest, (F(1, 1, 2, 3),), ("x",),
+    Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          notes="Upsample is deprecated since opset 10: only the TorchScript exporter at opset "
                "9 emits it"),
-    Case("Col2Im", "col2im_fold", col2im_fold, (F(1, 4, 6),), ("x",)),
-    Case("Col2Im", "col2im_fold_strided", col2im_fold_strided, (F(1, 6, 9),), ("x",)),
+    Case("Col2Im", "col2im_fold", col2im_fold, (Float(1, 4, 6),), ("x",)),
+    Case("Col2Im", "col2im_fold_strided", col2im_fold_strided, (Float(1, 6, 9),), ("x",)),
     Case("DepthToSpace", "depthtospace_pixel_shuffle", depthtospace_pixel_shuffle,
-         (F(1, 8, 2, 3),), ("x",)),
+         (Float(1, 8, 2, 3),), ("x",)),
 ]

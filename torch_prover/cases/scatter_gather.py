@@ -8,9 +8,9 @@ argument, nor float indices or depth: the reference cases ``onehot_float_values`
 float graph input) and ``onehot_float_indices_depth`` (float indices, float depth) can.
 """
 import torch
-import torch.nn.functional as Fn
+import torch.nn.functional as F
 
-from ..case import Case, Expect, F, I, T
+from ..case import Case, Expect, Float, Int, Fixed
 from .reference import onnx_opset, reference_op
 
 
@@ -55,7 +55,7 @@ def nonzero(x):
 
 
 def one_hot_5(indices):
-    return Fn.one_hot(indices, 5)
+    return F.one_hot(indices, 5)
 
 
 def _one_hot(indices: torch.Tensor, depth: int, values: torch.Tensor,
@@ -122,38 +122,38 @@ _UNIQUE_Y = ("Y = X gathered at the first occurrences: dy flows back to X (see i
 
 CASES = [
     Case("GatherElements", "gatherelements_dim1", gather_elements_dim1,
-         (F(3, 4), I(3, 5, high=4)), ("data", "indices")),
-    Case("GatherND", "gathernd_rows", gather_nd_rows, (F(4, 3), I(5, high=4)),
+         (Float(3, 4), Int(3, 5, high=4)), ("data", "indices")),
+    Case("GatherND", "gathernd_rows", gather_nd_rows, (Float(4, 3), Int(5, high=4)),
          ("data", "indices"),
          notes="data[indices] with one index tensor exports Unsqueeze(indices) -> GatherND"),
-    Case("GatherND", "gathernd_pairs", gather_nd_pairs, (F(4, 3), I(5, 2, high=3)),
+    Case("GatherND", "gathernd_pairs", gather_nd_pairs, (Float(4, 3), Int(5, 2, high=3)),
          ("data", "pairs"),
          notes="data[p[:, 0], p[:, 1]]: both index columns come from one graph input and are "
                "re-joined (Concat) into GatherND's indices"),
     Case("Scatter", "scatter_opset10", scatter_dim1,
-         (F(3, 4), T(_ROWS_NO_DUP), F(3, 2)), ("data", "indices", "updates"),
+         (Float(3, 4), Fixed(_ROWS_NO_DUP), Float(3, 2)), ("data", "indices", "updates"),
          exporter="torchscript", opset=10,
          notes="Scatter is deprecated since opset 11 (renamed ScatterElements); only the "
                "TorchScript exporter at opset 10 still emits it"),
     Case("ScatterElements", "scatterelements_none", scatter_dim1,
-         (F(3, 4), T(_ROWS_NO_DUP), F(3, 2)), ("data", "indices", "updates")),
+         (Float(3, 4), Fixed(_ROWS_NO_DUP), Float(3, 2)), ("data", "indices", "updates")),
     Case("ScatterElements", "scatterelements_add", scatter_add_dim1,
-         (F(3, 4), T(_ROWS_DUP), F(3, 2)), ("data", "indices", "updates")),
+         (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates")),
     Case("ScatterElements", "scatterelements_max", scatter_reduce_amax,
-         (F(3, 4), T(_ROWS_DUP), F(3, 2)), ("data", "indices", "updates"),
+         (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates"),
          notes="reduction='max'; random normal values make ties improbable"),
     Case("ScatterElements", "scatterelements_mul", scatter_reduce_prod,
-         (F(3, 4), T(_ROWS_DUP), F(3, 2)), ("data", "indices", "updates"),
+         (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates"),
          notes="reduction='mul'"),
     Case("ScatterND", "scatternd_rows", index_put_rows,
-         (F(4, 3), T([2, 0]), F(2, 3)), ("data", "indices", "updates"),
+         (Float(4, 3), Fixed([2, 0]), Float(2, 3)), ("data", "indices", "updates"),
          notes="index_put exports Unsqueeze(indices) -> ScatterND"),
     Case("ScatterND", "scatternd_add", index_put_accumulate,
-         (F(4, 3), T([2, 0, 2]), F(3, 3)), ("data", "indices", "updates"),
+         (Float(4, 3), Fixed([2, 0, 2]), Float(3, 3)), ("data", "indices", "updates"),
          notes="index_put(accumulate=True) exports ScatterND reduction='add'"),
-    Case("NonZero", "nonzero_float", nonzero, (F(3, 4),), ("x",),
+    Case("NonZero", "nonzero_float", nonzero, (Float(3, 4),), ("x",),
          notes="float input: it requires grad, but the int64 output carries none"),
-    Case("OneHot", "onehot_depth5", one_hot_5, (I(4, high=5),), ("indices",),
+    Case("OneHot", "onehot_depth5", one_hot_5, (Int(4, high=5),), ("indices",),
          exporter="torchscript",
          unexercised={"input 0": "F.one_hot takes int64 indices only; OneHot also allows float "
                                  "indices (see onehot_float_indices_depth, reference)",
@@ -167,7 +167,7 @@ CASES = [
          notes="the dynamo exporter lowers F.one_hot to Unsqueeze/Equal/Cast; TorchScript "
                "emits OneHot with constant depth and values"),
     Case("OneHot", "onehot_float_values", onehot_float_values,
-         (I(2, 3, low=-4, high=4), F(2)), ("indices", "values"), kind="reference",
+         (Int(2, 3, low=-4, high=4), Float(2)), ("indices", "values"), kind="reference",
          translation=onehot.translation, float_dtype=torch.float32,
          expect={"input 2": Expect("disagree", _ONEHOT_VALUES),
                  "output 0": Expect("disagree", _ONEHOT_OUTPUT)},
@@ -177,7 +177,7 @@ CASES = [
          notes="reference: F.one_hot has no values argument. float32: onnxruntime's OneHot "
                "kernels take float32 values, not float64"),
     Case("OneHot", "onehot_float_indices_depth", onehot_float_indices_depth,
-         (T([[0.0, 3.0, -1.0], [2.0, 1.0, -4.0]]), F(2)), ("indices", "values"),
+         (Fixed([[0.0, 3.0, -1.0], [2.0, 1.0, -4.0]]), Float(2)), ("indices", "values"),
          kind="reference", translation=onehot_float_depth.translation,
          float_dtype=torch.float32,
          expect={"input 2": Expect("disagree", _ONEHOT_VALUES),
@@ -189,11 +189,11 @@ CASES = [
                "so a move changes the output's shape or nothing. float32: onnxruntime's "
                "float-indices kernel is float32 only"),
     Case("Unique", "unique_sorted", unique_sorted,
-         (T([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
+         (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
          expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
          notes="fixed input so there are repeated values; torch.unique has no derivative"),
     Case("Unique", "unique_inverse_counts", unique_inverse_counts,
-         (T([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
+         (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
          expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
          unexercised={"output 1": "torch.unique never returns first-occurrence indices"},
          notes="outputs Y, inverse_indices (through a Reshape) and counts; ONNX output 1 "

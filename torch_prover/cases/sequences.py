@@ -9,7 +9,7 @@ from typing import Optional
 
 import torch
 
-from ..case import Case, F, T
+from ..case import Case, Float, Fixed
 
 _TS = "sequence ops come only from the TorchScript exporter on scripted (not traced) code"
 
@@ -117,30 +117,30 @@ def maybe_tensor():
 
 
 CASES = [
-    Case("SplitToSequence", "splittosequence_split", split_concat, (F(4, 3),), ("x",),
+    Case("SplitToSequence", "splittosequence_split", split_concat, (Float(4, 3),), ("x",),
          exporter="torchscript",
          notes=_TS + "; torch.split(x, 2) -> SplitToSequence (scalar split 2), read back by "
                      "ConcatFromSequence"),
-    Case("SplitToSequence", "splittosequence_unbind", unbind_stack, (F(3, 2),), ("x",),
+    Case("SplitToSequence", "splittosequence_unbind", unbind_stack, (Float(3, 2),), ("x",),
          exporter="torchscript",
          notes=_TS + "; torch.unbind -> SplitToSequence(keepdims=0) with split absent"),
-    Case("ConcatFromSequence", "concatfromsequence_cat", split_concat_b, (F(4, 3),), ("x",),
+    Case("ConcatFromSequence", "concatfromsequence_cat", split_concat_b, (Float(4, 3),), ("x",),
          exporter="torchscript", notes=_TS + "; torch.cat of a list -> ConcatFromSequence"),
-    Case("ConcatFromSequence", "concatfromsequence_stack", unbind_stack_b, (F(3, 2),), ("x",),
+    Case("ConcatFromSequence", "concatfromsequence_stack", unbind_stack_b, (Float(3, 2),), ("x",),
          exporter="torchscript",
          notes=_TS + "; torch.stack of a list -> ConcatFromSequence(new_axis=1)"),
-    Case("SequenceAt", "sequenceat_constant", split_at, (F(4, 3),), ("x",),
+    Case("SequenceAt", "sequenceat_constant", split_at, (Float(4, 3),), ("x",),
          exporter="torchscript", notes=_TS + "; parts[2] with a constant position"),
-    Case("SequenceAt", "sequenceat_position_input", split_at_dynamic, (F(4, 3), T(2)),
+    Case("SequenceAt", "sequenceat_position_input", split_at_dynamic, (Float(4, 3), Fixed(2)),
          ("x", "n"), exporter="torchscript",
          notes=_TS + "; parts[int(n)]: the position is the int64 graph input n"),
-    Case("SequenceLength", "sequencelength_split", split_length, (F(4, 3),), ("x",),
+    Case("SequenceLength", "sequencelength_split", split_length, (Float(4, 3),), ("x",),
          exporter="torchscript", notes=_TS + "; len(parts)"),
-    Case("SequenceErase", "sequenceerase_del", split_erase, (F(4, 3),), ("x",),
+    Case("SequenceErase", "sequenceerase_del", split_erase, (Float(4, 3),), ("x",),
          exporter="torchscript", notes=_TS + "; del parts[1]"),
-    Case("SequenceInsert", "sequenceinsert_insert", split_insert, (F(4, 3), F(1, 3)),
+    Case("SequenceInsert", "sequenceinsert_insert", split_insert, (Float(4, 3), Float(1, 3)),
          ("x", "y"), exporter="torchscript", notes=_TS + "; parts.insert(1, y)"),
-    Case("OptionalHasElement", "optionalhaselement_is_none", maybe_tensor, (F(2, 3),),
+    Case("OptionalHasElement", "optionalhaselement_is_none", maybe_tensor, (Float(2, 3),),
          ("x",), exporter="torchscript",
          notes="scripted Optional[Tensor] set when x.sum() > 0: the optional is built by "
                "Optional nodes inside the If branches (so it depends on x alone), "

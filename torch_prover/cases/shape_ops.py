@@ -1,7 +1,7 @@
 """Reshape, Shape, Tile: the shape-moving ops of ONNX's first tag PR (onnx#2723)."""
 import torch
 
-from ..case import Case, F
+from ..case import Case, Float
 
 
 def reshape_flat(x):
@@ -17,10 +17,10 @@ def tile_2x3(x):
 
 
 CASES = [
-    Case("Reshape", "reshape_basic", reshape_flat, (F(2, 3),), ("x",)),
-    Case("Shape", "shape_dynamic", shape_of, (F(2, 3),), ("x",), exporter="torchscript",
+    Case("Reshape", "reshape_basic", reshape_flat, (Float(2, 3),), ("x",)),
+    Case("Shape", "shape_dynamic", shape_of, (Float(2, 3),), ("x",), exporter="torchscript",
          dynamic=True,
          notes="the dynamo exporter folds Shape on static shapes and adds symbolic-size outputs "
                "with dynamic ones; the TorchScript exporter with dynamic axes keeps one Shape"),
-    Case("Tile", "tile_2x3", tile_2x3, (F(2, 3),), ("x",)),
+    Case("Tile", "tile_2x3", tile_2x3, (Float(2, 3),), ("x",)),
 ]

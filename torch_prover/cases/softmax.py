@@ -1,7 +1,7 @@
 """Softmax and LogSoftmax, over the last axis and over an inner axis (the `axis` attribute)."""
 import torch
 
-from ..case import Case, F
+from ..case import Case, Float
 
 
 def softmax_last(x):
@@ -21,8 +21,8 @@ def logsoftmax_dim1(x):
 
 
 CASES = [
-    Case("Softmax", "softmax_last_axis", softmax_last, (F(2, 3, 4),), ("x",)),
-    Case("Softmax", "softmax_axis1", softmax_dim1, (F(2, 3, 4),), ("x",)),
-    Case("LogSoftmax", "logsoftmax_last_axis", logsoftmax_last, (F(2, 3, 4),), ("x",)),
-    Case("LogSoftmax", "logsoftmax_axis1", logsoftmax_dim1, (F(2, 3, 4),), ("x",)),
+    Case("Softmax", "softmax_last_axis", softmax_last, (Float(2, 3, 4),), ("x",)),
+    Case("Softmax", "softmax_axis1", softmax_dim1, (Float(2, 3, 4),), ("x",)),
+    Case("LogSoftmax", "logsoftmax_last_axis", logsoftmax_last, (Float(2, 3, 4),), ("x",)),
+    Case("LogSoftmax", "logsoftmax_axis1", logsoftmax_dim1, (Float(2, 3, 4),), ("x",)),
 ]

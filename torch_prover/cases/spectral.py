@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from ..case import Case, Expect, F
+from ..case import Case, Expect, Float
 from .reference import reference_op
 
 _LINEAR = ("the DFT is linear in its input: PyTorch's gradient is nonzero and finite "
@@ -80,43 +80,43 @@ _WINDOW_NOTES = ("the dynamo optimizer folds the window into a constant; optimiz
                  "the node. x is an unused graph input")
 
 CASES = [
-    Case("DFT", "dft_rfft", dft_rfft, (F(2, 8),), ("x",),
+    Case("DFT", "dft_rfft", dft_rfft, (Float(2, 8),), ("x",),
          expect={"input 0": Expect("disagree", _LINEAR)},
          notes="torch.fft.rfft: real input unsqueezed to [..., 1], onesided=1, "
                "dft_length and axis constants"),
-    Case("DFT", "dft_fft_complex", dft_fft_complex, (F(2, 8, 2),), ("x",),
+    Case("DFT", "dft_fft_complex", dft_fft_complex, (Float(2, 8, 2),), ("x",),
          expect={"input 0": Expect("disagree", _LINEAR)},
          notes="complex input as [..., 2]; the exporter leaves dft_length absent"),
-    Case("DFT", "dft_ifft_complex", dft_ifft_complex, (F(2, 8, 2),), ("x",),
+    Case("DFT", "dft_ifft_complex", dft_ifft_complex, (Float(2, 8, 2),), ("x",),
          expect={"input 0": Expect("disagree", _LINEAR)},
          notes="inverse=1"),
-    Case("DFT", "dft_irfft", dft_irfft, (F(2, 5, 2),), ("x",),
+    Case("DFT", "dft_irfft", dft_irfft, (Float(2, 5, 2),), ("x",),
          expect={"input 0": Expect("disagree", _LINEAR)},
          notes="inverse onesided DFT; its output reaches the graph output through "
                "Slice/Squeeze (real part)"),
-    Case("STFT", "stft_rectangular", stft_rect, (F(2, 8),), ("x",),
+    Case("STFT", "stft_rectangular", stft_rect, (Float(2, 8),), ("x",),
          expect={"input 0": Expect("disagree", _STFT_SIGNAL),
                  "input 2": Expect("disagree", _STFT_WINDOW),
                  "output 0": Expect("disagree", _STFT_OUT)},
          notes="no window given: the exporter passes a float constant of ones"),
-    Case("STFT", "stft_window_input", stft_window, (F(2, 8), F(4)), ("x", "window"),
+    Case("STFT", "stft_window_input", stft_window, (Float(2, 8), Float(4)), ("x", "window"),
          expect={"input 0": Expect("disagree", _STFT_SIGNAL),
                  "input 2": Expect("disagree", _STFT_WINDOW),
                  "output 0": Expect("disagree", _STFT_OUT)},
          notes="the window is a graph input, so its gradient is evidence"),
-    Case("HannWindow", "hannwindow_periodic", hann, (F(2),), ("x",),
+    Case("HannWindow", "hannwindow_periodic", hann, (Float(2),), ("x",),
          export_options={"optimize": False}, notes=_WINDOW_NOTES),
-    Case("HammingWindow", "hammingwindow_periodic", hamming, (F(2),), ("x",),
+    Case("HammingWindow", "hammingwindow_periodic", hamming, (Float(2),), ("x",),
          export_options={"optimize": False},
          expect={"output 0": Expect("inconclusive", _HAMMING)},
          notes=_WINDOW_NOTES),
     Case("HammingWindow", "hammingwindow_onnx_coefficients", hammingwindow_onnx_coefficients,
-         (F(2),), ("x",), kind="reference", translation=hamming_window_onnx.translation,
+         (Float(2),), ("x",), kind="reference", translation=hamming_window_onnx.translation,
          export_options={"optimize": False},
          notes="reference with ONNX's coefficients (25/46, 21/46), so the forward matches where "
                "torch.hamming_window's 0.54/0.46 does not (hammingwindow_periodic); "
                + _WINDOW_NOTES),
-    Case("BlackmanWindow", "blackmanwindow_periodic", blackman, (F(2),), ("x",),
+    Case("BlackmanWindow", "blackmanwindow_periodic", blackman, (Float(2),), ("x",),
          export_options={"optimize": False}, notes=_WINDOW_NOTES),
 ]
 

@@ -7,7 +7,7 @@ Tan |x| < 1.2 (away from +-pi/2); Abs |x| in (0.2, 2) (away from the kink at 0).
 """
 import torch
 
-from ..case import Case, Custom, F
+from ..case import Case, Custom, Float
 
 
 def abs_(x):
@@ -93,15 +93,15 @@ def _away_from_zero(gen, float_dtype):
     return (mag * sign).to(float_dtype)
 
 
-WIDE = F(3, 4)
-UNIT = F(3, 4, low=-0.9, high=0.9)
-POSITIVE = F(3, 4, low=0.5, high=3.0)
+WIDE = Float(3, 4)
+UNIT = Float(3, 4, low=-0.9, high=0.9)
+POSITIVE = Float(3, 4, low=0.5, high=3.0)
 
 # (op, model, input spec): one case per op, named <op>_basic.
 TABLE = [
     ("Abs", abs_, Custom(_away_from_zero)),
     ("Acos", acos, UNIT),
-    ("Acosh", acosh, F(3, 4, low=1.2, high=3.0)),
+    ("Acosh", acosh, Float(3, 4, low=1.2, high=3.0)),
     ("Asin", asin, UNIT),
     ("Asinh", asinh, WIDE),
     ("Atan", atan, WIDE),
@@ -115,7 +115,7 @@ TABLE = [
     ("Sin", sin, WIDE),
     ("Sinh", sinh, WIDE),
     ("Sqrt", sqrt, POSITIVE),
-    ("Tan", tan, F(3, 4, low=-1.2, high=1.2)),
+    ("Tan", tan, Float(3, 4, low=-1.2, high=1.2)),
     ("Tanh", tanh, WIDE),
 ]
 

@@ -12,7 +12,7 @@ import torch
 
 from . import node_witness
 from . import numeric as numeric_mod
-from ..case import Case, Spec, T
+from ..case import Case, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
 from .mapping import ABSENT, NodeMapping, map_node
@@ -171,7 +171,7 @@ def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Te
     else:
         factory = model
     specs: tuple[Spec, ...] = tuple(
-        T(t.detach().clone(), dtype=t.dtype) for t in inputs)
+        Fixed(t.detach().clone(), dtype=t.dtype) for t in inputs)
     floats = {t.dtype for t in inputs if t.is_floating_point()}
     float_dtype = floats.pop() if len(floats) == 1 else torch.float64
     case = Case(op, name or f"{op.lower()}_adhoc", factory, specs, opset=opset,
