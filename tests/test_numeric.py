@@ -96,9 +96,9 @@ def clamp_scalar_bounds(x, lo, hi):
 
 def test_zero_dim_inputs_are_perturbed():
     """0-d graph inputs (a scalar clip bound) must survive the finite-difference shift."""
-    from torch_prover.case import T
+    from torch_prover.case import Fixed
     case = Case("Clip", "clip_0d", clamp_scalar_bounds,
-                (Float(3, 4), T(-0.3), T(0.4)), ("x", "lo", "hi"), exporter="torchscript")
+                (Float(3, 4), Fixed(-0.3), Fixed(0.4)), ("x", "lo", "hi"), exporter="torchscript")
     proof = prove_case(case)
     vjp = proof.numeric.vjp
     assert set(vjp) == {"x", "lo", "hi"} and all(c.ok for c in vjp.values()), vjp
