@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from torch_prover.batch import summary
 from torch_prover.batch import pool as batch, waivers
 from torch_prover.output import report
 from torch_prover.batch.pool import BatchOptions, run_batch
@@ -110,7 +111,7 @@ def test_batch_report_shape_and_markdown_order():
                      {"io": "input", "index": 0, "name": "X", "verdict": "proposed",
                       "evidence": "grad", "tag": "unknown", "source": "x", "rule": "both witnesses",
                       "reason": "x received ... -> propose differentiable"}]})
-    rep = report.batch_report(recs, coverage(), 1.0)
+    rep = summary.batch_report(recs, coverage(), 1.0)
     assert rep["format"] == 1 and len(rep["ops"]) == 203
     assert {o["op"]: o["status"] for o in rep["ops"]}["Mod"] == "disagrees"
     assert rep["summary"]["unwaived_disagreements"] == 1

@@ -25,8 +25,6 @@ LAYERS = [
 """Lowest first. A module may import its own layer or a lower one, never a higher one."""
 
 LONG = {
-    "output/report.py": "every text / markdown / json rendering of a proof, a batch and "
-                        "coverage; pure functions sharing column and wrapping helpers",
     "cases/reference_ops.py": "catalogue cases of ops PyTorch lacks, each a small reference "
                               "function beside its cases (onnx's one-file-per-family style)",
 }

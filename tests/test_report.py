@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from torch_prover.batch import summary
 from torch_prover.output import report
 from torch_prover.engine.verdict import VERDICTS
 
@@ -40,7 +41,7 @@ def two_op_batch():
     coverage.append({"op": "StringConcat", "status": "missing", "reason_category": "string op",
                      "reason": "PyTorch has no string tensors | none at all"})
     recs = [record(), record("Floor", "floor_basic", ("agree", "inconclusive", "agree"))]
-    return report.batch_report(recs, coverage, 1.5)
+    return summary.batch_report(recs, coverage, 1.5)
 
 
 @pytest.mark.parametrize("width", [80, 120])
@@ -105,7 +106,7 @@ def test_batch_markdown_collapses_ops_not_run():
 def test_full_catalogue_two_op_batch_has_one_not_run_line():
     from torch_prover.output.coverage import coverage
     entries = coverage()
-    rep = report.batch_report([record(), record("Floor", "floor_basic")], entries, 1.0)
+    rep = summary.batch_report([record(), record("Floor", "floor_basic")], entries, 1.0)
     covered = sum(e["status"] == "covered" for e in entries)
     md, text = report.batch_markdown(rep), report.batch_text(rep, 100)
     assert f"{covered - 2} ops not run in this batch: Abs, " in md
@@ -121,7 +122,7 @@ def test_every_op_status_is_in_the_one_list():
                                  ("inconclusive", "inconclusive"), ("proved", "agree")):
         r = dict(base, status=case_status, error="e",
                  invalid="i" if case_status == "invalid" else None, parameters=[dict(p, verdict=verdict) for p in base["parameters"]])
-        statuses.add(report.op_status([r])[0])
+        statuses.add(summary.op_status([r])[0])
     rep = two_op_batch()
     statuses |= {o["status"] for o in rep["ops"]}
     assert statuses == set(report.OP_STATUSES)

@@ -249,8 +249,9 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
             params = doc.missing_parameters(op)
             if params:
                 missing[op] = params
-    rep = report.batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
-                              result.cache_hits, label, missing, args.tags_from)
+    from .batch.summary import batch_report
+    rep = batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
+                       result.cache_hits, label, missing, args.tags_from)
     if out is not None and args.ops is None:
         for gone in prune(out, {(c.op, c.name) for c in cases}):
             print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)

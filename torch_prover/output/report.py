@@ -11,8 +11,6 @@ import textwrap
 from typing import Any
 
 from ..tags.schema import SchemaTags
-from ..engine.verdict import VERDICTS, Rule, is_failure
-from ..vocab import Verdict
 
 NOT_RUN, MISSING = "not run", "missing"
 # Every status an op can have in a batch report, most urgent first. The one list every
@@ -221,89 +219,9 @@ _CPP = {"differentiable": "OpSchema::Differentiable",
         "non-differentiable": "OpSchema::NonDifferentiable"}
 
 
-def _expected(p: dict[str, Any]) -> str | None:
+def expected_of(p: dict[str, Any]) -> str | None:
+    """The verdict a record's parameter declares (``expect=``), or None."""
     return p.get("expected", {}).get("verdict")
-
-
-def fails(p: dict[str, Any]) -> bool:
-    """``verdict.is_failure`` on a record's parameter (its fields, never its reason)."""
-    expected = _expected(p)
-    return is_failure(Verdict(p["verdict"]), Rule(p["rule"]),
-                      Verdict(expected) if expected else None)
-
-
-def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
-    """Aggregate the records of one op's cases into (status, reason)."""
-    statuses = [r["status"] for r in records]
-    names = ", ".join(r["case"] for r in records)
-    for status, label in (("error", "error"), ("no-tags", "no tags"), ("invalid", "invalid"),
-                          ("disagree", "disagrees")):
-        hit = [r for r in records if r["status"] == status]
-        if hit:
-            r = hit[0]
-            why = r.get("error") or r.get("invalid") or next(
-                (f"{p['io']} {p['index']} {p['name']}: {p['reason']}" for p in r["parameters"]
-                 if p["verdict"] == "disagree"), "")
-            return label, why
-    if any(p["verdict"] == "proposed" for r in records for p in r["parameters"]):
-        return "proposed", f"evidence proposes tags for unknown parameters ({names})"
-    if all(s == "inconclusive" for s in statuses):
-        return "inconclusive", f"no parameter decided ({names})"
-    return "proved", f"every tag agrees ({names})"
-
-
-def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
-                 wall_time_s: float, waived: dict | None = None, stale: list | None = None,
-                 cache_hits: int = 0, tags_from: str = "onnx.defs",
-                 missing_from_docs: dict[str, list[str]] | None = None,
-                 tags_path: str | None = None) -> dict[str, Any]:
-    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op."""
-    waived = waived or {}
-    by_op: dict[str, list] = {}
-    for r in records:
-        by_op.setdefault(r["op"], []).append(r)
-    ops = []
-    for e in coverage_entries:
-        recs = by_op.get(e["op"])
-        if recs:
-            status, reason = op_status(recs)
-        elif e["status"] == "covered":
-            status, reason = NOT_RUN, "not selected in this run"
-        else:
-            status, reason = MISSING, f"{e['reason_category']}: {e['reason']}"
-        ops.append({"op": e["op"], "status": status, "reason": reason})
-    counts = {v: 0 for v in VERDICTS}
-    for r in records:
-        for p in r["parameters"]:
-            counts[p["verdict"]] += 1
-    disagreements = [(r, p) for r in records for p in r["parameters"] if p["verdict"] == "disagree"]
-    declared = [(r, p) for r, p in disagreements
-                if _expected(p) == "disagree"]
-    unwaived = [(r, p) for r, p in disagreements
-                if (r["case"], p["io"], p["index"]) not in waived
-                and fails(p)]
-    summary = {
-        "ops_total": len(coverage_entries),
-        "ops_covered": sum(e["status"] == "covered" for e in coverage_entries),
-        "ops_run": len(by_op),
-        "cases": len(records), "cache_hits": cache_hits,
-        "parameters": counts,
-        "disagreements": len(disagreements), "declared_disagreements": len(declared),
-        "unwaived_disagreements": len(unwaived),
-        "unexpected_inconclusive": sum(
-            1 for r in records for p in r["parameters"]
-            if p["verdict"] == "inconclusive" and fails(p)),
-        "invalid_cases": sum(r["status"] == "invalid" for r in records),
-        "failed_cases": sum(r["status"] == "error" for r in records),
-        "cases_without_tags": sum(r["status"] == "no-tags" for r in records),
-        "stale_waivers": [w.label() for w in (stale or [])],
-        "waived": [{"case": k[0], "parameter": f"{k[1]} {k[2]}", "reason": w.reason}
-                   for k, w in sorted(waived.items())],
-        "tags_from": tags_from, "tags_path": tags_path,
-        "missing_from_docs": missing_from_docs or {},
-        "wall_time_s": round(wall_time_s, 2),
-    }
-    return {"format": 1, "summary": summary, "cases": records, "ops": ops}
 
 
 def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -382,7 +300,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
         for p in r["parameters"]:
             if p["verdict"] == "disagree":
                 mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
-                        "declared by the case" if _expected(p) == "disagree"
+                        "declared by the case" if expected_of(p) == "disagree"
                         else "NEW, needs a decision")
                 lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
                                f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
@@ -429,7 +347,7 @@ def batch_markdown(report: dict[str, Any]) -> str:
         out.append(f"- reproduce: `{reproduce(report, r)}`")
         if w:
             out.append(f"- waived: {w}")
-        if _expected(p) == "disagree":
+        if expected_of(p) == "disagree":
             out.append(f"- known, declared by the case: {p['expected']['reason']}")
         out.append("")
     props = proposals(report)
