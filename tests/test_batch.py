@@ -121,19 +121,23 @@ def test_batch_report_shape_and_markdown_order():
     assert "`OpSchema::Differentiable`" in md
 
 
+def _disk_full_for(monkeypatch, module, writer: str, where: str) -> None:
+    """``module.writer(path, data)`` fails with ENOSPC for paths containing ``where``."""
+    import errno
+    real = getattr(module, writer)
+
+    def full(path, data):
+        if where in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, data)
+    monkeypatch.setattr(module, writer, full)
+
+
 def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
     """ENOSPC while writing one case's evidence: that case says why, the batch finishes,
     and nothing half-written is left (the workers are forked: they inherit the patch)."""
-    import errno
-
     from torch_prover.output import evidence
-    real = evidence._write_file
-
-    def full_for_floor(path, data):
-        if "floor_basic" in str(path):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        return real(path, data)
-    monkeypatch.setattr(evidence, "_write_file", full_for_floor)
+    _disk_full_for(monkeypatch, evidence, "_write_file", "floor_basic")
     out = tmp_path / "m"
     res = run_batch([find_case("Floor"), find_case("Reshape")],
                     BatchOptions(jobs=2, out=out, numeric=False))
@@ -147,16 +151,8 @@ def test_a_full_disk_fails_the_affected_cases_only(tmp_path, monkeypatch):
 
 
 def test_a_cache_that_cannot_be_written_is_a_warning(tmp_path, monkeypatch):
-    import errno
-
     from torch_prover.output import evidence
-    real = evidence.write_text
-
-    def full_cache(path, text):
-        if "cache" in str(path):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        return real(path, text)
-    monkeypatch.setattr(evidence, "write_text", full_cache)
+    _disk_full_for(monkeypatch, evidence, "write_text", "cache")
     res = run_batch([find_case("Floor")], BatchOptions(jobs=1, cache_dir=tmp_path / "cache",
                                                         numeric=False))
     assert res.records[0]["status"] == "proved"

@@ -38,6 +38,11 @@ float (a cast to an integer type is a Floor in disguise)."""
 _FLOAT_TYPES = ("float", "double", "complex", "bfloat")
 
 
+def is_float_dtype(name: str | None) -> bool:
+    """An element type name (``float64``, ``complex64``, ``bfloat16``) that carries gradients."""
+    return bool(name) and name.startswith(_FLOAT_TYPES)
+
+
 @dataclass(frozen=True)
 class Attribution:
     """Where one node input (or output) comes from (or goes to)."""
@@ -130,20 +135,23 @@ class _Graph:
             return False
         if node.op_type in ("Cast", "CastLike"):
             out = self.types.get(node.output[0], "")
-            return self.types.get(name, "").startswith(_FLOAT_TYPES) and \
-                out.startswith(_FLOAT_TYPES)
+            return is_float_dtype(self.types.get(name)) and is_float_dtype(out)
         return True
 
-    def roots(self, value: str, tracked: set[str], memo: dict
+    def roots(self, value: str, tracked: set[str], memo: dict, float_only: bool = False
               ) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
         """Tracked sources ``value`` depends on, the op types of the nodes on the way, and
-        those of them that compute on a tracked value (not value-preserving glue)."""
+        those of them that compute on a tracked value (not value-preserving glue).
+
+        ``float_only``: along floating values only -- the paths a gradient can take (a
+        tensor reaching the node only through ``Shape``, an ArgMax or an integer Cast is no
+        source of its gradient). ``memo`` must be kept per ``float_only``."""
         if value in memo:
             return memo[value]
         if value in tracked:
             memo[value] = (frozenset([value]), (), ())
             return memo[value]
-        if value not in self.producer:
+        if value not in self.producer or (float_only and not self.is_float(value)):
             memo[value] = (frozenset(), (), ())   # untracked initializer or constant input
             return memo[value]
         node = self.graph.node[self.producer[value]]
@@ -151,7 +159,9 @@ class _Graph:
         path: list[str] = []
         computing: list[str] = []
         for slot, name in enumerate(_node_inputs(node)):
-            r, p, c = self.roots(name, tracked, memo)
+            if float_only and not self.is_float(name):
+                continue
+            r, p, c = self.roots(name, tracked, memo, float_only)
             found |= r
             if r:
                 path.extend(p)
@@ -161,34 +171,6 @@ class _Graph:
         path.append(node.op_type)
         memo[value] = (frozenset(found), tuple(dict.fromkeys(path)),
                        tuple(dict.fromkeys(computing)))
-        return memo[value]
-
-    def grad_roots(self, value: str, tracked: set[str], memo: dict
-                   ) -> tuple[frozenset[str], tuple[str, ...]]:
-        """Like ``roots``, along floating values only -- the paths a gradient can take (a
-        tensor reaching the node only through ``Shape``, an ArgMax or an integer Cast is no
-        source of its gradient) -- and the computing ops on those paths."""
-        if value in memo:
-            return memo[value]
-        if value in tracked:
-            memo[value] = (frozenset([value]), ())
-            return memo[value]
-        if value not in self.producer or not self.is_float(value):
-            memo[value] = (frozenset(), ())
-            return memo[value]
-        node = self.graph.node[self.producer[value]]
-        found: set[str] = set()
-        computing: list[str] = []
-        for slot, name in enumerate(_node_inputs(node)):
-            if not self.is_float(name):
-                continue
-            r, c = self.grad_roots(name, tracked, memo)
-            if r:
-                found |= r
-                computing.extend(c)
-                if not self._passes(node, slot, name):
-                    computing.append(node.op_type)
-        memo[value] = (frozenset(found), tuple(dict.fromkeys(computing)))
         return memo[value]
 
     def computing_after(self, value: str, skip_node: int) -> tuple[str, ...]:
@@ -213,7 +195,7 @@ class _Graph:
 
     def is_float(self, value: str) -> bool:
         t = self.types.get(value)
-        return t is None or t == "unknown" or t.startswith(_FLOAT_TYPES)
+        return t is None or t == "unknown" or is_float_dtype(t)
 
     def reachable_outputs(self, start: Iterable[str], skip_node: int | None,
                           float_only: bool = False) -> set[str]:
@@ -268,7 +250,7 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
             inputs.append(Attribution("input", i, ABSENT, None, None, ()))
             continue
         roots, path, through = g.roots(name, tracked, memo)
-        live, live_through = g.grad_roots(name, tracked, grad_memo)
+        live, _, live_through = g.roots(name, tracked, grad_memo, float_only=True)
         dtype = g.types.get(name)
         if not roots:
             inputs.append(Attribution("input", i, CONSTANT, None, dtype, path))

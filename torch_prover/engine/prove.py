@@ -35,12 +35,12 @@ def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
 
 # ----------------------------------------------------------------------------- stages
 def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: NodeMapping,
-                   evidence_of: dict[str, TensorEvidence]) -> numeric_mod.NumericResult:
+                   evidence_of: dict[str, TensorEvidence],
+                   feeds: Sequence[dict[str, Any]]) -> numeric_mod.NumericResult:
     """The whole model against PyTorch: forward on the first seed; PyTorch's VJP against
     the model's finite difference on every seed (a gradient zero on one seed and not on
     another is checked where it is not)."""
     model = exported.model
-    gin = [i.name for i in model.graph.input]
     gout = [o.name for o in model.graph.output]
     sources = {}
     for a in mapping.inputs:
@@ -52,8 +52,7 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
                 sources[src] = ev.evidence
     zero = {s for s, e in sources.items() if e == Evidence.ZERO_GRAD}
     points = []
-    for run in pr.runs:
-        by_name = dict(zip(case.names, run.inputs))
+    for run, run_feeds in zip(pr.runs, feeds):
         grads = {}
         for s in sources:
             g = (run.input_grads[case.names.index(s)] if s in case.names
@@ -61,8 +60,7 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
             if g is not None:
                 grads[s] = g
         points.append(numeric_mod.SeedPoint(
-            run.seed, {n: by_name[n].detach().numpy() for n in gin},
-            [run.dy[exported.output_names.index(o)] for o in gout], grads))
+            run.seed, run_feeds, [run.dy[exported.output_names.index(o)] for o in gout], grads))
     first = pr.runs[0]
     outs = [first.outputs[exported.output_names.index(o)] for o in gout]
     return numeric_mod.check(
@@ -72,18 +70,22 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
         fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
 
 
-def _witness_stage(case: Case, pr: ProbeResult, exported: Exported,
-                   mapping: NodeMapping) -> tuple[node_witness.NodeWitness, ...]:
+def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,
+                   feeds: Sequence[dict[str, Any]]) -> tuple[node_witness.NodeWitness, ...]:
     """The node's own finite differences at each probe seed's point: autograd's evidence
     from any seed is met by a measurement at that seed (Min's second input is the minimum
     somewhere on seed 1 only)."""
-    found = []
-    for run in pr.runs:
-        by_name = dict(zip(case.names, run.inputs))
-        feeds = {i.name: by_name[i.name].detach().numpy() for i in exported.model.graph.input}
-        found.append(node_witness.witness(exported.model, mapping.node_index, feeds,
-                                          seed=run.seed))
-    return tuple(found)
+    return tuple(node_witness.witness(exported.model, mapping.node_index, run_feeds,
+                                      seed=run.seed)
+                 for run, run_feeds in zip(pr.runs, feeds))
+
+
+def _feeds(case: Case, pr: ProbeResult, exported: Exported) -> list[dict[str, Any]]:
+    """Each probe seed's inputs by graph input name, as the runtimes take them: what both
+    numeric stages run the exported model on."""
+    names = [i.name for i in exported.model.graph.input]
+    by_seed = [dict(zip(case.names, run.inputs)) for run in pr.runs]
+    return [{n: by_name[n].detach().numpy() for n in names} for by_name in by_seed]
 
 
 _PRECISION = {torch.float64: 3, torch.complex128: 3, torch.float32: 2, torch.complex64: 2,
@@ -132,8 +134,9 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                      f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source)
     numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
     if numeric:
-        numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of)
-        witness = _witness_stage(case, pr, exported, mapping)
+        feeds = _feeds(case, pr, exported)
+        numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of, feeds)
+        witness = _witness_stage(pr, exported, mapping, feeds)
         off = None
     keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
             else "optimize=False")

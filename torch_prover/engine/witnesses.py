@@ -7,13 +7,12 @@ evidence about this node) and what the node's own finite differences say
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..case import Case
 from ..errors import CaseError
-from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping
+from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
 from .numeric import NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
 from ..tags.schema import Formal, SchemaTags
@@ -55,10 +54,6 @@ _AUTOGRAD_OF = {E.GRAD: A.GRAD, E.ZERO_GRAD: A.ZERO, E.NO_GRAD: A.NONE,
                 E.UNTRACKED: A.NOT_EXERCISED}
 
 
-def _is_float(dtype: str | None) -> bool:
-    return bool(dtype) and dtype.startswith(("float", "complex", "bfloat"))
-
-
 def _subject(src: str, params: set[str]) -> str:
     return f"param {src}" if src in params else src
 
@@ -70,7 +65,7 @@ class _Input:
     autograd: Witness
 
 
-def _combined(parts: Sequence[TensorEvidence], params: set[str]) -> TensorEvidence:
+def _combined(parts: Sequence[TensorEvidence]) -> TensorEvidence:
     """One node input assembled by glue from several tensors: its gradient is theirs side
     by side, so it is nonzero if any part's is, zero if every part's is."""
     if len(parts) == 1:
@@ -97,7 +92,7 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
     dtype = a.dtype or "float"
     if a.kind == CONSTANT or (a.source is not None and a.source not in evidence_of):
         note = ""
-        if folded and _is_float(a.dtype):
+        if folded and is_float_dtype(a.dtype):
             note = (f"; the exporter folded module parameter {', '.join(folded)} into "
                     f"constants: export with {keep_option} to keep it an initializer")
         where = f" ({a.source})" if a.source else ""
@@ -105,11 +100,11 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
             A.NOT_EXERCISED, f"a constant of type {dtype} folded into the graph{note}"))
     if not a.all_sources:
         return _Input(E.AMBIGUOUS, "several tensors", Witness(A.NOT_EXERCISED, a.problem or ""))
-    te = _combined([evidence_of[s] for s in a.all_sources], params)
+    te = _combined([evidence_of[s] for s in a.all_sources])
     subject = " + ".join(_subject(s, params) for s in a.all_sources)
     source = subject + (f" via {'/'.join(a.path)}" if a.path else "")
     ev = te.evidence
-    if ev in (E.GRAD, E.ZERO_GRAD, E.NO_GRAD, E.UNSUPPORTED) and not _is_float(a.dtype) \
+    if ev in (E.GRAD, E.ZERO_GRAD, E.NO_GRAD, E.UNSUPPORTED) and not is_float_dtype(a.dtype) \
             and a.dtype:
         return _Input(E.INTEGER, source, Witness(
             A.INTEGER, f"{subject} reaches the node as {a.dtype}"))
@@ -231,7 +226,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
     ins = [_input_side(mapping.inputs[i] if i < len(mapping.inputs) else None, i, evidence_of,
                        params, folded, keep_option, case.surrogate.get(f"input {i}"))
            for i in range(n_in)]
-    floating = [(a, side) for a, side in zip(mapping.inputs, ins) if _is_float(a.dtype)]
+    floating = [(a, side) for a, side in zip(mapping.inputs, ins) if is_float_dtype(a.dtype)]
     all_tracked = all(side.autograd.outcome in (A.GRAD, A.ZERO, A.NONE, A.UNSUPPORTED)
                       for _, side in floating)
     direct = [src for a, side in floating if side.autograd.says is not None
@@ -274,16 +269,14 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                               vjp=vjp, vjp_detail=vjp_detail,
                               reference=case.kind == "reference")
             by_type = not formal.float_capable or (io == "input" and bool(no_gradient_output))
-            out.append(dataclasses.replace(
-                _parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
-                           autograd, num, decision, a, by_type),
-                through=a.through if a is not None else (), vjp=vjp))
+            out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
+                                  autograd, num, decision, a, by_type, vjp))
     return tuple(out)
 
 
 def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | None,
                evidence: E, source: str, autograd: Witness, num: Witness,
-               d: Decision, a: Attribution | None, by_type: bool) -> Parameter:
+               d: Decision, a: Attribution | None, by_type: bool, vjp: Vjp) -> Parameter:
     key = f"{io} {i}"
     exp = case.expect.get(key)
     tag_latest = latest.tag if latest is not None and latest.tag != formal.tag else None
@@ -294,6 +287,6 @@ def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | Non
         verdict_latest=judge(d.supports, tag_latest) if tag_latest is not None and
         d.supports is not None else None,
         path=a.path if a is not None else (),
-        by_type=by_type,
+        by_type=by_type, through=a.through if a is not None else (), vjp=vjp,
         expected=Verdict(exp.verdict) if exp else None,
         expected_reason=exp.reason if exp else None)
