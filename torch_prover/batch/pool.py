@@ -102,9 +102,9 @@ def cache_key(case: Case, opts: BatchOptions) -> str:
 
 def _valid_cached(rec: Any, case: Case) -> bool:
     """A cache entry counts only if it is a record of ours for this very case."""
-    return (isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT
-            and rec.get("op") == case.op and rec.get("case") == case.name
-            and isinstance(rec.get("parameters"), list) and isinstance(rec.get("status"), str))
+    from ..output.evidence import is_record
+    return (is_record(rec, case.op, case.name) and rec["format"] == RECORD_FORMAT
+            and isinstance(rec.get("status"), str))
 
 
 def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:

@@ -262,25 +262,29 @@ def _only_our_files(d: Path) -> bool:
     return True
 
 
+def is_record(rec: Any, op: str | None = None, case: str | None = None) -> bool:
+    """``rec`` has a proof record's shape (of any format), for ``op``/``case`` if given:
+    what makes a proof.json or a cache entry provably ours."""
+    return (isinstance(rec, dict) and isinstance(rec.get("format"), int)
+            and isinstance(rec.get("op"), str) and isinstance(rec.get("case"), str)
+            and isinstance(rec.get("parameters"), list)
+            and op in (None, rec["op"]) and case in (None, rec["case"]))
+
+
 def read_record(path: Path) -> dict[str, Any] | None:
     """A proof record read from ``path``, or None when it is not one of ours."""
     try:
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not (isinstance(rec, dict) and isinstance(rec.get("format"), int)
-            and isinstance(rec.get("op"), str) and isinstance(rec.get("case"), str)
-            and isinstance(rec.get("parameters"), list)):
-        return None
-    return rec
+    return rec if is_record(rec) else None
 
 
 def is_our_case_dir(d: Path, op: str, case: str) -> bool:
     """Evidence torch-prover wrote for exactly this op and case, and nothing else."""
     if not _only_our_files(d):
         return False
-    rec = read_record(d / "proof.json")
-    return rec is not None and rec["op"] == op and rec["case"] == case
+    return is_record(read_record(d / "proof.json"), op, case)
 
 
 def sweep_temporaries(out: Path, ops: Iterable[str]) -> list[Path]:
