@@ -27,7 +27,6 @@ writes the file the script asked for, and says what it did (:mod:`export`).
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import CaseError
+from ..preflight import positive_seconds
 from .child import run_script  # noqa: F401 - the in-process capture, for its tests
 from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
 from .report import script_lines, script_markdown, script_record, shown_output
@@ -67,8 +67,7 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
         raise _usage(f"no such script: {path}")
     if not path.is_file():
         raise _usage(f"not a file: {path}")
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise _usage(f"--timeout {timeout}: must be a finite number of seconds > 0")
+    positive_seconds(float(timeout), "--timeout")
     return path, canonical_op(op) if op else None
 
 
