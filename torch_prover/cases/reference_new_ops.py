@@ -28,6 +28,7 @@ export stage refuse the case rather than relabel it.
 import math
 from typing import Optional
 
+import onnx
 import torch
 import torch.nn.functional as F
 
@@ -167,6 +168,32 @@ _LA_RULE = "update_rule='linear' forbids {}; see linear_attention_gated_delta"
 _F32 = ("the schema allows float16/bfloat16/float32 only; the reference evaluator runs it "
         "(onnxruntime 1.31 refuses opset 27)")
 
+# --------------------------------------------------------------------------- BitCast
+_DTYPES = {onnx.TensorProto.INT32: torch.int32, onnx.TensorProto.UINT32: torch.uint32,
+           onnx.TensorProto.FLOAT: torch.float32, onnx.TensorProto.BFLOAT16: torch.bfloat16,
+           onnx.TensorProto.FLOAT16: torch.float16}
+
+
+@reference_op("BitCast", opset=26)
+def bitcast(input: Tensor, to: int) -> Tensor:
+    """The same bytes read as ``to`` (an ONNX TensorProto data type): ``Tensor.view(dtype)``."""
+    return input.view(_DTYPES[to])
+
+
+_BITS = ("float16 -> bfloat16 keeps the bits: the value is not a differentiable function of "
+         "the input (a mantissa carry lands in bfloat16's exponent), PyTorch's view(dtype) "
+         "tracks no gradient, and the numeric witness cannot difference float16/bfloat16 "
+         "(too coarse for two steps): no witness can decide, so it stays inconclusive")
+
+
+def bitcast_float_to_int32(x):
+    return bitcast(x, onnx.TensorProto.INT32)
+
+
+def bitcast_float16_to_bfloat16(x):
+    return bitcast(x, onnx.TensorProto.BFLOAT16)
+
+
 CASES = [
     Case("CumProd", "cumprod_axis1", cumprod_axis1, (Float(3, 4),), ("x",), opset=26,
          kind="reference", translation=cumprod.translation),
@@ -208,8 +235,14 @@ CASES = [
          unexercised={"input 3": "absent here (zeros); see linear_attention_gated_delta",
                       "input 4": _LA_RULE.format("decay"), "input 5": _LA_RULE.format("beta")},
          notes=_F32 + "; 4 query heads share 2 KV heads (GQA)"),
+    Case("BitCast", "bitcast_float_to_int32", bitcast_float_to_int32, (Float(3, 4),), ("x",),
+         opset=26, kind="reference", translation=bitcast.translation, float_dtype=torch.float32,
+         unexercised={"output 0": "int32 here, which carries no gradient; the schema also "
+                                  "allows float outputs (see bitcast_float16_to_bfloat16)"},
+         notes="float32: BitCast keeps the bit width, so int32 needs a 32-bit float"),
+    Case("BitCast", "bitcast_float16_to_bfloat16", bitcast_float16_to_bfloat16, (Float(3, 4),),
+         ("x",), opset=26, kind="reference", translation=bitcast.translation,
+         float_dtype=torch.float16,
+         expect={"input 0": Expect("inconclusive", _BITS), "output 0": Expect("inconclusive", _BITS)},
+         notes="the only same-width float pair PyTorch has besides float8: float16 -> bfloat16"),
 ]
-
-MISSING = {
-    "BitCast": ("exporter cannot produce it", "pending"),
-}
