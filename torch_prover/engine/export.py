@@ -21,7 +21,8 @@ import torch
 
 from ..case import Case
 from ..errors import CaseError, first_line
-from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, exporter_opset,
+from ..vocab import ExportRoute
+from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
                          private_nodes, raise_opset)
 
 
@@ -155,12 +156,13 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
         options["custom_translation_table"] = dict(case.translation)
     label = f"{case.op}/{case.name}: "
     target = case.export_opset
-    asked = exporter_opset(target) if case.exporter == "dynamo" else target
+    raised = export_route(case.exporter, target) is ExportRoute.RAISED
+    asked = EXPORTER_MAX_OPSET if raised else target
     exported = export_module(module, args, exporter=case.exporter, opset=asked,
                              input_names=case.names,
                              output_names=[output_name(j) for j in range(n_outputs)],
                              dynamic=case.dynamic, options=options, label=label)
-    if asked == target:
+    if not raised:
         waiting = private_nodes(exported.model)
         if waiting:
             raise CaseError(f"{label}the model holds {waiting[0].op_type} in domain "

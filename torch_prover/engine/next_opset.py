@@ -28,6 +28,7 @@ from onnx.defs import OpSchema
 
 from ..case import DEFAULT_OPSET
 from ..errors import CaseError
+from ..vocab import ExportRoute
 
 EXPORTER_MAX_OPSET = DEFAULT_OPSET
 """The newest opset torch 2.13's exporter produces reliably (case.DEFAULT_OPSET says why)."""
@@ -39,6 +40,14 @@ PRIVATE_VERSION = 1
 def exporter_opset(opset: int) -> int:
     """The opset the dynamo exporter is asked for, for a case at ``opset``."""
     return min(opset, EXPORTER_MAX_OPSET)
+
+
+def export_route(exporter: str, opset: int) -> ExportRoute:
+    """The route a case exported by ``exporter`` at ``opset`` takes: one decision, read by
+    the export stage and shown by ``coverage``."""
+    if exporter == "dynamo" and opset > EXPORTER_MAX_OPSET:
+        return ExportRoute.RAISED
+    return ExportRoute.DIRECT
 
 
 def private_schema(op: str, opset: int) -> OpSchema:

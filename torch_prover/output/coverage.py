@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import all_cases, all_missing
+from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
+from ..vocab import ExportRoute
 from .report import DEFAULT_WIDTH, prove_command, wrap_line
 from ..tags.schema import all_ops
 
@@ -22,6 +24,7 @@ def coverage() -> list[dict[str, Any]]:
         if cases:
             entries.append({"op": op, "status": "covered", "cases": [
                 {"name": c.name, "kind": c.kind, "exporter": c.exporter, "opset": c.export_opset,
+                 "route": export_route(c.exporter, c.export_opset),
                  "command": prove_command(op, c.name)}
                 for c in cases]})
         else:
@@ -29,6 +32,20 @@ def coverage() -> list[dict[str, Any]]:
             entries.append({"op": op, "status": "missing", "reason_category": category,
                             "reason": reason})
     return entries
+
+
+def _via(case: dict[str, Any]) -> str:
+    """The raised route in the summary's short form (``/via 25``); nothing for direct."""
+    return f" via {EXPORTER_MAX_OPSET}" if case["route"] == ExportRoute.RAISED else ""
+
+
+def _route_words(case: dict[str, Any]) -> str:
+    """The raised route spelled out for one case; nothing for the direct one, which every
+    case below the exporter's newest opset takes."""
+    if case["route"] != ExportRoute.RAISED:
+        return ""
+    return (f"; route: exported at opset {EXPORTER_MAX_OPSET} with the node in "
+            f"{PRIVATE_DOMAIN}, then moved into ai.onnx at opset {case['opset']}")
 
 
 def summary(entries: list[dict[str, Any]]) -> dict[str, int]:
@@ -45,7 +62,8 @@ def coverage_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WID
                       f"{s['missing']} without a case", width) + [""]
     for e in entries:
         if e["status"] == "covered":
-            kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}" for c in e["cases"]})
+            kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}{_via(c)}"
+                            for c in e["cases"]})
             lines += wrap_line(f"  {e['op']:<28} covered  {len(e['cases'])} case(s): "
                                f"{', '.join(c['name'] for c in e['cases'])}  "
                                f"[{'; '.join(kinds)}]", width, " " * 39)
@@ -76,7 +94,7 @@ def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) ->
         lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''}")
         for c in e["cases"]:
             lines += wrap_line(f"  {c['name']}  ({c['kind']}, {c['exporter']} exporter, "
-                               f"opset {c['opset']})", width, "    ")
+                               f"opset {c['opset']}{_route_words(c)})", width, "    ")
             lines.append(f"    {c['command']}")
         if n > 1:
             lines.append(f"  all {n}: torch-prover prove {e['op']} --all")
