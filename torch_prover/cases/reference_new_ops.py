@@ -16,9 +16,9 @@ rejects ("No Op registered for SwiGLU with domain_version of 26"). Models withou
 op do export at 26, 27 and 28 (Add; Conv1d + CumSum + Relu), so the fallback to 18 is
 specific to graphs holding a node the C converter has no adapter for.
 
-Runtimes: onnxruntime 1.31 runs CumProd-26; it refuses models stamped opset 27/28 ("under
-development"), so SwiGLU, CausalConvWithState and LinearAttention run in the onnx
-reference evaluator, which implements all four (the records say which ran).
+Runtimes: onnxruntime 1.31 runs CumProd-26; it refuses opset 27 ("under development") and
+the IR version 14 opset 28 needs, so SwiGLU, CausalConvWithState and LinearAttention run in
+the onnx reference evaluator, which implements all four (the records say which ran).
 CausalConvWithState and LinearAttention allow float16/bfloat16/float32 only: float32 cases.
 
 The case graphs hold the new node alone (plus a Constant for CumProd's axis): an op whose
