@@ -127,3 +127,26 @@ def test_a_private_node_in_a_case_at_25_is_refused():
     with pytest.raises(CaseError, match="holds SwiGLU in domain torch_prover.next .* but the "
                                         "case exports at opset 25"):
         _export(case)
+
+
+# --------------------------------------------------------------- what the PR workflow says
+def test_no_standalone_script_for_a_raised_case(capsys):
+    """A plain torch.onnx.export at 28 gives the silent opset-18 model (above), so `script`
+    refuses with one line naming the case, rather than writing a script `run` would refuse."""
+    from torch_prover import cli
+    assert cli.main(["script", "SwiGLU", "--case", "swiglu_gate_value"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1
+    assert "SwiGLU/swiglu_gate_value: opset 28" in err and PRIVATE_DOMAIN in err
+
+
+def test_markdown_says_the_model_was_raised(capsys, tmp_path):
+    from torch_prover import cli
+    assert cli.main(["prove", "CumProd", "--case", "cumprod_axis1", "--format", "markdown",
+                     "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("at opset 26 (schema CumProd-26; exported at opset 25 with the node in "
+            "torch_prover.next, then moved into ai.onnx at opset 26)") in out
+    assert "proof script" not in out  # script_for: none for a raised case

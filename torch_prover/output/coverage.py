@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import all_cases, all_missing
-from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
+from ..engine.next_opset import EXPORTER_MAX_OPSET, export_route
 from ..vocab import ExportRoute
-from .report import DEFAULT_WIDTH, prove_command, wrap_line
+from .report import DEFAULT_WIDTH, prove_command, route_note, wrap_line
 from ..tags.schema import all_ops
 
 
@@ -37,15 +37,6 @@ def coverage() -> list[dict[str, Any]]:
 def _via(case: dict[str, Any]) -> str:
     """The raised route in the summary's short form (``/via 25``); nothing for direct."""
     return f" via {EXPORTER_MAX_OPSET}" if case["route"] == ExportRoute.RAISED else ""
-
-
-def _route_words(case: dict[str, Any]) -> str:
-    """The raised route spelled out for one case; nothing for the direct one, which every
-    case below the exporter's newest opset takes."""
-    if case["route"] != ExportRoute.RAISED:
-        return ""
-    return (f"; route: exported at opset {EXPORTER_MAX_OPSET} with the node in "
-            f"{PRIVATE_DOMAIN}, then moved into ai.onnx at opset {case['opset']}")
 
 
 def summary(entries: list[dict[str, Any]]) -> dict[str, int]:
@@ -93,8 +84,10 @@ def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) ->
         n = len(e["cases"])
         lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''}")
         for c in e["cases"]:
+            note = route_note(c["exporter"], c["opset"])
             lines += wrap_line(f"  {c['name']}  ({c['kind']}, {c['exporter']} exporter, "
-                               f"opset {c['opset']}{_route_words(c)})", width, "    ")
+                               f"opset {c['opset']}{'; route: ' + note if note else ''})",
+                               width, "    ")
             lines.append(f"    {c['command']}")
         if n > 1:
             lines.append(f"  all {n}: torch-prover prove {e['op']} --all")
