@@ -141,3 +141,9 @@ def has_graph_attribute(op: str, domain: str = "") -> bool:
         return False
     graph_types = (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS)
     return any(a.type in graph_types for a in s.attributes.values())
+
+
+def is_deprecated(op: str, domain: str = "") -> bool:
+    """Whether the op's latest schema is deprecated (Scatter, Upsample): its tags stand in
+    older opsets only, so coverage counts it apart."""
+    return bool(onnx.defs.get_schema(op, domain).deprecated)
