@@ -14,10 +14,10 @@ from typing import Any
 
 from ..cases import all_cases, all_missing
 from ..engine.by_type import TypeRow, decide_op, row_record, undecided_label
-from .report import DEFAULT_WIDTH, prove_command, wrap_line
+from .report import BY_TYPE, DEFAULT_WIDTH, MISSING, prove_command, wrap_line
 from ..tags.schema import SchemaTags, all_ops, is_deprecated, schema_tags
 
-COVERED, BY_TYPE, MISSING = "covered", "by type", "missing"
+COVERED = "covered"
 DECIDED = ("natural", "reference", BY_TYPE, MISSING)
 """How an op is decided, in the order the summary counts them."""
 

@@ -12,11 +12,12 @@ from typing import Any
 
 from ..tags.schema import SchemaTags
 
-NOT_RUN, MISSING = "not run", "missing"
+NOT_RUN, MISSING, BY_TYPE, NO_TAGS = "not run", "missing", "by type", "no tags"
 # Every status an op can have in a batch report, most urgent first. The one list every
-# rendering sorts, colours and explains statuses by (op_status and batch_report produce them).
-OP_STATUSES = ("disagrees", "error", "no tags", "invalid", "inconclusive", "proposed", "proved",
-               NOT_RUN, MISSING)
+# rendering sorts, colours and explains statuses by (op_status and batch_report produce them;
+# ``by type``: an op without a case whose schema's types decide every parameter).
+OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", "proposed", "proved",
+               BY_TYPE, NOT_RUN, MISSING)
 DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
 _GAP = "  "           # between text table columns
 _FLEX_MIN = 30        # narrower than this, a table's reason goes under its row instead
