@@ -89,7 +89,8 @@ def _case_less_op(e: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
         status, reason = "disagrees", f"{p['io']} {p['index']} {p['name']}: {p['reason']}"
     else:
         status, reason = BY_TYPE, f"every parameter non-differentiable by type: {counts}; {why}"
-    return {"op": e["op"], "status": status, "reason": reason, "parameters": rows,
+    return {"op": e["op"], "status": status, "reason": reason,
+            "schema_version": c["schema_version"], "parameters": rows,
             **({"undecided": c["undecided"]} if "undecided" in c else {})}
 
 
