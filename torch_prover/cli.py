@@ -291,7 +291,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .output.coverage import coverage, coverage_text, op_text
+    from .output.coverage import coverage, coverage_text, op_text, summary
     from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
@@ -302,7 +302,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
     if args.format == "json":
-        sys.stdout.write(report.to_json({"format": 1, "ops": entries}))
+        sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
     elif args.ops:
         sys.stdout.write(op_text(entries, _terminal_width()))
     else:
