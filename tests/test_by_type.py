@@ -110,6 +110,31 @@ def test_text_report_names_the_case_less_op(capsys):
     assert re.search(r"StringSplit\s+by type", out), out
 
 
+def test_a_full_run_decides_every_case_less_op_the_types_decide():
+    """verify-all without --ops: every ai.onnx op with no catalogue case whose schema's
+    types decide a parameter gets its by-type rows (the batch's cases aside)."""
+    from torch_prover.batch.summary import batch_report, case_less
+    from torch_prover.cases import all_cases
+    from torch_prover.output.coverage import coverage
+    entries = coverage()
+    with_case = {c.op for c in all_cases() if c.domain in ("", "ai.onnx")}
+    case_less_ops = {op for op in (e["op"] for e in entries) if op not in with_case}
+    decided = case_less(entries, None)
+    assert {c["op"] for c in decided} == {op for op in case_less_ops if expected_by_type(op)}
+    assert set(CASE_LESS) <= {c["op"] for c in decided}
+    for c in decided:
+        assert {(p["io"], p["index"]): p["tag"] for p in c["parameters"]} == \
+            expected_by_type(c["op"]), c["op"]
+    rep = batch_report([], entries, 0.0, case_less_ops=decided)
+    status = {o["op"]: o["status"] for o in rep["ops"]}
+    for op in case_less_ops:
+        s = onnx.defs.get_schema(op)
+        whole = len(expected_by_type(op)) == len(s.inputs) + len(s.outputs)
+        verdicts = {verdict_for(t) for t in expected_by_type(op).values()}
+        assert status[op] == ("disagrees" if "disagree" in verdicts else
+                              "by type" if whole else "missing"), op
+
+
 # ------------------------------------------------------------------ (b) coverage --format json
 def test_coverage_json_says_how_every_op_is_decided(capsys):
     assert cli.main(["coverage", "--format", "json"]) == 0
