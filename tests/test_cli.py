@@ -81,7 +81,10 @@ def test_coverage_several_ops_and_an_op_without_a_case(capsys):
     assert cli.main(["coverage", "reshape,StringConcat", "Max"]) == 0
     out = capsys.readouterr().out
     assert out.index("Reshape:") < out.index("StringConcat:") < out.index("Max:")
-    assert "StringConcat: missing, no case (string op): PyTorch has no string tensors" in out
+    # StringConcat has no case, but its schema's types (string) decide every parameter
+    assert "StringConcat: decided by type, no case (string op): PyTorch has no string tensors" in out
+    for label in ("input 0 X", "input 1 Y", "output 0 Z"):
+        assert f"{label}: non-differentiable by type" in out
     assert "torch-prover prove Max --all" in out
 
 

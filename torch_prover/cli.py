@@ -101,18 +101,26 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _selected_cases(ops_arg: str | None):
-    from .cases import all_cases, all_missing, cases_for
+def _selected_cases(ops_arg: str | None, entries) -> tuple[list, set[str] | None]:
+    """(cases, case-less ops to decide by type: None = all). An op named in ``--ops`` must
+    have a case or a parameter its schema's types decide (``coverage``'s ``by_type``)."""
+    from .cases import all_cases, cases_for
     if ops_arg is None:
-        return list(all_cases())
-    chosen = []
+        return list(all_cases()), None
+    chosen, case_less = [], set()
+    by_op = {e["op"]: e for e in entries}
     for op in preflight.op_names(ops_arg, "--ops"):
         mine = cases_for(op)
         if not mine:
-            category, reason = all_missing().get(op, ("not yet written", "no case yet"))
-            raise UsageError(f"--ops: no case for op {op} ({category}: {reason})")
+            e = by_op.get(op)
+            if e is None or not e.get("by_type"):
+                category, reason = ((e["reason_category"], e["reason"]) if e else
+                                    ("not yet written", "no case yet"))
+                raise UsageError(f"--ops: no case for op {op}, and its types decide nothing "
+                                 f"({category}: {reason})")
+            case_less.add(op)
         chosen.extend(mine)
-    return chosen
+    return chosen, case_less
 
 
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
@@ -221,7 +229,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import waivers as waivers_mod
     preflight.positive_int(args.jobs, "--jobs")
     preflight.positive_seconds(args.timeout, "--timeout")
-    cases = _selected_cases(args.ops)
+    entries = coverage()
+    cases, case_less_selected = _selected_cases(args.ops, entries)
     waivers = []
     if args.waivers:
         try:
@@ -239,19 +248,22 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=_Progress())
-    result = run_batch(cases, opts)
-    for warning in result.warnings:
+    result = run_batch(cases, opts) if cases else None
+    from .batch.summary import batch_report, case_less
+    case_less_ops = case_less(entries, case_less_selected, tags)
+    records = result.records if result else []
+    for warning in result.warnings if result else ():
         print(f"warning: {warning}", file=sys.stderr)
-    waived, stale = waivers_mod.apply(waivers, result.records)
+    waived, stale = waivers_mod.apply(waivers, records + case_less_ops)
     missing = {}
     if doc is not None:
-        for op in sorted({c.op for c in cases}):
+        for op in sorted({c.op for c in cases} | {c["op"] for c in case_less_ops}):
             params = doc.missing_parameters(op)
             if params:
                 missing[op] = params
-    from .batch.summary import batch_report
-    rep = batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
-                       result.cache_hits, label, missing, args.tags_from)
+    rep = batch_report(records, entries, result.wall_time_s if result else 0.0, waived, stale,
+                       result.cache_hits if result else 0, label, missing, args.tags_from,
+                       case_less_ops)
     if out is not None and args.ops is None:
         for gone in prune(out, {(c.op, c.name) for c in cases}):
             print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
@@ -273,12 +285,13 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     s = rep["summary"]
-    return EXIT_FINDING if (s["unwaived_disagreements"] or s["failed_cases"]
+    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
+                            or s["failed_cases"]
                             or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .output.coverage import coverage, coverage_text, op_text
+    from .output.coverage import coverage, coverage_text, op_text, summary
     from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
@@ -289,7 +302,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
     if args.format == "json":
-        sys.stdout.write(report.to_json({"format": 1, "ops": entries}))
+        sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
     elif args.ops:
         sys.stdout.write(op_text(entries, _terminal_width()))
     else:
