@@ -148,12 +148,12 @@ CASES = [
 ]
 
 MISSING = {
-    "SequenceEmpty": ("no evidence can decide it",
+    "SequenceEmpty": ("a case would prove nothing",
                       "no input and an empty output: no tensor to perturb, no value to take a "
-                      "gradient of, so neither witness could ever say differentiable and their "
-                      "'non-differentiable' would be the structure speaking (a reference case "
-                      "SequenceEmpty -> SequenceInsert(constant) -> ConcatFromSequence would "
-                      "export, but prove nothing); TorchScript emits it only as the start of a "
-                      "list a Loop then fills from x, which reaches the output around it "
-                      "(ambiguous). Deciding it needs a convention for input-less outputs"),
+                      "gradient of, so neither witness could ever say differentiable (a "
+                      "reference case SequenceEmpty -> SequenceInsert(constant) -> "
+                      "ConcatFromSequence would export, but prove nothing); TorchScript emits "
+                      "it only as the start of a list a Loop then fills from x, which reaches "
+                      "the output around it (ambiguous). Its output is decided by type: with "
+                      "no input there is nothing to differentiate with respect to"),
 }
