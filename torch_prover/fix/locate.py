@@ -72,6 +72,7 @@ class Declaration:
     site: CallSite
     generator: str | None     # the generator function it is in; None: in the block itself
     problem: Unlocated | None = None
+    variadic: bool = False    # OpSchema::Variadic: node inputs from here on are all this one
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ class Block:
     def find(self, io: str, index: int) -> tuple[Declaration | None, Unlocated | None, str]:
         """The one declaration of ``io index``, or why there is none."""
         found = [d for d in self.declarations if d.io == io and d.index == index]
+        if not found:   # a later instance of a variadic parameter: the last formal
+            last = max((d for d in self.declarations if d.io == io), default=None,
+                       key=lambda d: d.index)
+            found = [last] if last is not None and last.variadic and last.index < index else []
         where = f"{self.op}-{self.version} ({self.path}:{self.line})"
         if len(found) > 1:
             lines = ", ".join(f"{d.site.path}:{d.site.line}" for d in found)
@@ -452,7 +457,9 @@ def _declaration(f: CppFile, k: int, scope: Span, generator: str | None, applies
         problem = Unlocated.CONDITIONAL
     if _in_loop(f, k, scope):
         problem = Unlocated.IN_LOOP
-    found.append(Declaration(io, index, f.string_literal(args[1]), tag, site, generator, problem))
+    variadic = len(args) > 4 and f.source(args[4]) == "OpSchema::Variadic"
+    found.append(Declaration(io, index, f.string_literal(args[1]), tag, site, generator, problem,
+                             variadic))
 
 
 def tag_table(block: Block) -> dict[tuple[str, int], tuple[str | None, Tag | None]]:
