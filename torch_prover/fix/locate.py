@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..vocab import Tag
 from .cpp_source import CppFile, CppSyntaxError, Kind, Span
+from .scope import applies, bind, in_loop, schema_lambdas, schema_param, schema_vars
 
 DEFS = Path("onnx") / "defs"
 
@@ -37,7 +38,6 @@ TAG_ARG = 7
 """Input/Output(n, name, description, type_str, param_option = Single, is_homogeneous =
 true, min_arity = 1, differentiation_category = Unknown): the tag is argument 7."""
 DEFAULTS = ("OpSchema::Single", "true", "1")
-LOOPS = ("for", "while", "do")
 MAX_DEPTH = 8
 
 
@@ -187,15 +187,6 @@ def _opens_scope(f: CppFile, k: int) -> bool:
     return f.tokens[j].kind is Kind.STRING and f.is_ident(j - 1, "extern")
 
 
-def _schema_param(f: CppFile, params_open: int) -> str | None:
-    """The name of a parameter declared ``OpSchema& name`` in the list at ``params_open``."""
-    for span in f.arguments(params_open):
-        words = [f.tokens[k].text for k in range(span.first, span.last + 1)]
-        if len(words) >= 3 and words[-3:-1] == ["OpSchema", "&"] and f.is_ident(span.last):
-            return words[-1]
-    return None
-
-
 def _resolve(tree: SourceTree, f: CppFile, name: str) -> tuple[CppFile, int, int, int] | None:
     """The definition of ``name``: in the same file, else the same directory, else the one
     definition anywhere; None when there is none or the choice would be a guess."""
@@ -249,28 +240,28 @@ class _Walk:
 
     def scan(self, f: CppFile, scope: Span, generator: str | None, env: dict[str, str],
              depth: int, seen: frozenset) -> None:
-        schema_vars = _schema_vars(f, scope)
+        bound = schema_vars(f, scope)
         for k in range(scope.first, scope.last + 1):
             tok = f.tokens[k]
             if tok.kind is not Kind.IDENT or not f.is_punct(k + 1, "("):
                 continue
             member = f.is_punct(k - 1, ".") or f.is_punct(k - 1, "->")
             if member and tok.text in ("Input", "Output"):
-                applies = _applies(f, k, scope, env)
-                if applies is not False:
-                    _declaration(f, k, scope, generator, applies, self.found, self.problems)
+                runs = applies(f, k, scope, env)
+                if runs is not False:
+                    _declaration(f, k, scope, generator, runs, self.found, self.problems)
             elif member and tok.text == "FillUsing":
                 args = f.arguments(k + 1)
-                if len(args) == 1 and _applies(f, k, scope, env) is not False:
+                if len(args) == 1 and applies(f, k, scope, env) is not False:
                     self.fill_using(f, args[0], env, depth, seen)
-            elif not member and schema_vars and tok.text not in _NOT_FUNCTIONS and \
-                    any(f.source(a) in schema_vars for a in f.arguments(k + 1)):
+            elif not member and bound and tok.text not in _NOT_FUNCTIONS and \
+                    any(f.source(a) in bound for a in f.arguments(k + 1)):
                 self.enter(f, k, env, depth, seen, helper=True)
 
     def fill_using(self, f: CppFile, arg: Span, env, depth, seen) -> None:
         """FillUsing(arg): a call of a generator function, a lambda, or a generator's name."""
         if f.is_punct(arg.first, "["):   # FillUsing([](OpSchema& schema) {...})
-            for body in _schema_lambdas(f, arg):
+            for body in schema_lambdas(f, arg):
                 self.scan(f, body, None, env, depth + 1, seen)
             return
         k = arg.first
@@ -299,15 +290,15 @@ class _Walk:
         if key in seen or depth >= MAX_DEPTH:
             return
         seen = seen | {key}
-        inner = _bind(g, params, f, k, env)
+        inner = bind(g, params, f, k, env)
         for proto, proto_params in self.tree.prototypes.get(name, ()):   # defaults
-            for key, value in _bind(proto, proto_params, f, k, env).items():
+            for key, value in bind(proto, proto_params, f, k, env).items():
                 inner.setdefault(key, value)
         scope = Span(body + 1, g.pairs[body] - 1)
-        if _schema_param(g, params):     # a helper / a generator taking the schema itself
+        if schema_param(g, params):     # a helper / a generator taking the schema itself
             self.scan(g, scope, name, inner, depth + 1, seen)
             return
-        lambdas = _schema_lambdas(g, scope)
+        lambdas = schema_lambdas(g, scope)
         for span in lambdas:
             self.scan(g, span, name, inner, depth + 1, seen)
         returned = [j + 1 for j in range(scope.first, scope.last) if g.is_ident(j, "return")
@@ -318,119 +309,6 @@ class _Walk:
             self.problems.append((Unlocated.UNRESOLVED_GENERATOR,
                                   f"generator {name} ({g.path}:{g.line(name_tok)}) returns no "
                                   "lambda over OpSchema&"))
-
-
-def _bind(g: CppFile, params: int, f: CppFile, k: int, env: dict[str, str]) -> dict[str, str]:
-    """The definition's parameters bound to the call's literal arguments (or defaults)."""
-    args = f.arguments(k + 1) if f.is_punct(k + 1, "(") else []
-    bound: dict[str, str] = {}
-    for i, span in enumerate(g.arguments(params)):
-        words = [j for j in range(span.first, span.last + 1)]
-        eq = next((j for j in words if g.is_punct(j, "=")), None)
-        name_k = (eq - 1) if eq is not None else span.last
-        if not g.is_ident(name_k):
-            continue
-        if i < len(args):
-            text = f.source(args[i])
-            bound[g.tokens[name_k].text] = env.get(text, text)
-        elif eq is not None:
-            bound[g.tokens[name_k].text] = g.source(Span(eq + 1, span.last))
-    return bound
-
-
-_FALSE, _TRUE = {"false", "nullptr", "NULL", "0"}, {"true", "1"}
-
-
-def _truth(f: CppFile, cond: Span, env: dict[str, str]) -> bool | None:
-    """``name`` or ``!name`` with ``name`` bound to a literal; None when it is not known."""
-    negate = f.is_punct(cond.first, "!")
-    first = cond.first + 1 if negate else cond.first
-    if first != cond.last or not f.is_ident(first):
-        return None
-    value = env.get(f.tokens[first].text)
-    if value is None:
-        return None
-    truth = True if value in _TRUE or value.startswith('"') else \
-        False if value in _FALSE else None
-    return None if truth is None else truth != negate
-
-
-def _statement_end(f: CppFile, start: int, last: int) -> int:
-    """The last token of the statement starting at ``start``: a {block} or up to ';'."""
-    if f.is_punct(start, "{"):
-        return f.pairs[start]
-    end = start
-    while end <= last and not f.is_punct(end, ";"):
-        end = f.pairs[end] + 1 if f.tokens[end].kind is Kind.PUNCT and \
-            f.tokens[end].text in "([{" else end + 1
-    return end
-
-
-def _applies(f: CppFile, k: int, scope: Span, env: dict[str, str]) -> bool | None:
-    """Whether the call at ``k`` runs for this binding: False under a branch not taken,
-    None under a condition the reader cannot evaluate, True otherwise."""
-    result: bool | None = True
-    for j in range(scope.first, k):
-        if not f.is_ident(j, "if") or not f.is_punct(j + 1, "("):
-            continue
-        cond_close = f.pairs[j + 1]
-        then_end = _statement_end(f, cond_close + 1, scope.last)
-        if cond_close < k <= then_end:
-            wanted = True
-        elif f.is_ident(then_end + 1, "else") and \
-                then_end + 1 < k <= _statement_end(f, then_end + 2, scope.last):
-            wanted = False
-        else:
-            continue
-        truth = _truth(f, Span(j + 2, cond_close - 1), env)
-        if truth is None:
-            result = None
-        elif truth != wanted:
-            return False
-    return result
-
-
-def _schema_vars(f: CppFile, scope: Span) -> set[str]:
-    """Names bound to an ``OpSchema&`` where the scope starts (a generator's parameter)."""
-    j = scope.first - 2
-    while f.is_ident(j, "const") or f.is_ident(j, "mutable") or f.is_ident(j, "noexcept"):
-        j -= 1
-    if f.is_punct(scope.first - 1, "{") and f.is_punct(j, ")"):
-        name = _schema_param(f, f.pairs[j])
-        return {name} if name else set()
-    return set()
-
-
-def _schema_lambdas(f: CppFile, scope: Span) -> list[Span]:
-    """Bodies of the lambdas ``[..](OpSchema& x) {...}`` in ``scope`` (not nested ones)."""
-    out, k = [], scope.first
-    while k <= scope.last:
-        if f.is_punct(k, "[") and f.is_punct(f.pairs[k] + 1, "("):
-            params = f.pairs[k] + 1
-            body = f.pairs[params] + 1
-            while f.is_ident(body, "mutable"):
-                body += 1
-            if f.is_punct(body, "{") and _schema_param(f, params):
-                out.append(Span(body + 1, f.pairs[body] - 1))
-                k = f.pairs[body] + 1
-                continue
-        k += 1
-    return out
-
-
-def _in_loop(f: CppFile, k: int, scope: Span) -> bool:
-    """Whether token ``k`` is in the header or body of a loop inside ``scope``."""
-    for j in range(scope.first, k):
-        if not f.is_ident(j) or f.tokens[j].text not in LOOPS:
-            continue
-        body = j + 1
-        if f.is_punct(body, "("):
-            if k <= f.pairs[body]:
-                return True
-            body = f.pairs[body] + 1
-        if k <= _statement_end(f, body, scope.last):
-            return True
-    return False
 
 
 def _declaration(f: CppFile, k: int, scope: Span, generator: str | None, applies: bool | None,
@@ -455,7 +333,7 @@ def _declaration(f: CppFile, k: int, scope: Span, generator: str | None, applies
             problem = Unlocated.TAG_EXPRESSION
     if applies is None:
         problem = Unlocated.CONDITIONAL
-    if _in_loop(f, k, scope):
+    if in_loop(f, k, scope):
         problem = Unlocated.IN_LOOP
     variadic = len(args) > 4 and f.source(args[4]) == "OpSchema::Variadic"
     found.append(Declaration(io, index, f.string_literal(args[1]), tag, site, generator, problem,
