@@ -8,7 +8,7 @@ from .plan import Edit, Finding, Plan
 
 REGENERATE = """\
 After applying the patch, rebuild onnx (`pip install -e . -v`) and regenerate what ONNX
-generates from these sources, as its docs/CONTRIBUTING.md asks:
+generates from these sources (the two steps of ONNX's tools/update_doc.sh):
 
 ```sh
 python onnx/defs/gen_doc.py                   # docs/Operators.md, docs/Changelog.md
