@@ -4,6 +4,7 @@ Expected tags come from the verdicts the hand-written records declare; expected 
 from ONNX's own ``OpSchema::Input`` signature (param_option = Single, is_homogeneous = true,
 min_arity = 1, differentiation_category) and the fixture's formatting.
 """
+import pytest
 from fix_report import SRC, applied, param, record, tags_of
 
 from torch_prover.fix import patch
@@ -147,3 +148,14 @@ def test_only_and_ops_filter_what_is_acted_on():
     assert [f.op for f in only.acted] == ["ReduceSum"]
     _, ops = _plan(*recs, ops={"If"})
     assert [f.op for f in ops.acted] == ["If"]
+
+
+def test_check_refuses_a_diff_that_changes_an_unplanned_tag():
+    tree, p = _plan(record("If", 25, "if_basic",
+                           param("input", 0, "cond", "unknown", "proposed", NONDIFF)))
+    diff = patch.unified_diff(patch.edited_texts(tree, p.edits))
+    with pytest.raises(patch.CheckFailed, match="If-25 input 0 .*non-differentiable"):
+        patch.check(tree, (), diff)     # the same diff, checked against no planned edit
+    broken = diff.replace('"cond"', '"condition"', 1)   # its context no longer matches
+    with pytest.raises(patch.CheckFailed, match="git apply"):
+        patch.check(tree, p.edits, broken)

@@ -386,8 +386,9 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
     return cmd_fix_tags(args, _default_cache_dir())
 
 
-COMMANDS = {"fix-tags": _cmd_fix_tags, "prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
-            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script}
+COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
+            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
+            "fix-tags": _cmd_fix_tags}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
