@@ -19,7 +19,8 @@ SRC = Path(__file__).parent / "data" / "onnx-src"
 def param(io: str, index: int, name: str, tag: str, verdict: str, supports: str) -> dict:
     """One parameter of a case record, as verify-all's JSON report writes it."""
     return {"io": io, "index": index, "name": name, "tag": tag, "verdict": verdict,
-            "supports": supports, "reason": f"both witnesses support {supports}",
+            "supports": supports, "rule": "both witnesses",
+            "reason": f"both witnesses support {supports}",
             "witnesses": {"autograd": {"outcome": "grad", "detail": "nonzero gradient"},
                           "numeric": {"outcome": "smooth", "detail": "smooth into output 0"}}}
 

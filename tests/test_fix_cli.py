@@ -82,5 +82,5 @@ def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys):
     assert tags_of(applied(out.read_text(), tmp_path))[("If", 25, "input", 0)] == \
         "non-differentiable"
     md = (tmp_path / "fix.md").read_text()
-    assert "torch-prover prove If --case if_basic" in md
+    assert "torch-prover prove If --case if_basic" in md and "rule: both witnesses" in md
     assert "gen_doc.py" in md and "Concat-13 input 0" in md   # regenerate; left out, why

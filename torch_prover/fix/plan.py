@@ -37,6 +37,7 @@ class CaseVerdict:
     supports: Tag | None
     autograd: tuple[str, str]   # (outcome, detail)
     numeric: tuple[str, str]
+    rule: str                   # which verdict rule decided it: both witnesses, by type, ...
     reason: str
 
 
@@ -134,7 +135,7 @@ def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:
             groups.setdefault(key, [p.get("name", ""), tag, []])[2].append(CaseVerdict(
                 str(rec.get("case")), verdict, supports,
                 *((w.get(s, {}).get("outcome", ""), w.get(s, {}).get("detail", ""))
-                  for s in ("autograd", "numeric")), p.get("reason", "")))
+                  for s in ("autograd", "numeric")), p.get("rule", ""), p.get("reason", "")))
     return {k: Finding(*k, name, tag, tuple(cs)) for k, (name, tag, cs) in groups.items()}
 
 

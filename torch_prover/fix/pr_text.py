@@ -20,7 +20,8 @@ python onnx/backend/test/stat_coverage.py     # docs/TestCoverage.md
 def _evidence(f: Finding) -> list[str]:
     lines = []
     for c in f.cases:
-        lines.append(f"  - case `{c.case}` ({c.verdict}, supports {c.supports}): "
+        lines.append(f"  - case `{c.case}` ({c.verdict}, supports {c.supports}, "
+                     f"rule: {c.rule or 'not given'}): "
                      f"autograd **{c.autograd[0]}** ({c.autograd[1]}); "
                      f"numeric **{c.numeric[0]}** ({c.numeric[1]})")
         lines.append(f"    reproduce: `torch-prover prove {f.op} --case {c.case}`")
@@ -45,8 +46,10 @@ def _edit_section(e: Edit) -> list[str]:
 def pr_markdown(plan: Plan, patch_name: str) -> str:
     out = ["# Differentiability tags from torch-prover's evidence", "",
            f"`{patch_name}` sets {len(plan.edits)} `.Input`/`.Output` tags in onnx/defs, each "
-           "from a parameter whose cases' two witnesses (PyTorch autograd and the ONNX node's "
-           "own finite differences) support the new tag.", ""]
+           "from a parameter whose cases all support the new tag. Each case names the rule "
+           "that decided it: both witnesses (PyTorch autograd and the ONNX node's own finite "
+           "differences), one witness where the other could not apply, or the schema's "
+           "types alone (no gradient-carrying type allowed).", ""]
     for e in plan.edits:
         out += _edit_section(e)
     if plan.unlocated or plan.withheld:
