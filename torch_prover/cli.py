@@ -89,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--case", help="case name (default: the op's first case)")
     s.add_argument("-o", "--output", help="write to this file instead of stdout")
 
+    x = sub.add_parser("fix-tags", help="turn disagreements and proposals into a checked patch "
+                                        "against ONNX's C++ sources, with its PR text")
+    x.add_argument("--onnx-src", required=True, metavar="DIR", help="root of an ONNX checkout")
+    x.add_argument("--report", metavar="FILE", help="verify-all's JSON report (default: run "
+                                                    "verify-all on the catalogue, cache used)")
+    x.add_argument("-o", "--output", default="fix.patch",
+                   help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
+    x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
+    x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
+    x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
+
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
@@ -383,8 +394,14 @@ def _cmd_script(args: argparse.Namespace) -> int:
     return cmd_script(args)
 
 
+def _cmd_fix_tags(args: argparse.Namespace) -> int:
+    from .fix.command import cmd_fix_tags
+    return cmd_fix_tags(args, _default_cache_dir())
+
+
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
-            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script}
+            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
+            "fix-tags": _cmd_fix_tags}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -91,6 +91,15 @@ def readable_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def onnx_source(path: str) -> Path:
+    """An ONNX checkout's root (fix-tags --onnx-src): it must hold onnx/defs."""
+    root = Path(path)
+    if not (root / "onnx" / "defs").is_dir():
+        raise UsageError(f"--onnx-src {path}: no onnx/defs there; give the root of an ONNX "
+                         "checkout")
+    return root
+
+
 def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
     """The case directories a run would write are absent or ours (see evidence)."""
     from .errors import OutputError
