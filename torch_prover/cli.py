@@ -29,8 +29,9 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
         "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
-    parser.add_argument("--tags-from", metavar="OPERATORS_MD",
-                        help="read tags from an ONNX Operators.md instead of the installed onnx")
+    parser.add_argument("--tags-from", metavar="DOCS_MD", help=(
+        "read tags from ONNX's docs instead of the installed onnx: an Operators.md (each op's "
+        "latest version) or a Changelog.md (the version in force at the case's opset)"))
     parser.add_argument("--format", choices=formats, default="text")
 
 
@@ -243,12 +244,13 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     waived, stale = waivers_mod.apply(waivers, result.records)
-    missing = {}
-    if doc is not None:
-        for op in sorted({c.op for c in cases}):
-            params = doc.missing_parameters(op)
-            if params:
-                missing[op] = params
+    missing: dict[str, list[str]] = {}
+    if doc is not None:   # at each case's opset: a Changelog.md has every version
+        for c in sorted(cases, key=lambda c: c.op):
+            for param in doc.missing_parameters(c.op, c.domain, c.export_opset):
+                if param not in missing.setdefault(c.op, []):
+                    missing[c.op].append(param)
+        missing = {op: params for op, params in missing.items() if params}
     from .batch.summary import batch_report
     rep = batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
                        result.cache_hits, label, missing, args.tags_from)
