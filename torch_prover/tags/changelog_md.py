@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, read_text,
-                       strip_domain, unfenced)
+                       strip_domain, walk)
 
 __all__ = ["ChangelogMd", "is_changelog"]
 
@@ -48,6 +48,9 @@ class _Parser:
         self.path, self.text, self.lines = path, text, text.splitlines()
         self.versions: dict[tuple[str, str], list[OpSection]] = {}
         self.heading_version = 0   # N of the open op section's heading
+        self.domain: str | None = None
+        self.opset: int | None = None
+        self.sec: OpSection | None = None
 
     def fail(self, line: int, why: str) -> DocsError:
         return DocsError(f"{self.path}:{line}: {why}")
@@ -56,34 +59,33 @@ class _Parser:
         if not is_changelog(self.lines):
             raise self.fail(1, "not a Changelog.md: no '## Version N of the ... operator set' "
                                "heading in the first 40 lines")
-        domain: str | None = None
-        opset: int | None = None
-        sec: OpSection | None = None
-        for no, line in unfenced(self.path, self.lines):
-            if line.startswith("# "):
-                self._end(sec, no)
-                m = _DOMAIN_RE.match(line)
-                if not m:
-                    raise self.fail(no, f"unreadable domain heading {line[:60]!r}")
-                domain, opset, sec = norm_domain(m.group(1)), None, None
-            elif line.startswith("## ") and domain is not None:
-                self._end(sec, no)
-                opset, sec = self._opset(no, line, domain), None
-            elif line.startswith("### "):
-                self._end(sec, no)
-                if opset is None or domain is None:
-                    raise self.fail(no, f"op heading outside a '## Version N' section {line[:60]!r}")
-                sec = self._section(no, line, domain, opset)
-            elif sec is not None:
-                sec.feed(no, line)
-            elif line.startswith("#") and domain is not None:
-                raise self.fail(no, f"unexpected heading {line[:60]!r}")
-        self._end(sec, len(self.lines))
+        walk(self.path, self.lines, self._step, lambda: self.sec)
+        self._end(len(self.lines))
         if not self.versions:
             raise self.fail(len(self.lines), "not a Changelog.md: no op sections")
         if not self.text.endswith("\n"):
             raise self.fail(len(self.lines), "the last line has no line break (truncated file?)")
         return self.versions
+
+    def _step(self, no: int, line: str) -> None:
+        if line.startswith("# "):
+            self._end(no)
+            m = _DOMAIN_RE.match(line)
+            if not m:
+                raise self.fail(no, f"unreadable domain heading {line[:60]!r}")
+            self.domain, self.opset = norm_domain(m.group(1)), None
+        elif line.startswith("## ") and self.domain is not None:
+            self._end(no)
+            self.opset = self._opset(no, line, self.domain)
+        elif line.startswith("### "):
+            self._end(no)
+            if self.opset is None or self.domain is None:
+                raise self.fail(no, f"op heading outside a '## Version N' section {line[:60]!r}")
+            self.sec = self._section(no, line, self.domain, self.opset)
+        elif self.sec is not None:
+            self.sec.feed(no, line)
+        elif line.startswith("#") and self.domain is not None:
+            raise self.fail(no, f"unexpected heading {line[:60]!r}")
 
     def _opset(self, no: int, line: str, domain: str) -> int:
         m = _VERSION_SET_RE.match(line)
@@ -111,7 +113,8 @@ class _Parser:
         history.append(sec)
         return sec
 
-    def _end(self, sec: OpSection | None, no: int) -> None:
+    def _end(self, no: int) -> None:
+        sec, self.sec = self.sec, None
         if sec is None:
             return
         sec.finish(no)

@@ -12,12 +12,12 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .schema import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
 
 __all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "fence_open",
-           "fence_closes", "unfenced", "read_text", "norm_domain", "strip_domain",
+           "fence_closes", "unfenced", "UnterminatedFence", "walk", "read_text", "norm_domain", "strip_domain",
            "SUBSECTIONS"]
 
 
@@ -73,9 +73,18 @@ def fence_closes(line: str, char: str, run: int) -> bool:
     return n >= run and not body[n:].strip(" \t")
 
 
+class UnterminatedFence(DocsError):
+    """A code block that never closes; the parser adds the op it opened in."""
+
+    def __init__(self, path: str, line: int, why: str):
+        super().__init__(f"{path}:{line}: {why}")
+        self.line, self.why = line, why
+
+
 def unfenced(path: str, lines: list[str]) -> Iterator[tuple[int, str]]:
     """(line number, line) of every line outside fenced code blocks (the examples), right
-    stripped. A fence still open at the end is a truncated file: a DocsError."""
+    stripped. A fence still open at the end of the file, or at an op heading (gen_doc never
+    writes one inside code), is an UnterminatedFence naming the line that opened it."""
     fence: tuple[str, int] | None = None
     opened = 0
     for no, raw in enumerate(lines, 1):
@@ -83,6 +92,10 @@ def unfenced(path: str, lines: list[str]) -> Iterator[tuple[int, str]]:
         if fence is not None:
             if fence_closes(line, *fence):
                 fence = None
+            elif line.startswith('### <a name="'):
+                raise UnterminatedFence(path, opened, f"unterminated {fence[0] * fence[1]} code "
+                                                      f"block: it runs into the op heading at "
+                                                      f"line {no}")
             continue
         fence = fence_open(line)
         if fence is not None:
@@ -90,8 +103,20 @@ def unfenced(path: str, lines: list[str]) -> Iterator[tuple[int, str]]:
             continue
         yield no, line
     if fence is not None:
-        raise DocsError(f"{path}:{opened}: unterminated {fence[0] * fence[1]} code block "
-                        "(truncated file?)")
+        raise UnterminatedFence(path, opened, f"unterminated {fence[0] * fence[1]} code block "
+                                              "(truncated file?)")
+
+
+def walk(path: str, lines: list[str], step: Callable[[int, str], None],
+         current: Callable[[], "OpSection | None"]) -> None:
+    """Feed every unfenced line to ``step``; an unterminated fence is named with the op
+    section it opened in (``current()`` then: every later line was swallowed)."""
+    try:
+        for no, line in unfenced(path, lines):
+            step(no, line)
+    except UnterminatedFence as exc:
+        sec = current()
+        raise (exc if sec is None else sec.fail(exc.line, exc.why)) from None
 
 
 def read_text(path, what: str = "ONNX docs") -> str:

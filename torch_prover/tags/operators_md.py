@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, read_text,
-                       strip_domain, unfenced)
+                       strip_domain, walk)
 
 __all__ = ["OperatorsMd", "OperatorsMdError", "MissingFromDocs", "MARKER", "is_operators_md"]
 
@@ -49,6 +49,9 @@ class _Parser:
         self.path, self.lines = path, text.splitlines()
         self.sections: dict[tuple[str, str], OpSection] = {}
         self.index: dict[tuple[str, str], tuple[int, int]] = {}  # -> (line, latest version)
+        self.body_domain: str | None = None   # None while still in the index tables
+        self.index_domain = ""
+        self.sec: OpSection | None = None
 
     def fail(self, line: int, why: str) -> DocsError:
         return DocsError(f"{self.path}:{line}: {why}")
@@ -56,34 +59,34 @@ class _Parser:
     def parse(self) -> dict[tuple[str, str], OpSection]:
         if not is_operators_md(self.lines):
             raise self.fail(1, f"not an Operators.md: no '{MARKER}' heading in the first 20 lines")
-        body_domain: str | None = None   # None while still in the index tables
-        index_domain = ""
-        sec: OpSection | None = None
-        for no, line in unfenced(self.path, self.lines):
-            if line.startswith("## ") and line != MARKER:
-                self._end(sec, no)
-                body_domain, sec = norm_domain(line[3:].split(" (")[0].strip()), None
-            elif line.startswith("### "):
-                if body_domain is None:
-                    index_domain = norm_domain(line[4:].split(" (")[0].strip())
-                    continue
-                self._end(sec, no)
-                sec = self._section(no, line, body_domain)
-            elif body_domain is None:
-                m = _INDEX_ROW_RE.match(line)
-                if m:
-                    name = strip_domain(m.group(1), index_domain)
-                    self.index[(index_domain, name)] = (no, int(m.group(2)))
-            elif sec is not None:
-                sec.feed(no, line)
-            elif line.startswith("#"):
-                raise self.fail(no, f"unexpected heading {line[:60]!r} before the first op of "
-                                    "its domain")
-        self._end(sec, len(self.lines))
+        walk(self.path, self.lines, self._step, lambda: self.sec)
+        self._end(len(self.lines))
         self._check_complete()
         return self.sections
 
-    def _end(self, sec: OpSection | None, no: int) -> None:
+    def _step(self, no: int, line: str) -> None:
+        if line.startswith("## ") and line != MARKER:
+            self._end(no)
+            self.body_domain = norm_domain(line[3:].split(" (")[0].strip())
+        elif line.startswith("### "):
+            if self.body_domain is None:
+                self.index_domain = norm_domain(line[4:].split(" (")[0].strip())
+                return
+            self._end(no)
+            self.sec = self._section(no, line, self.body_domain)
+        elif self.body_domain is None:
+            m = _INDEX_ROW_RE.match(line)
+            if m:
+                name = strip_domain(m.group(1), self.index_domain)
+                self.index[(self.index_domain, name)] = (no, int(m.group(2)))
+        elif self.sec is not None:
+            self.sec.feed(no, line)
+        elif line.startswith("#"):
+            raise self.fail(no, f"unexpected heading {line[:60]!r} before the first op of its "
+                                "domain")
+
+    def _end(self, no: int) -> None:
+        sec, self.sec = self.sec, None
         if sec is not None:
             sec.finish(no)
             if sec.since_version is None:   # "No versioning maintained for experimental ops."
