@@ -16,9 +16,9 @@ from typing import Callable, Iterator
 
 from .schema import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
 
-__all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "fence_open",
-           "fence_closes", "unfenced", "UnterminatedFence", "walk", "read_text", "norm_domain", "strip_domain",
-           "SUBSECTIONS"]
+__all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "SUBSECTIONS",
+           "fence_open", "fence_closes", "unfenced", "UnterminatedFence", "walk", "check_whole",
+           "read_text", "norm_domain", "strip_domain"]
 
 
 class DocsError(ValueError):
@@ -117,6 +117,14 @@ def walk(path: str, lines: list[str], step: Callable[[int, str], None],
     except UnterminatedFence as exc:
         sec = current()
         raise (exc if sec is None else sec.fail(exc.line, exc.why)) from None
+
+
+def check_whole(path: str, text: str) -> None:
+    """gen_doc ends every file with a line break: a file cut inside a line is truncated,
+    even where what is left parses (between two op sections)."""
+    if text and not text.endswith("\n"):
+        raise DocsError(f"{path}:{text.count(chr(10)) + 1}: the last line has no line break "
+                        "(truncated file?)")
 
 
 def read_text(path, what: str = "ONNX docs") -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, read_text,
-                       strip_domain, walk)
+                       strip_domain, walk, check_whole)
 
 __all__ = ["OperatorsMd", "OperatorsMdError", "MissingFromDocs", "MARKER", "is_operators_md"]
 
@@ -46,7 +46,7 @@ class _Parser:
     """One pass over the unfenced lines: index tables, then domain and op sections."""
 
     def __init__(self, path: str, text: str):
-        self.path, self.lines = path, text.splitlines()
+        self.path, self.text, self.lines = path, text, text.splitlines()
         self.sections: dict[tuple[str, str], OpSection] = {}
         self.index: dict[tuple[str, str], tuple[int, int]] = {}  # -> (line, latest version)
         self.body_domain: str | None = None   # None while still in the index tables
@@ -61,6 +61,7 @@ class _Parser:
             raise self.fail(1, f"not an Operators.md: no '{MARKER}' heading in the first 20 lines")
         walk(self.path, self.lines, self._step, lambda: self.sec)
         self._end(len(self.lines))
+        check_whole(self.path, self.text)
         self._check_complete()
         return self.sections
 
