@@ -57,12 +57,14 @@ RELEASES = {
     "releases/Operators-v1.19.0.md": {
         "Pad": (24, {"pads": N}), "Round": (22, {"X": N}),                # 22713, 30786/30793
         "ScatterElements": (18, {"updates": D}), "Sign": (13, {"input": N}),
+        "Clip": (13, {"input": D, "min": N}),                             # 6986, 6993, 6995
     },
     "releases/Operators-v1.22.0.md": {
         "Einsum": (12, {"Inputs": D, "Output": D}),                       # 12455-12474
         "Pad": (25, {"data": D, "pads": N, "constant_value": N, "axes": N, "output": D}),
         "Resize": (19, {"X": D, "roi": N, "scales": N, "sizes": N, "Y": D}),    # 29944-30054
         "Round": (22, {"X": N, "Y": N}), "ScatterElements": (18, {"updates": D}),
+        "Sign": (13, {"input": N}), "Clip": (13, {"input": D, "min": N}),  # 35310/35317, 7905/7912/7914
     },
     "Operators.md": {
         "Pad": (25, {"pads": N}), "Round": (22, {"X": N}),                # 26304, 34626/34633
