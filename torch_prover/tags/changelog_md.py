@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
-from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, read_text,
-                       strip_domain, walk, check_whole)
+from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, strip_domain,
+                       walk, check_whole)
 
 __all__ = ["ChangelogMd", "is_changelog"]
 
@@ -129,11 +129,7 @@ class _Parser:
 class ChangelogMd(DocsTags):
     """Every documented version of every op; ``tags(op, opset)`` is the one in force."""
 
-    kind = "Changelog.md"
-
-    @classmethod
-    def from_file(cls, path) -> "ChangelogMd":
-        return cls.from_text(str(path), read_text(path, "a Changelog.md"))
+    kind, a_kind = "Changelog.md", "a Changelog.md"
 
     @classmethod
     def from_text(cls, path: str, text: str) -> "ChangelogMd":

@@ -274,7 +274,13 @@ class DocsTags:
     """The tags of one docs file: ``versions[(domain, op)]`` lists its sections, oldest
     first (Operators.md: one per op). ``tags`` is a TagSource (engine/prove.py)."""
 
-    kind = "docs"
+    kind, a_kind = "docs", "ONNX docs"
+
+    @classmethod
+    def from_file(cls, path) -> "DocsTags":
+        """Read ``path`` as this kind of file (the subclass's ``from_text``); a DocsError
+        otherwise."""
+        return cls.from_text(str(path), read_text(path, cls.a_kind))
 
     def __init__(self, path: str, versions: dict[tuple[str, str], list[OpSection]]):
         self.path = path

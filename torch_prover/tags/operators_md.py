@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
-from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, read_text,
-                       strip_domain, walk, check_whole)
+from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, strip_domain,
+                       walk, check_whole)
 
 __all__ = ["OperatorsMd", "OperatorsMdError", "MissingFromDocs", "MARKER", "is_operators_md"]
 
@@ -119,11 +119,7 @@ class OperatorsMd(DocsTags):
     """The tags documented in one Operators.md file (parsed once, eagerly): the latest
     version of each op, whatever the opset asked for."""
 
-    kind = "Operators.md"
-
-    @classmethod
-    def from_file(cls, path) -> "OperatorsMd":
-        return cls.from_text(str(path), read_text(path, "an Operators.md"))
+    kind, a_kind = "Operators.md", "an Operators.md"
 
     @classmethod
     def from_text(cls, path: str, text: str) -> "OperatorsMd":
