@@ -29,8 +29,9 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
         "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
-    parser.add_argument("--tags-from", metavar="OPERATORS_MD",
-                        help="read tags from an ONNX Operators.md instead of the installed onnx")
+    parser.add_argument("--tags-from", metavar="DOCS_MD", help=(
+        "read tags from ONNX's docs instead of the installed onnx: an Operators.md (each op's "
+        "latest version) or a Changelog.md (the version in force at the case's opset)"))
     parser.add_argument("--format", choices=formats, default="text")
 
 
@@ -266,12 +267,15 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     for warning in result.warnings if result else ():
         print(f"warning: {warning}", file=sys.stderr)
     waived, stale = waivers_mod.apply(waivers, records + case_less_ops)
-    missing = {}
-    if doc is not None:
-        for op in sorted({c.op for c in cases} | {c["op"] for c in case_less_ops}):
-            params = doc.missing_parameters(op)
-            if params:
-                missing[op] = params
+    missing: dict[str, list[str]] = {}
+    if doc is not None:   # at each case's opset (a Changelog.md has every version)
+        wanted = [(c.op, c.domain, c.export_opset) for c in cases]
+        wanted += [(e["op"], "", None) for e in case_less_ops]   # latest: no case, no opset
+        for op, domain, opset in sorted(wanted, key=lambda w: w[0]):
+            for param in doc.missing_parameters(op, domain, opset):
+                if param not in missing.setdefault(op, []):
+                    missing[op].append(param)
+        missing = {op: params for op, params in missing.items() if params}
     rep = batch_report(records, entries, result.wall_time_s if result else 0.0, waived, stale,
                        result.cache_hits if result else 0, label, missing, args.tags_from,
                        case_less_ops)

@@ -112,14 +112,15 @@ def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
 
 # --------------------------------------------------------------------------- --tags-from
 def load_docs(path: str | None):
-    """The OperatorsMd for --tags-from, or None for the installed onnx."""
+    """The docs file for --tags-from (Operators.md or Changelog.md, told apart by content),
+    or None for the installed onnx."""
     if not path:
         return None
-    from .tags.operators_md import OperatorsMd, OperatorsMdError
+    from .tags.docs import DocsError, load
     readable_file(path, "--tags-from")
     try:
-        return OperatorsMd.from_file(path)
-    except OperatorsMdError as exc:
+        return load(path)
+    except DocsError as exc:
         raise UsageError(f"--tags-from: {exc}") from None
 
 
