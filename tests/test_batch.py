@@ -85,7 +85,7 @@ def test_waivers_match_and_stale_ones_are_reported(tmp_path):
     records = _disagreeing_records() + [{"op": "Abs", "case": "abs_basic", "parameters": [
         {"io": "input", "index": 0, "name": "X", "verdict": "agree"}]}]
     waived, stale = waivers.apply(ws, records)
-    assert list(waived) == [("mod_x", "input", 1)]
+    assert list(waived) == [("Mod", "mod_x", "input", 1)]
     # Abs ran and showed no disagreement: stale; LSTM did not run: not judged
     assert [w.op for w in stale] == ["Abs"]
 

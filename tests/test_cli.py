@@ -3,6 +3,7 @@ import dataclasses
 import json
 
 from torch_prover import cli
+from torch_prover.batch.progress import Progress
 import importlib
 
 prove_mod = importlib.import_module("torch_prover.engine.prove")  # the package re-exports prove()
@@ -81,7 +82,10 @@ def test_coverage_several_ops_and_an_op_without_a_case(capsys):
     assert cli.main(["coverage", "reshape,StringConcat", "Max"]) == 0
     out = capsys.readouterr().out
     assert out.index("Reshape:") < out.index("StringConcat:") < out.index("Max:")
-    assert "StringConcat: missing, no case (string op): PyTorch has no string tensors" in out
+    # StringConcat has no case, but its schema's types (string) decide every parameter
+    assert "StringConcat: decided by type, no case (string op): PyTorch has no string tensors" in out
+    for label in ("input 0 X", "input 1 Y", "output 0 Z"):
+        assert f"{label}: non-differentiable by type" in out
     assert "torch-prover prove Max --all" in out
 
 
@@ -146,7 +150,7 @@ class _Clock:
 def test_progress_off_a_terminal_logs_periodic_lines_with_an_eta():
     import io
     stream, clock = io.StringIO(), _Clock()
-    progress = cli._Progress(stream, clock=clock)   # defaults: 10 cases and 5 s
+    progress = Progress(stream, clock=clock)   # defaults: 10 cases and 5 s
     progress(0, 100, "")
     for done in range(1, 101):        # one case every 0.5 s: 10 cases take 5 s
         clock.now += 0.5
@@ -162,7 +166,7 @@ def test_progress_off_a_terminal_logs_periodic_lines_with_an_eta():
 def test_progress_off_a_terminal_keeps_the_rarer_cadence():
     import io
     stream, clock = io.StringIO(), _Clock()
-    progress = cli._Progress(stream, clock=clock)
+    progress = Progress(stream, clock=clock)
     progress(20, 300, "cached")
     for done in range(21, 301):       # fast cases: 5 s pass every 80 cases
         clock.now += 0.0625
@@ -173,7 +177,7 @@ def test_progress_off_a_terminal_keeps_the_rarer_cadence():
         "20/300", "100/300", "180/300", "260/300", "300/300"]
     assert lines[1] == "verify-all: 100/300 cases (33%), 5 s elapsed, ETA 12 s"
     slow, clock = io.StringIO(), _Clock()  # slow cases: every 15 cases (a twentieth of 300)
-    progress = cli._Progress(slow, clock=clock)
+    progress = Progress(slow, clock=clock)
     for done in range(0, 46):
         progress(done, 300, "c")
         clock.now += 10
@@ -189,7 +193,7 @@ def test_progress_on_a_terminal_redraws_one_line_with_an_eta():
             return True
 
     stream, clock = Tty(), _Clock()
-    progress = cli._Progress(stream, clock=clock, width=70)
+    progress = Progress(stream, clock=clock, width=70)
     progress(0, 4, "")
     for done in range(1, 5):
         clock.now += 2

@@ -19,6 +19,7 @@ LAYERS = [
     ("output",),                # evidence (the only writer), reports, coverage
     ("batch",),                 # verify-all: the worker pool writes through output.evidence
     ("preflight",),             # argument / output-location / --tags-from checks
+    ("fix",),                   # fix-tags: verdicts -> a patch against ONNX's C++ sources
     ("pr",),                    # the PR workflow (run a script, generate one)
     ("cli", "__init__", "__main__"),
 ]

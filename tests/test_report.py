@@ -107,7 +107,8 @@ def test_full_catalogue_two_op_batch_has_one_not_run_line():
     from torch_prover.output.coverage import coverage
     entries = coverage()
     rep = summary.batch_report([record(), record("Floor", "floor_basic")], entries, 1.0)
-    covered = sum(e["status"] == "covered" for e in entries)
+    # a batch that decides no case-less op leaves the by-type ones "not run" too
+    covered = sum(e["status"] in ("covered", "by type") for e in entries)
     md, text = report.batch_markdown(rep), report.batch_text(rep, 100)
     assert f"{covered - 2} ops not run in this batch: Abs, " in md
     assert f"{covered - 2} ops not run in this batch (`torch-prover coverage OP`" in text
@@ -124,5 +125,10 @@ def test_every_op_status_is_in_the_one_list():
                  invalid="i" if case_status == "invalid" else None, parameters=[dict(p, verdict=verdict) for p in base["parameters"]])
         statuses.add(summary.op_status([r])[0])
     rep = two_op_batch()
+    statuses |= {o["status"] for o in rep["ops"]}
+    from torch_prover.output.coverage import coverage
+    entries = coverage()   # a case-less op decided by type: "by type"
+    rep = summary.batch_report([], entries, 1.0,
+                               case_less_ops=summary.case_less(entries, {"StringSplit"}))
     statuses |= {o["status"] for o in rep["ops"]}
     assert statuses == set(report.OP_STATUSES)

@@ -14,7 +14,6 @@ D, ND, U = Tag.DIFF, Tag.NONDIFF, Tag.UNKNOWN
 
 
 def d(a, n, tag=D, **kw):
-    kw.setdefault("float_capable", True)
     return decide(autograd=Witness(a, "autograd says"), numeric=Witness(n, "numeric says"),
                   tag=tag, **kw)
 
@@ -72,15 +71,15 @@ def test_ambiguity_and_forward_mismatch_win_over_the_witnesses():
 
 def test_the_schema_types_decide_even_when_the_model_mismatches():
     """HammingWindow's int64 size: non-differentiable by type, whatever the export did."""
-    got = d(A.INTEGER, N.INTEGER, tag=ND, float_capable=False, forward="output 0 differs")
+    got = d(A.INTEGER, N.INTEGER, tag=ND, by_type="int64 only", forward="output 0 differs")
     assert (got.verdict, got.rule) == (Verdict.AGREE, Rule.BY_TYPE)
 
 
 def test_by_type():
     """An input whose schema allows only integer types is N whatever the case shows."""
-    got = d(A.NOT_EXERCISED, N.ABSENT, tag=ND, float_capable=False, types="tensor(int64)")
+    got = d(A.NOT_EXERCISED, N.ABSENT, tag=ND, by_type="tensor(int64)")
     assert (got.supports, got.rule, got.verdict) == (ND, Rule.BY_TYPE, Verdict.AGREE)
-    assert d(A.INTEGER, N.INTEGER, tag=D, float_capable=False).verdict == Verdict.DISAGREE
+    assert d(A.INTEGER, N.INTEGER, tag=D, by_type="int64").verdict == Verdict.DISAGREE
 
 
 def test_integer_evidence_on_a_float_capable_parameter_decides_nothing():

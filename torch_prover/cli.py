@@ -29,8 +29,9 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
         "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
-    parser.add_argument("--tags-from", metavar="OPERATORS_MD",
-                        help="read tags from an ONNX Operators.md instead of the installed onnx")
+    parser.add_argument("--tags-from", metavar="DOCS_MD", help=(
+        "read tags from ONNX's docs instead of the installed onnx: an Operators.md (each op's "
+        "latest version) or a Changelog.md (the version in force at the case's opset)"))
     parser.add_argument("--format", choices=formats, default="text")
 
 
@@ -89,6 +90,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--case", help="case name (default: the op's first case)")
     s.add_argument("-o", "--output", help="write to this file instead of stdout")
 
+    x = sub.add_parser("fix-tags", help="turn disagreements and proposals into a checked patch "
+                                        "against ONNX's C++ sources, with its PR text")
+    x.add_argument("--onnx-src", required=True, metavar="DIR", help="root of an ONNX checkout")
+    x.add_argument("--report", metavar="FILE", help="verify-all's JSON report (default: run "
+                                                    "verify-all on the catalogue, cache used)")
+    x.add_argument("-o", "--output", default="fix.patch",
+                   help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
+    x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
+    x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
+    x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
+
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
@@ -101,18 +113,26 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _selected_cases(ops_arg: str | None):
-    from .cases import all_cases, all_missing, cases_for
+def _selected_cases(ops_arg: str | None, entries) -> tuple[list, set[str] | None]:
+    """(cases, case-less ops to decide by type: None = all). An op named in ``--ops`` must
+    have a case or a parameter its schema's types decide (``coverage``'s ``by_type``)."""
+    from .cases import all_cases, cases_for
     if ops_arg is None:
-        return list(all_cases())
-    chosen = []
+        return list(all_cases()), None
+    chosen, case_less = [], set()
+    by_op = {e["op"]: e for e in entries}
     for op in preflight.op_names(ops_arg, "--ops"):
         mine = cases_for(op)
         if not mine:
-            category, reason = all_missing().get(op, ("not yet written", "no case yet"))
-            raise UsageError(f"--ops: no case for op {op} ({category}: {reason})")
+            e = by_op.get(op)
+            if e is None or not e.get("by_type"):
+                category, reason = ((e["reason_category"], e["reason"]) if e else
+                                    ("not yet written", "no case yet"))
+                raise UsageError(f"--ops: no case for op {op}, and its types decide nothing "
+                                 f"({category}: {reason})")
+            case_less.add(op)
         chosen.extend(mine)
-    return chosen
+    return chosen, case_less
 
 
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
@@ -128,85 +148,6 @@ def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     return out
 
 
-class _Progress:
-    """verify-all's progress on stderr; batch.run_batch calls it as (done, total, label).
-
-    On a terminal: one line redrawn in place -- a bar, done/total, elapsed time, ETA and
-    the case just finished. Elsewhere (CI logs): a plain line when at least ``every``
-    cases (default: a twentieth of the batch, 10 at least) and ``interval`` seconds have
-    both passed since the last one -- whichever is rarer, so a log stays a few lines
-    long -- plus a first and a last line. The ETA is the rate since the first call (the
-    cache lookup is over by then) applied to the cases left. ``clock`` is injectable.
-    """
-
-    def __init__(self, stream=None, clock=None, interval: float = 5.0,
-                 every: int | None = None, width: int | None = None):
-        import time
-        self.stream = stream if stream is not None else sys.stderr
-        isatty = getattr(self.stream, "isatty", None)
-        self.tty = bool(isatty and isatty())
-        self.clock = clock or time.monotonic
-        self.interval, self.every, self.width = interval, every, width
-        self.first: tuple[float, int] | None = None   # (time, done) at the first call
-        self.last: tuple[float, int] | None = None    # (time, done) at the last line logged
-
-    @staticmethod
-    def _duration(seconds: float) -> str:
-        seconds = max(0, round(seconds))
-        return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
-
-    def _eta(self, now: float, done: int, total: int) -> str:
-        t0, d0 = self.first
-        if done >= total:
-            return "0 s"
-        if done <= d0 or now <= t0:
-            return "unknown"
-        return self._duration((total - done) * (now - t0) / (done - d0))
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        now = self.clock()
-        if self.first is None:
-            self.first = (now, done)
-        elapsed = self._duration(now - self.first[0])
-        eta = self._eta(now, done, total)
-        if self.tty:
-            width = self.width or _stream_width(self.stream)
-            bar = 20
-            filled = int(bar * done / max(total, 1))
-            line = (f"[{'#' * filled}{'.' * (bar - filled)}] {done}/{total}  {elapsed} elapsed"
-                    f"  ETA {eta}  {label}")
-            self.stream.write("\r" + line[:width - 1].ljust(width - 1))
-            if done >= total:
-                self.stream.write("\n")
-            self.stream.flush()
-            return
-        every = self.every or max(10, -(-total // 20))
-        if self.last is None:
-            cached = f" ({done} from cache)" if done else ""
-            line = (f"verify-all: {done}/{total} cases done{cached}"
-                    + (f", {total - done} to prove" if done < total else ""))
-        elif done >= total:
-            if self.last[1] >= total:
-                return
-            line = f"verify-all: {done}/{total} cases done in {elapsed}"
-        elif done - self.last[1] >= every and now - self.last[0] >= self.interval:
-            line = (f"verify-all: {done}/{total} cases ({100 * done // max(total, 1)}%), "
-                    f"{elapsed} elapsed, ETA {eta}")
-        else:
-            return
-        self.last = (now, done)
-        self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-def _stream_width(stream) -> int:
-    """Columns of the terminal ``stream`` writes to; 100 when that is not a terminal."""
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, OSError, ValueError):
-        return 100
-
-
 def _terminal_width() -> int:
     """Width for text output on stdout: the terminal's, 100 when not a TTY (COLUMNS wins)."""
     import shutil
@@ -215,13 +156,15 @@ def _terminal_width() -> int:
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch.pool import BatchOptions, run_batch
+    from .batch.progress import Progress
     from .cases import all_cases
     from .output.coverage import coverage
     from .output.evidence import prune, write_index, write_text
     from .batch import waivers as waivers_mod
     preflight.positive_int(args.jobs, "--jobs")
     preflight.positive_seconds(args.timeout, "--timeout")
-    cases = _selected_cases(args.ops)
+    entries = coverage()
+    cases, case_less_selected = _selected_cases(args.ops, entries)
     waivers = []
     if args.waivers:
         try:
@@ -238,20 +181,26 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
                         out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
-                        progress=_Progress())
-    result = run_batch(cases, opts)
-    for warning in result.warnings:
+                        progress=Progress())
+    result = run_batch(cases, opts) if cases else None
+    from .batch.summary import batch_report, case_less
+    case_less_ops = case_less(entries, case_less_selected, tags)
+    records = result.records if result else []
+    for warning in result.warnings if result else ():
         print(f"warning: {warning}", file=sys.stderr)
-    waived, stale = waivers_mod.apply(waivers, result.records)
-    missing = {}
-    if doc is not None:
-        for op in sorted({c.op for c in cases}):
-            params = doc.missing_parameters(op)
-            if params:
-                missing[op] = params
-    from .batch.summary import batch_report
-    rep = batch_report(result.records, coverage(), result.wall_time_s, waived, stale,
-                       result.cache_hits, label, missing, args.tags_from)
+    waived, stale = waivers_mod.apply(waivers, records + case_less_ops)
+    missing: dict[str, list[str]] = {}
+    if doc is not None:   # at each case's opset (a Changelog.md has every version)
+        wanted = [(c.op, c.domain, c.export_opset) for c in cases]
+        wanted += [(e["op"], "", None) for e in case_less_ops]   # latest: no case, no opset
+        for op, domain, opset in sorted(wanted, key=lambda w: w[0]):
+            for param in doc.missing_parameters(op, domain, opset):
+                if param not in missing.setdefault(op, []):
+                    missing[op].append(param)
+        missing = {op: params for op, params in missing.items() if params}
+    rep = batch_report(records, entries, result.wall_time_s if result else 0.0, waived, stale,
+                       result.cache_hits if result else 0, label, missing, args.tags_from,
+                       case_less_ops)
     if out is not None and args.ops is None:
         for gone in prune(out, {(c.op, c.name) for c in cases}):
             print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
@@ -273,12 +222,13 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     s = rep["summary"]
-    return EXIT_FINDING if (s["unwaived_disagreements"] or s["failed_cases"]
+    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
+                            or s["failed_cases"]
                             or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .output.coverage import coverage, coverage_text, op_text
+    from .output.coverage import coverage, coverage_text, op_text, summary
     from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
@@ -289,7 +239,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
     if args.format == "json":
-        sys.stdout.write(report.to_json({"format": 1, "ops": entries}))
+        sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
     elif args.ops:
         sys.stdout.write(op_text(entries, _terminal_width()))
     else:
@@ -370,8 +320,14 @@ def _cmd_script(args: argparse.Namespace) -> int:
     return cmd_script(args)
 
 
+def _cmd_fix_tags(args: argparse.Namespace) -> int:
+    from .fix.command import cmd_fix_tags
+    return cmd_fix_tags(args, _default_cache_dir())
+
+
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
-            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script}
+            "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
+            "fix-tags": _cmd_fix_tags}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

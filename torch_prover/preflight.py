@@ -91,6 +91,15 @@ def readable_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def onnx_source(path: str) -> Path:
+    """An ONNX checkout's root (fix-tags --onnx-src): it must hold onnx/defs."""
+    root = Path(path)
+    if not (root / "onnx" / "defs").is_dir():
+        raise UsageError(f"--onnx-src {path}: no onnx/defs there; give the root of an ONNX "
+                         "checkout")
+    return root
+
+
 def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
     """The case directories a run would write are absent or ours (see evidence)."""
     from .errors import OutputError
@@ -103,14 +112,15 @@ def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
 
 # --------------------------------------------------------------------------- --tags-from
 def load_docs(path: str | None):
-    """The OperatorsMd for --tags-from, or None for the installed onnx."""
+    """The docs file for --tags-from (Operators.md or Changelog.md, told apart by content),
+    or None for the installed onnx."""
     if not path:
         return None
-    from .tags.operators_md import OperatorsMd, OperatorsMdError
+    from .tags.docs import DocsError, load
     readable_file(path, "--tags-from")
     try:
-        return OperatorsMd.from_file(path)
-    except OperatorsMdError as exc:
+        return load(path)
+    except DocsError as exc:
         raise UsageError(f"--tags-from: {exc}") from None
 
 

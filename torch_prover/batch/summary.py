@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.verdict import VERDICTS, Rule, is_failure
-from ..output.report import MISSING, NOT_RUN, expected_of
+from ..output.coverage import COVERED, case_less_entry
+from ..output.report import BY_TYPE, MISSING, NO_TAGS, NOT_RUN, expected_of
+from ..tags.schema import UnknownOpError, schema_tags
 from ..vocab import Verdict
+from .waivers import waiver_key
 
 
 def fails(p: dict[str, Any]) -> bool:
@@ -24,7 +27,7 @@ def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
     """Aggregate the records of one op's cases into (status, reason)."""
     statuses = [r["status"] for r in records]
     names = ", ".join(r["case"] for r in records)
-    for status, label in (("error", "error"), ("no-tags", "no tags"), ("invalid", "invalid"),
+    for status, label in (("error", "error"), ("no-tags", NO_TAGS), ("invalid", "invalid"),
                           ("disagree", "disagrees")):
         hit = [r for r in records if r["status"] == status]
         if hit:
@@ -40,26 +43,86 @@ def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
     return "proved", f"every tag agrees ({names})"
 
 
+def case_less(coverage_entries: list[dict[str, Any]], selected: set[str] | None,
+              tags=None) -> list[dict[str, Any]]:
+    """Case-less ops as pseudo-records ``{"op", "case": None, "status", "parameters",
+    "undecided", "schema_version"}``: each ``selected`` op without a case (every one when
+    None) whose schema's types decide some parameter, decided against the run's tag
+    source (``tags``: a TagSource, the installed onnx when None). An op the tag source
+    lacks is ``no tags`` with the reason, never guessed."""
+    out = []
+    for e in coverage_entries:
+        if e["status"] == COVERED or not e.get("by_type") or (
+                selected is not None and e["op"] not in selected):
+            continue
+        try:
+            t = (tags or schema_tags)(e["op"])
+        except UnknownOpError as exc:
+            out.append({"op": e["op"], "case": None, "status": NO_TAGS, "error": str(exc),
+                        "parameters": []})
+            continue
+        entry = case_less_entry(e["op"], t)
+        out.append({"op": e["op"], "case": None, "schema_version": t.since_version,
+                    "status": entry["status"], "parameters": entry["by_type"],
+                    **({"undecided": entry["undecided"]} if "undecided" in entry else {})})
+    return out
+
+
+def _case_less_op(e: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+    """A case-less op's ``ops`` entry: its by-type rows as ``parameters`` (the shape of a
+    record's), status ``by type`` (``disagrees`` when a row does, ``missing`` when some
+    parameter is not decidable by type, ``no tags``), and a reason that says which."""
+    why = f"no case ({e['reason_category']}: {e['reason']})"
+    if c["status"] == NO_TAGS:
+        return {"op": e["op"], "status": NO_TAGS, "reason": c["error"], "parameters": []}
+    rows = c["parameters"]
+    counts = ", ".join(f"{sum(p['verdict'] == v for p in rows)} {v}" for v in VERDICTS
+                       if any(p["verdict"] == v for p in rows))
+    dis = [p for p in rows if p["verdict"] == "disagree"]
+    if c["status"] == MISSING:
+        status = "disagrees" if dis else MISSING
+        reason = (f"{e['reason_category']}: {e['reason']}; decided by type: "
+                  + ", ".join(f"{p['io']} {p['index']} ({p['name']})" for p in rows)
+                  + f" ({counts}); not decidable by type: {', '.join(c['undecided'])}")
+    elif dis:
+        p = dis[0]
+        status, reason = "disagrees", f"{p['io']} {p['index']} {p['name']}: {p['reason']}"
+    else:
+        status, reason = BY_TYPE, f"every parameter non-differentiable by type: {counts}; {why}"
+    return {"op": e["op"], "status": status, "reason": reason,
+            "schema_version": c["schema_version"], "parameters": rows,
+            **({"undecided": c["undecided"]} if "undecided" in c else {})}
+
+
 def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
                  wall_time_s: float, waived: dict | None = None, stale: list | None = None,
                  cache_hits: int = 0, tags_from: str = "onnx.defs",
                  missing_from_docs: dict[str, list[str]] | None = None,
-                 tags_path: str | None = None) -> dict[str, Any]:
-    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op."""
+                 tags_path: str | None = None,
+                 case_less_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op;
+    ``case_less_ops`` (``case_less``) are decided by type in ``ops``, counted in
+    ``summary.by_type``, apart from the cases' counts."""
     waived = waived or {}
     by_op: dict[str, list] = {}
     for r in records:
         by_op.setdefault(r["op"], []).append(r)
+    decided = {c["op"]: c for c in case_less_ops or ()}
     ops = []
     for e in coverage_entries:
         recs = by_op.get(e["op"])
         if recs:
             status, reason = op_status(recs)
-        elif e["status"] == "covered":
+        elif e["op"] in decided:
+            ops.append(_case_less_op(e, decided[e["op"]]))
+            continue
+        elif e["status"] in (COVERED, BY_TYPE):
             status, reason = NOT_RUN, "not selected in this run"
         else:
             status, reason = MISSING, f"{e['reason_category']}: {e['reason']}"
         ops.append({"op": e["op"], "status": status, "reason": reason})
+    rows = [(c, p) for c in decided.values() for p in c["parameters"]]
+    by_type_dis = [(c, p) for c, p in rows if p["verdict"] == "disagree"]
     counts = {v: 0 for v in VERDICTS}
     for r in records:
         for p in r["parameters"]:
@@ -68,7 +131,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
     declared = [(r, p) for r, p in disagreements
                 if expected_of(p) == "disagree"]
     unwaived = [(r, p) for r, p in disagreements
-                if (r["case"], p["io"], p["index"]) not in waived
+                if waiver_key(r, p) not in waived
                 and fails(p)]
     summary = {
         "ops_total": len(coverage_entries),
@@ -85,8 +148,16 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "failed_cases": sum(r["status"] == "error" for r in records),
         "cases_without_tags": sum(r["status"] == "no-tags" for r in records),
         "stale_waivers": [w.label() for w in (stale or [])],
-        "waived": [{"case": k[0], "parameter": f"{k[1]} {k[2]}", "reason": w.reason}
-                   for k, w in sorted(waived.items())],
+        "waived": [{"op": k[0], "case": k[1], "parameter": f"{k[2]} {k[3]}", "reason": w.reason}
+                   for k, w in sorted(waived.items(), key=lambda kw: (kw[0][0], kw[0][1] or "",
+                                                                      kw[0][2], kw[0][3]))],
+        "by_type": {
+            "ops": sum(c["status"] == BY_TYPE for c in decided.values()),
+            "partly": sum(c["status"] == MISSING for c in decided.values()),
+            "parameters": {v: sum(p["verdict"] == v for _, p in rows) for v in VERDICTS},
+            "disagreements": len(by_type_dis),
+            "unwaived_disagreements": sum(waiver_key(c, p) not in waived
+                                          for c, p in by_type_dis)},
         "tags_from": tags_from, "tags_path": tags_path,
         "missing_from_docs": missing_from_docs or {},
         "wall_time_s": round(wall_time_s, 2),

@@ -109,11 +109,19 @@ def check(waivers: Iterable[Waiver], cases_of: dict[str, list[str]]) -> None:
                               + _hint(w.case, cases_of.get(w.op, [])))
 
 
-def apply(waivers: Iterable[Waiver], records: list[dict[str, Any]]
-          ) -> tuple[dict[tuple[str, str, int], Waiver], list[Waiver]]:
-    """(waived disagreements keyed (case, io, index) -> waiver, stale waivers).
+def waiver_key(rec: dict[str, Any], param: dict[str, Any]) -> tuple[str, str | None, str, int]:
+    """(op, case, io, index): one parameter of one case, or (case None) of a case-less op
+    decided by type."""
+    return (rec["op"], rec.get("case"), param["io"], param["index"])
 
-    A waiver is stale only if the run proved its op (and its case, when it names one) and
+
+def apply(waivers: Iterable[Waiver], records: list[dict[str, Any]]
+          ) -> tuple[dict[tuple[str, str | None, str, int], Waiver], list[Waiver]]:
+    """(waived disagreements keyed ``waiver_key`` -> waiver, stale waivers).
+
+    ``records`` are proof records and case-less ops' pseudo-records (``case`` None, their
+    by-type rows as ``parameters``: a waiver without ``case`` matches those too). A waiver is
+    stale only if the run proved or decided its op (and its case, when it names one) and
     found no disagreement it matches: under ``--ops Add`` an LSTM waiver is not judged."""
     waived: dict[tuple[str, str, int], Waiver] = {}
     used: set[Waiver] = set()
@@ -125,7 +133,7 @@ def apply(waivers: Iterable[Waiver], records: list[dict[str, Any]]
                 continue
             for w in waivers:
                 if w.matches(rec, p):
-                    waived[(rec["case"], p["io"], p["index"])] = w
+                    waived[waiver_key(rec, p)] = w
                     used.add(w)
                     break
     judged = [w for w in waivers if any(op == w.op and (w.case is None or case == w.case)

@@ -18,7 +18,11 @@ from ..errors import CaseError
 
 
 MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package not installable here",
-                      "exporter cannot produce it", "not yet written")
+                      "exporter cannot produce it", "a case would prove nothing", "not yet written")
+"""Why an op has no case. ``a case would prove nothing``: a case could be written, but
+neither witness could say the opposite of what it would say (SequenceEmpty: no input,
+an empty output), so its verdict would be the structure speaking, not evidence; such an
+op is decided by type (``engine/by_type.py``) or not at all."""
 
 
 MACHINERY = ("reference",)

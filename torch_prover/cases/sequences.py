@@ -147,21 +147,13 @@ CASES = [
                "OptionalHasElement reads the If output"),
 ]
 
-_LOOP_ONLY = ("TorchScript emits it only as the start of a list/optional that a Loop then fills "
-              "from x, so the graph output depends on x around the node: the attribution is "
-              "ambiguous (the engine rejects it) and nothing else exports it")
-
 MISSING = {
-    "SequenceEmpty": ("exporter cannot produce it", _LOOP_ONLY),
-    "SequenceConstruct": ("exporter cannot produce it",
-                          "a list only concatenated folds to Concat; one kept alive by a "
-                          "scripted loop reaches the output through a Loop that also reads the "
-                          "trip count, so the attribution is ambiguous"),
-    "Optional": ("exporter cannot produce it", _LOOP_ONLY),
-    "OptionalGetElement": ("exporter cannot produce it",
-                           "TorchScript emits OptionalGetElement only inside the If branch "
-                           "that reads a scripted Optional[Tensor]; never at top level"),
-    "SequenceMap": ("exporter cannot produce it",
-                    "neither exporter emits SequenceMap (TorchScript lowers list "
-                    "comprehensions to Loop, torch.export has no list values)"),
+    "SequenceEmpty": ("a case would prove nothing",
+                      "no input and an empty output: no tensor to perturb, no value to take a "
+                      "gradient of, so neither witness could ever say differentiable (a "
+                      "reference case SequenceEmpty -> SequenceInsert(constant) -> "
+                      "ConcatFromSequence would export, but prove nothing); TorchScript emits "
+                      "it only as the start of a list a Loop then fills from x, which reaches "
+                      "the output around it (ambiguous). Its output is decided by type: with "
+                      "no input there is nothing to differentiate with respect to"),
 }

@@ -9,6 +9,8 @@ session serves every perturbation. A name the node reads twice (``Mul(x, x)``, o
 input its subgraph also reads) gets one graph input per use, so each node input index
 can be moved alone. Value types come from the captured values themselves; tensor
 sequences are values like tensors, perturbed element-wise (the ``Value`` helpers here).
+An optional is the one type a value cannot show (the runtimes hand over its element, or
+None when empty): the exported model's declared type says which values are optionals.
 """
 from __future__ import annotations
 
@@ -133,24 +135,47 @@ class Lifted:
     name: str
 
 
-def _value_info(name: str, value: Value) -> onnx.ValueInfoProto:
+def _type_proto(value: Value, shaped: bool) -> onnx.TypeProto:
+    """A captured value's type: a tensor (its shape, or its rank only when not ``shaped``)
+    or a tensor sequence (element type only)."""
     if isinstance(value, list):
         elem = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(value[0]).dtype) if value \
             else onnx.TensorProto.FLOAT
-        return onnx.helper.make_tensor_sequence_value_info(name, elem, None)
+        return onnx.helper.make_sequence_type_proto(onnx.helper.make_tensor_type_proto(elem, None))
     arr = np.asarray(value)
-    return onnx.helper.make_tensor_value_info(
-        name, onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape)
+    return onnx.helper.make_tensor_type_proto(onnx.helper.np_dtype_to_tensor_dtype(arr.dtype),
+                                              arr.shape if shaped else [None] * arr.ndim)
 
 
-def _output_info(name: str, value: Value) -> onnx.ValueInfoProto:
+def _value_info(name: str, value: Value, optional: onnx.TypeProto | None = None,
+                shaped: bool = True) -> onnx.ValueInfoProto:
+    """``name`` typed from its captured value. ``optional``: the exported model's type of
+    the value when that is an optional, which the value cannot tell (the runtimes hand
+    over an optional's element, or None when it is empty): the value's type wrapped in
+    an optional, or the declared type itself for an empty one."""
+    if optional is not None and value is None:
+        return onnx.helper.make_value_info(name, optional)
+    tp = _type_proto(value, shaped)
+    if optional is not None:
+        tp = onnx.helper.make_optional_type_proto(tp)
+    return onnx.helper.make_value_info(name, tp)
+
+
+def _output_info(name: str, value: Value, optional: onnx.TypeProto | None) -> onnx.ValueInfoProto:
     """Element type and rank only: a perturbation may change the output's dimensions
     (Range's limit), never its rank."""
-    if isinstance(value, list):
-        return _value_info(name, value)
-    arr = np.asarray(value)
-    return onnx.helper.make_tensor_value_info(
-        name, onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), [None] * arr.ndim)
+    return _value_info(name, value, optional, shaped=False)
+
+
+def _optional_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """The exported model's optional-typed values by name, from shape inference (the model
+    as given where inference fails: a value it cannot type is typed from its value)."""
+    try:
+        g = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:   # inference refusing a model is no reason to give up isolating
+        g = model.graph
+    return {vi.name: vi.type for vi in list(g.input) + list(g.output) + list(g.value_info)
+            if vi.type.HasField("optional_type")}
 
 
 def _outer_names(model: onnx.ModelProto, node_index: int) -> list[str]:
@@ -233,10 +258,12 @@ class IsolatedNode:
         self.captured_outputs = tuple(captured[o] if o else None for o in node.output)
 
         # cut the node with onnx's own extractor, told the exact types of what it reads
+        optional = _optional_types(model)
         ex = onnx.utils.Extractor(model)
-        ex.value_infos.update({a.source: _value_info(a.source, captured[a.source])
+        ex.value_infos.update({a.source: _value_info(a.source, captured[a.source],
+                                                     optional.get(a.source))
                                for a in self.lifted})
-        ex.value_infos.update({o: _output_info(o, captured[o]) for o in outs})
+        ex.value_infos.update({o: _output_info(o, captured[o], optional.get(o)) for o in outs})
         one = ex.extract_model(list(dict.fromkeys(a.source for a in self.lifted)), outs)
         g = one.graph
         del g.initializer[:]          # lifted: every input is fed, none is a constant
@@ -245,7 +272,8 @@ class IsolatedNode:
         del cut.input[:]
         cut.input.extend(n or "" for n in input_names)
         del g.input[:]
-        g.input.extend(_value_info(a.name, self.point[a.name]) for a in self.lifted)
+        g.input.extend(_value_info(a.name, self.point[a.name], optional.get(a.source))
+                       for a in self.lifted)
         self.model = one
 
         runner, got, why = choose_runtime(one, dict(self.point))

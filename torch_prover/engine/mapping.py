@@ -31,10 +31,12 @@ VALUE_SLOTS: dict[str, frozenset[int]] = {
     "Optional": frozenset({0}), "OptionalGetElement": frozenset({0}),
     "SequenceConstruct": _ALL, "SequenceInsert": frozenset({0, 1}),
     "SequenceAt": frozenset({0}), "SplitToSequence": frozenset({0}),
+    "ConcatFromSequence": frozenset({0}),
 }
 """Glue that moves, copies or re-types values without computing on them: op type -> the
 input slots through which a value passes unchanged. Cast/CastLike count only float to
-float (a cast to an integer type is a Floor in disguise)."""
+float (a cast to an integer type is a Floor in disguise). ConcatFromSequence is the
+sequence form of Concat: it lays the elements side by side (new_axis=1 stacks them)."""
 _FLOAT_TYPES = ("float", "double", "complex", "bfloat")
 
 

@@ -80,10 +80,22 @@ def witness(model: onnx.ModelProto, node_index: int, feeds: Mapping[str, np.ndar
         node = isolate(model, node_index, feeds)
     except WitnessError as exc:
         return _not_run(model, node_index, str(exc), seed)
-    why = _random_op(model, node_index) or _draws_anew(node)
+    why = _random_op(model, node_index) or _draws_anew(node) or _differs(node)
     if why:
         return _not_run(model, node_index, why, seed)
     return measure(node, seed=seed)
+
+
+def _differs(node: IsolatedNode) -> str:
+    """Why the isolated node's finite differences would not be about the exported node: it
+    does not give the outputs the exported model computed there (onnx.reference's
+    Optional returns a one-element list where onnxruntime returns the element) -- ''
+    when it does."""
+    if node.reproduces:
+        return ""
+    return (f"the isolated node, run in {node.runtime}, does not give the outputs the exported "
+            f"model computed at the captured point ({node.capture_runtime})"
+            + (f"; {node.why}" if node.why else ""))
 
 
 def _random_op(model: onnx.ModelProto, node_index: int) -> str:

@@ -20,7 +20,8 @@ None       None       --              inconclusive: not exercised
 
 Before the table: a parameter whose schema allows no gradient-carrying type is N by type,
 and so is every input of an op none of whose outputs allows one (OptionalHasElement,
-NMS) -- the schema alone decides those; then an ambiguous attribution or a forward
+NMS) -- the schema alone decides those (``engine.by_type``, which also decides the
+parameters of ops without a case); then an ambiguous attribution or a forward
 mismatch makes the verdict inconclusive.
 ``agree`` therefore always rests on evidence that could have said ``disagree``.
 """
@@ -102,25 +103,33 @@ def judge(supports: Tag | None, tag: Tag) -> Verdict:
     return AGREE if supports == tag else DISAGREE
 
 
-def decide(*, autograd: Witness, numeric: Witness, tag: Tag, float_capable: bool,
-           types: str = "", no_gradient_output: str | None = None,
+def _decision(supports: Tag | None, rule: Rule, reason: str, tag: Tag) -> Decision:
+    """A row of the table against the schema's tag, its reason completed for a reader."""
+    verdict = judge(supports, tag)
+    if supports is not None and verdict == DISAGREE and rule != Rule.BY_TYPE:
+        reason += f", but the schema says {tag}"
+    elif verdict == PROPOSED:
+        reason += f" -> propose {supports}"
+    return Decision(verdict, supports, rule, reason)
+
+
+def by_type_decision(tag: Tag, reason: str) -> Decision:
+    """The by-type row: non-differentiable, whatever a witness says or whether there is a
+    case at all (``engine.by_type`` says when it applies and why). The one place a by-type
+    verdict is made, for a case's parameters and a case-less op's alike."""
+    return _decision(Tag.NONDIFF, Rule.BY_TYPE, reason, tag)
+
+
+def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None = None,
            problem: str | None = None, forward: str | None = None,
            vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False) -> Decision:
-    """The verdict of one parameter (the module docstring's table)."""
+    """The verdict of one parameter (the module docstring's table). ``by_type``: why the
+    schema's types alone decide this parameter (``engine.by_type.type_reason``), or None."""
     def done(supports: Tag | None, rule: Rule, reason: str) -> Decision:
-        verdict = judge(supports, tag)
-        if supports is not None and verdict == DISAGREE and rule != Rule.BY_TYPE:
-            reason += f", but the schema says {tag}"
-        elif verdict == PROPOSED:
-            reason += f" -> propose {supports}"
-        return Decision(verdict, supports, rule, reason)
+        return _decision(supports, rule, reason, tag)
 
-    if not float_capable:   # the schema alone decides: no evidence is needed, none can differ
-        return done(Tag.NONDIFF, Rule.BY_TYPE,
-                    f"the schema allows no gradient-carrying type here ({types or 'none'})")
-    if no_gradient_output is not None:
-        return done(Tag.NONDIFF, Rule.BY_TYPE, "no output of the op can carry a gradient "
-                                               f"({no_gradient_output})")
+    if by_type is not None:   # the schema alone decides: no evidence is needed, none can differ
+        return by_type_decision(tag, by_type)
     if problem:
         return done(None, Rule.AMBIGUOUS, f"ambiguous attribution: {problem}")
     if forward:

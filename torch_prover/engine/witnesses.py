@@ -16,6 +16,7 @@ from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
 from .numeric import NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
 from ..tags.schema import Formal, SchemaTags
+from .by_type import type_reason
 from .verdict import Decision, Rule, Vjp, Witness, decide, judge
 from ..vocab import AutogradOutcome as A
 from ..vocab import Evidence as E
@@ -231,9 +232,6 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                       for _, side in floating)
     direct = [src for a, side in floating if side.autograd.says is not None
               for src in a.all_sources]
-    no_gradient_output = None
-    if tags.outputs and not any(f.float_capable for f in tags.outputs):
-        no_gradient_output = "; ".join(f"{f.name}: {', '.join(f.types)}" for f in tags.outputs)
     out: list[Parameter] = []
     moved_inputs: dict[int, bool] = {}
     for io, count in (("input", n_in), ("output", n_out)):
@@ -262,15 +260,15 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 moved = any(moved_inputs.values())
             vjp, vjp_detail = _vjp(numeric, sources if autograd.outcome == A.GRAD else [],
                                    moved)
+            # outputs: the witnesses measure them (engine.by_type says why)
+            why = type_reason(tags, formal, outputs_from_inputs=False)
             decision = decide(autograd=autograd, numeric=num, tag=formal.tag,
-                              float_capable=formal.float_capable, types=", ".join(formal.types),
-                              no_gradient_output=no_gradient_output if io == "input" else None,
+                              by_type=None if why is None else why.reason,
                               problem=a.problem if a is not None else None, forward=forward,
                               vjp=vjp, vjp_detail=vjp_detail,
                               reference=case.kind == "reference")
-            by_type = not formal.float_capable or (io == "input" and bool(no_gradient_output))
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
-                                  autograd, num, decision, a, by_type, vjp))
+                                  autograd, num, decision, a, why is not None, vjp))
     return tuple(out)
 
 

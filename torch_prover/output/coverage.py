@@ -1,18 +1,52 @@
-"""Coverage of the catalogue: every ai.onnx op, covered by which cases, or why not."""
+"""Coverage of the catalogue: every ai.onnx op, and how its tags are decided.
+
+Per op (DESIGN §3 ``coverage`` shape, fields added, none renamed): ``status`` is
+``covered`` (it has cases), ``by type`` (no case, and the schema's types decide every
+parameter: ``engine.by_type``) or ``missing`` (no case; ``reason`` says why, and a
+partly decidable op lists its decided parameters in ``by_type`` and the rest in
+``undecided``). ``decided`` says how: ``natural`` (a natural case), ``reference``
+(reference cases only), ``by type`` or ``missing``. Deprecated ops (``deprecated``) are
+counted apart: their tags stand in older opsets only.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from ..cases import all_cases, all_missing
+from ..engine.by_type import TypeRow, decide_op, row_record, undecided_label
 from ..engine.next_opset import EXPORTER_MAX_OPSET, export_route
 from ..vocab import ExportRoute
-from .report import DEFAULT_WIDTH, prove_command, route_note, wrap_line
-from ..tags.schema import all_ops
+from .report import BY_TYPE, DEFAULT_WIDTH, MISSING, prove_command, route_note, wrap_line
+from ..tags.schema import SchemaTags, all_ops, is_deprecated, schema_tags
+
+COVERED = "covered"
+DECIDED = ("natural", "reference", BY_TYPE, MISSING)
+"""How an op is decided, in the order the summary counts them."""
+
+
+def by_type_fields(rows: tuple[TypeRow, ...]) -> dict[str, Any]:
+    """A case-less op's by-type decisions: ``by_type`` rows (decided parameters, in the
+    shape of a record's parameters) and ``undecided`` (labels) when some are not."""
+    decided = [row_record(r) for r in rows if r.decision is not None]
+    undecided = [undecided_label(r) for r in rows if r.decision is None]
+    return {"by_type": decided, **({"undecided": undecided} if undecided else {})}
+
+
+def case_less_status(rows: tuple[TypeRow, ...]) -> str:
+    """``by type`` when the types decide every parameter, else ``missing``."""
+    return BY_TYPE if rows and all(r.decision is not None for r in rows) else MISSING
+
+
+def case_less_entry(op: str, tags: SchemaTags) -> dict[str, Any]:
+    """The by-type part of a case-less op's entry, from ``tags`` (installed onnx for
+    ``coverage``; verify-all passes its own tag source)."""
+    rows = decide_op(tags)
+    return {"status": case_less_status(rows), **by_type_fields(rows)}
 
 
 def coverage() -> list[dict[str, Any]]:
-    """One entry per ai.onnx op of the installed onnx (DESIGN §3 ``coverage`` shape), each
-    case with the command that proves it."""
+    """One entry per ai.onnx op of the installed onnx, each case with the command that
+    proves it, each case-less op with its by-type decisions against the installed tags."""
     by_op: dict[str, list] = {}
     for c in all_cases():
         if c.domain in ("", "ai.onnx"):
@@ -21,16 +55,21 @@ def coverage() -> list[dict[str, Any]]:
     entries = []
     for op in all_ops():
         cases = by_op.get(op)
+        base = {"op": op, "deprecated": is_deprecated(op)}
         if cases:
-            entries.append({"op": op, "status": "covered", "cases": [
+            natural = any(c.kind == "natural" for c in cases)
+            entries.append({**base, "status": COVERED,
+                            "decided": "natural" if natural else "reference", "cases": [
                 {"name": c.name, "kind": c.kind, "exporter": c.exporter, "opset": c.export_opset,
                  "route": export_route(c.exporter, c.export_opset),
                  "command": prove_command(op, c.name)}
                 for c in cases]})
         else:
             category, reason = missing.get(op, ("not yet written", "no case has been written yet"))
-            entries.append({"op": op, "status": "missing", "reason_category": category,
-                            "reason": reason})
+            entry = case_less_entry(op, schema_tags(op))
+            entries.append({**base, "status": entry["status"], "decided": entry["status"],
+                            "reason_category": category, "reason": reason,
+                            **{k: v for k, v in entry.items() if k != "status"}})
     return entries
 
 
@@ -39,50 +78,97 @@ def _via(case: dict[str, Any]) -> str:
     return f" via {EXPORTER_MAX_OPSET}" if case["route"] == ExportRoute.RAISED else ""
 
 
-def summary(entries: list[dict[str, Any]]) -> dict[str, int]:
-    covered = [e for e in entries if e["status"] == "covered"]
-    natural = [e for e in covered if any(c["kind"] == "natural" for c in e["cases"])]
+def summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over every op (``ops``, ``covered``, ``natural``, ``reference_only``,
+    ``missing`` = without a case, as before) and ``decided``: how the non-deprecated ops
+    are decided, and the deprecated ones apart."""
+    covered = [e for e in entries if e["status"] == COVERED]
+    natural = [e for e in covered if e["decided"] == "natural"]
+
+    def how(group: list[dict[str, Any]]) -> dict[str, int]:
+        return {d: sum(e["decided"] == d for e in group) for d in DECIDED}
+
+    current = [e for e in entries if not e["deprecated"]]
+    old = [e for e in entries if e["deprecated"]]
     return {"ops": len(entries), "covered": len(covered), "natural": len(natural),
-            "reference_only": len(covered) - len(natural), "missing": len(entries) - len(covered)}
+            "reference_only": len(covered) - len(natural), "missing": len(entries) - len(covered),
+            "decided": {"ops": len(current), **how(current),
+                        "deprecated": {"ops": len(old), "names": [e["op"] for e in old],
+                                       **how(old)}}}
+
+
+def _how_line(counts: dict[str, int], of: str = "") -> str:
+    decided = counts["natural"] + counts["reference"] + counts["by type"]
+    return (f"{decided}{of} decided ({counts['natural']} natural, {counts['reference']} "
+            f"reference, {counts['by type']} by type); {counts['missing']} missing")
+
+
+def summary_line(entries: list[dict[str, Any]]) -> str:
+    """``N of 201 non-deprecated ai.onnx ops decided (a natural, b reference, c by type);
+    d missing``, and the deprecated ops counted apart."""
+    d = summary(entries)["decided"]
+    old = d["deprecated"]
+    line = _how_line(d, f" of {d['ops']} non-deprecated ai.onnx ops")
+    if old["ops"]:
+        line += (f"; {old['ops']} deprecated ({', '.join(old['names'])}): "
+                 f"{_how_line(old)}")
+    return line
+
+
+def _by_type_note(e: dict[str, Any]) -> str:
+    decided = ", ".join(f"{p['io']} {p['index']} ({p['name']})" for p in e.get("by_type", ()))
+    undecided = ", ".join(e.get("undecided", ()))
+    if e["status"] == BY_TYPE or not decided:
+        return ""
+    return f" (decided by type: {decided}; not decidable by type: {undecided})"
 
 
 def coverage_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) -> str:
-    s = summary(entries)
-    lines = wrap_line(f"{s['covered']} of {s['ops']} ai.onnx ops covered ({s['natural']} by "
-                      f"natural cases, {s['reference_only']} by reference cases only); "
-                      f"{s['missing']} without a case", width) + [""]
+    lines = wrap_line(summary_line(entries), width) + [""]
     for e in entries:
-        if e["status"] == "covered":
+        if e["status"] == COVERED:
             kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}{_via(c)}"
                             for c in e["cases"]})
-            lines += wrap_line(f"  {e['op']:<28} covered  {len(e['cases'])} case(s): "
+            lines += wrap_line(f"  {e['op']:<28} {e['decided']:<9} {len(e['cases'])} case(s): "
                                f"{', '.join(c['name'] for c in e['cases'])}  "
-                               f"[{'; '.join(kinds)}]", width, " " * 39)
+                               f"[{'; '.join(kinds)}]", width, " " * 41)
     lines.append("")
     for e in entries:
-        if e["status"] == "missing":
-            lines += wrap_line(f"  {e['op']:<28} missing  {e['reason_category']}: {e['reason']}",
-                               width, " " * 39)
+        if e["status"] == BY_TYPE:
+            lines += wrap_line(f"  {e['op']:<28} by type   every parameter non-differentiable "
+                               f"by type (no case: {e['reason_category']})", width, " " * 41)
+    lines.append("")
+    for e in entries:
+        if e["status"] == MISSING:
+            lines += wrap_line(f"  {e['op']:<28} missing   {e['reason_category']}: {e['reason']}"
+                               + _by_type_note(e), width, " " * 41)
     lines.append("")
     lines += wrap_line("`torch-prover coverage OP` lists one op's cases and the command that "
-                       "proves each", width)
+                       "proves each, or its by-type decisions", width)
     return "\n".join(lines) + "\n"
 
 
 def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) -> str:
     """The given ops' entries: each case (kind, exporter, opset) with the command that
     proves it, on a line of its own and never wrapped so it can be copied; or why the op
-    has no case."""
+    has no case, and what its types decide."""
     lines: list[str] = []
     for e in entries:
         if lines:
             lines.append("")
-        if e["status"] != "covered":
-            lines += wrap_line(f"{e['op']}: {e['status']}, no case ({e['reason_category']}): "
+        if e["status"] != COVERED:
+            head = ("decided by type" if e["status"] == BY_TYPE else e["status"])
+            lines += wrap_line(f"{e['op']}: {head}, no case ({e['reason_category']}): "
                                f"{e['reason']}", width)
+            for p in e.get("by_type", ()):
+                lines += wrap_line(f"  {p['io']} {p['index']} {p['name']}: non-differentiable by "
+                                   f"type ({p['by_type']}), tag {p['tag']}: {p['verdict']} -- "
+                                   f"{p['reason']}", width, "    ")
+            for label in e.get("undecided", ()) if e.get("by_type") else ():
+                lines += wrap_line(f"  {label}: not decidable by type", width, "    ")
             continue
         n = len(e["cases"])
-        lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''}")
+        lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''} ({e['decided']})")
         for c in e["cases"]:
             note = route_note(c["exporter"], c["opset"])
             lines += wrap_line(f"  {c['name']}  ({c['kind']}, {c['exporter']} exporter, "

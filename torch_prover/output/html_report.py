@@ -33,10 +33,11 @@ EVIDENCE_STYLE = {
     "absent": ("#cbd5e1", "1.5 4", 1.4, "not given in this case"),
     "ambiguous": ("#dc2626", "2 3", 1.6, "ambiguous attribution"),
     "untracked": ("#94a3b8", "2 3", 1.4, "not tracked"),
+    "by type": ("#64748b", "6 4", 1.6, "no case: the schema's types decide (non-differentiable)"),
 }
 # strongest evidence wins when an op's cases are merged into one diagram
-_EVIDENCE_RANK = ("grad", "zero-grad", "no-grad", "integer", "detached", "constant", "ambiguous",
-                  "untracked", "absent")
+_EVIDENCE_RANK = ("grad", "zero-grad", "no-grad", "integer", "by type", "detached", "constant",
+                  "ambiguous", "untracked", "absent")
 
 
 def _e(x: Any) -> str:
@@ -363,19 +364,36 @@ def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
             '</table><p id="none" hidden>No op matches the filter.</p></section>')
 
 
+def _by_type_records(ops: list[dict]) -> list[dict]:
+    """Each case-less op decided by type (an ``ops`` entry with ``parameters``) as a
+    case-like block, so its diagram, parameter table and disagreements show like a case's:
+    evidence ``by type``, no PyTorch tensor."""
+    out = []
+    for o in ops:
+        rows = [p for p in o.get("parameters") or () if isinstance(p, dict)]
+        if rows:
+            dis = any(p.get("verdict") == "disagree" for p in rows)
+            out.append({"op": o.get("op"), "case": "by type", "kind": "no",
+                        "status": "disagree" if dis else "proved",
+                        "parameters": [{**p, "evidence": "by type", "source": "schema types"}
+                                       for p in rows]})
+    return out
+
+
 def render_html(report: dict) -> str:
     """The batch report as one self-contained HTML document (no network access needed)."""
     cases = [c for c in report.get("cases") or () if isinstance(c, dict)]
     ops = [o for o in report.get("ops") or () if isinstance(o, dict)]
     by_op: dict[str, list[dict]] = defaultdict(list)
-    for c in cases:
+    by_type = _by_type_records(ops)
+    for c in cases + by_type:
         by_op[str(c.get("op"))].append(c)
     known = {str(o.get("op")) for o in ops}
     for op, recs in sorted(by_op.items()):  # a case whose op is missing from "ops" still shows
         if op not in known:
             st = "error" if all(r.get("status") == "error" for r in recs) else "proved"
             ops.append({"op": op, "status": st, "reason": "(not listed in the report's ops)"})
-    body = _header(report, cases, ops) + "<main>" + _disagreements(cases) + _broken(cases) \
+    body = _header(report, cases, ops) + "<main>" + _disagreements(cases + by_type) + _broken(cases) \
         + _op_table(ops, by_op) + "</main>"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

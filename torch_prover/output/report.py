@@ -14,11 +14,12 @@ from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from ..tags.schema import SchemaTags
 from ..vocab import ExportRoute
 
-NOT_RUN, MISSING = "not run", "missing"
+NOT_RUN, MISSING, BY_TYPE, NO_TAGS = "not run", "missing", "by type", "no tags"
 # Every status an op can have in a batch report, most urgent first. The one list every
-# rendering sorts, colours and explains statuses by (op_status and batch_report produce them).
-OP_STATUSES = ("disagrees", "error", "no tags", "invalid", "inconclusive", "proposed", "proved",
-               NOT_RUN, MISSING)
+# rendering sorts, colours and explains statuses by (op_status and batch_report produce them;
+# ``by type``: an op without a case whose schema's types decide every parameter).
+OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", "proposed", "proved",
+               BY_TYPE, NOT_RUN, MISSING)
 DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
 _GAP = "  "           # between text table columns
 _FLEX_MIN = 30        # narrower than this, a table's reason goes under its row instead
@@ -237,20 +238,42 @@ def expected_of(p: dict[str, Any]) -> str | None:
     return p.get("expected", {}).get("verdict")
 
 
+def by_type_rows(report: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(ops entry, row) for every parameter of a case-less op decided by type."""
+    return [(o, p) for o in report["ops"] for p in o.get("parameters") or ()]
+
+
 def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Proposed tags for unknown parameters, one per (op, version, parameter)."""
+    """Proposed tags for unknown parameters, one per (op, version, parameter): from the
+    cases, then from case-less ops decided by type (``case`` None, evidence ``by type``)."""
     seen: dict[tuple, dict[str, Any]] = {}
-    for r in report["cases"]:
-        for p in r["parameters"]:
-            if p["verdict"] != "proposed":
-                continue
-            tag = p["reason"].rsplit("propose ", 1)[-1]
-            key = (r["op"], r.get("latest_schema_version"), p["io"], p["name"])
-            seen.setdefault(key, {"op": r["op"], "version": r.get("latest_schema_version"),
-                                  "io": p["io"], "index": p["index"], "name": p["name"],
-                                  "tag": tag, "cpp": _CPP.get(tag, tag), "case": r["case"],
-                                  "evidence": p["evidence"], "source": p["source"]})
+    found = [(r, p, r.get("latest_schema_version"), r["case"], p["evidence"], p["source"])
+             for r in report["cases"] for p in r["parameters"]]
+    found += [(o, p, o.get("schema_version"), None, "by type", "schema types")
+              for o, p in by_type_rows(report)]
+    for r, p, version, case, evidence, source in found:
+        if p["verdict"] != "proposed":
+            continue
+        tag = p["reason"].rsplit("propose ", 1)[-1]
+        key = (r["op"], version, p["io"], p["name"])
+        seen.setdefault(key, {"op": r["op"], "version": version,
+                              "io": p["io"], "index": p["index"], "name": p["name"],
+                              "tag": tag, "cpp": _CPP.get(tag, tag), "case": case,
+                              "evidence": evidence, "source": source})
     return list(seen.values())
+
+
+def by_type_command(report: dict[str, Any], op: str) -> str:
+    """The command that reproduces a case-less op's by-type verdicts, tag source included."""
+    path = report["summary"].get("tags_path")
+    return f"torch-prover verify-all --ops {op} --no-write" + (f" --tags-from {path}" if path else "")
+
+
+def _by_type_mark(report: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -> str | None:
+    """The waiver's reason when one covers this by-type disagreement, else None."""
+    key = (o["op"], None, f"{p['io']} {p['index']}")
+    return next((w["reason"] for w in report["summary"]["waived"]
+                 if (w.get("op"), w["case"], w["parameter"]) == key), None)
 
 
 def prove_command(op: str, case: str, tags_path: str | None = None) -> str:
@@ -301,6 +324,12 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                  f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
                  f"wall time {s['wall_time_s']:.1f} s"):
         lines += wrap_line(line, width)
+    t = s.get("by_type")
+    if t and (t["ops"] or t["partly"]):
+        b = t["parameters"]
+        lines += wrap_line(f"by type (ops without a case): {t['ops']} ops decided, {t['partly']} "
+                           f"partly; parameters: {b['agree']} agree, {b['disagree']} disagree "
+                           f"({t['unwaived_disagreements']} new), {b['proposed']} proposed", width)
     for r in report["cases"]:
         if r["status"] == "error":
             lines += wrap_line(f"  FAILED   {r['op']}/{r['case']}: {r['error']}", width, "    ")
@@ -319,12 +348,29 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                                f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
                                f"{p['reason']}", width, "    ")
                 lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
+    for o, p in by_type_rows(report):
+        if p["verdict"] == "disagree":
+            mark = "waived" if _by_type_mark(report, o, p) else "NEW, needs a decision"
+            lines += wrap_line(f"  disagree ({mark}): {o['op']} {p['io']} {p['index']} "
+                               f"({p['name']}): tag {p['tag']}, by type (no case) - "
+                               f"{p['reason']}", width, "    ")
+            lines += wrap_line(f"    reproduce: {by_type_command(report, o['op'])}", width, "      ")
     for op, params in sorted(s.get("missing_from_docs", {}).items()):
         lines += wrap_line(f"  {op}: not in {s['tags_from']}: {', '.join(params)} "
                        "(reported, not guessed)", width, "    ")
     for w in s["stale_waivers"]:
         lines += wrap_line(f"  stale waiver: {w} matches no disagreement any more", width, "    ")
     return "\n".join(lines) + "\n"
+
+
+def _by_type_sentence(s: dict[str, Any]) -> str:
+    t = s.get("by_type")
+    if not t or not (t["ops"] or t["partly"]):
+        return ""
+    b = t["parameters"]
+    return (f" Ops without a case decided by their schema's types: {t['ops']} (and {t['partly']} "
+            f"partly), parameters **{b['disagree']} disagree**, {b['agree']} agree, "
+            f"{b['proposed']} proposed.")
 
 
 def batch_markdown(report: dict[str, Any]) -> str:
@@ -335,14 +381,24 @@ def batch_markdown(report: dict[str, Any]) -> str:
            f"{s['ops_covered']} of {s['ops_total']} ai.onnx operators have a proof case; "
            f"{s['cases']} cases ran. Parameters: **{c['disagree']} disagree**, {c['agree']} agree, "
            f"{c['proposed']} proposed for unknown tags, {c['inconclusive']} inconclusive. "
-           f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases.", ""]
+           f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases."
+           + _by_type_sentence(s), ""]
     dis = [(r, p) for r in report["cases"] for p in r["parameters"] if p["verdict"] == "disagree"]
     groups: dict[tuple, list] = {}
     for r, p in dis:  # one entry per ONNX parameter, every case that shows it listed
         groups.setdefault((r["op"], p["io"], p["index"], p["name"], p["tag"]), []).append((r, p))
-    out += [f"## Disagreements ({len(groups)} parameters, {len(dis)} case results)", ""]
-    if not dis:
+    type_dis = [(o, p) for o, p in by_type_rows(report) if p["verdict"] == "disagree"]
+    out += [f"## Disagreements ({len(groups)} parameters, {len(dis)} case results"
+            + (f"; {len(type_dis)} by type, in ops without a case" if type_dis else "") + ")", ""]
+    if not dis and not type_dis:
         out += ["None: every exercised tag agrees with the evidence.", ""]
+    for o, p in type_dis:
+        w = _by_type_mark(report, o, p)
+        out += [f"### `{o['op']}` {p['io']} {p['index']} `{p['name']}`: tagged {p['tag']}, its "
+                "types say non-differentiable" + (" (waived)" if w else ""), "",
+                f"- by type, no case (schema {o['op']}-{o.get('schema_version')}): {p['reason']}",
+                f"- reproduce: `{by_type_command(report, o['op'])}`"]
+        out += [f"- waived: {w}", ""] if w else [""]
     waived = {(w["case"], w["parameter"]): w["reason"] for w in s["waived"]}
     for (op, io, index, name, tag), hits in groups.items():
         r, p = hits[0]

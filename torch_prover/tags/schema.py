@@ -127,3 +127,23 @@ def canonical_op(op: str) -> str:
         return by_lower[op.lower()]
     schema_tags(op)  # raises with suggestions
     return op
+
+
+@functools.lru_cache(maxsize=None)
+def has_graph_attribute(op: str, domain: str = "") -> bool:
+    """Whether the op's latest schema has a graph-valued attribute (If, Loop, Scan,
+    SequenceMap): its subgraphs may read outer-scope tensors, inputs its formal parameters
+    do not list. Read from onnx.defs whatever the tag source: attributes are not tags, and
+    Operators.md lists them only as prose. An op onnx.defs does not know: False."""
+    try:
+        s = onnx.defs.get_schema(op, domain)
+    except onnx.defs.SchemaError:
+        return False
+    graph_types = (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS)
+    return any(a.type in graph_types for a in s.attributes.values())
+
+
+def is_deprecated(op: str, domain: str = "") -> bool:
+    """Whether the op's latest schema is deprecated (Scatter, Upsample): its tags stand in
+    older opsets only, so coverage counts it apart."""
+    return bool(onnx.defs.get_schema(op, domain).deprecated)

@@ -1,0 +1,177 @@
+"""Every real ONNX docs file reads whole, and a handful of its tags are what its text says.
+
+The expectations are the files' own lines (cited by line number in tests/data/), not the
+parser's output: e.g. Changelog.md line 10553 is ``<dt><tt>min</tt> (optional) : T</dt>``
+under ``Clip-11``, so Clip's ``min`` is unknown at opsets 11 and 12.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from torch_prover.tags.changelog_md import ChangelogMd
+from torch_prover.tags.docs import load
+from torch_prover.tags.markdown import MissingFromDocs
+from torch_prover.tags.operators_md import OperatorsMd
+from torch_prover.tags.schema import schema_tags
+
+DATA = Path(__file__).parent / "data"
+CHANGELOG = DATA / "Changelog.md"
+D, N, U = "differentiable", "non-differentiable", "unknown"
+
+
+def _tags(t) -> dict[str, str]:
+    return {f.name: f.tag for f in t.inputs + t.outputs}
+
+
+# file -> op -> (since_version, {parameter: tag}); the line of each "#### Version" text and
+# of the <dt> entries is in the comment. Einsum's text holds the inline ```...``` span that
+# an older reader took for a code fence (1.8.0 line 4877, 1.10.0 and 1.13.0 likewise).
+RELEASES = {
+    "releases/Operators-v1.8.0.md": {
+        "Einsum": (12, {"Inputs": D, "Output": D}),                      # 4903, 4915, 4922
+        "Pad": (13, {"data": D, "pads": N, "constant_value": N, "output": D}),  # 12481-12506
+        "Resize": (13, {"X": D, "roi": N, "scales": N, "sizes": N, "Y": D}),    # 15650-15706
+        "ScatterElements": (13, {"updates": D}),                          # 17469, 17487
+        "Round": (11, {"X": N, "Y": N}),                                  # 16969, 16974
+        "Sign": (13, {"input": N, "output": N}),                          # 18277, 18284
+        "Clip": (13, {"input": D, "min": N}),                             # 2465, 2472, 2474
+    },
+    "releases/Operators-v1.10.0.md": {
+        "Einsum": (12, {"Inputs": D, "Output": D}),                       # 5335
+        "Pad": (13, {"pads": N}), "ScatterElements": (13, {"updates": D}),  # 13250, 18309/18327
+        "Round": (11, {"X": N}), "Sign": (13, {"input": N}),              # 17809/17814, 19157/19164
+        "Clip": (13, {"min": N}),                                         # 2804, 2813
+    },
+    "releases/Operators-v1.13.0.md": {
+        "Einsum": (12, {"Inputs": D}), "Pad": (18, {"pads": N}),          # 7012, 16907
+        "ScatterElements": (18, {"updates": D}), "Round": (11, {"X": N}),  # 23693/23713, 23024
+        "Sign": (13, {"input": N}), "Clip": (13, {"min": N}),             # 25257, 3716/3725
+    },
+    "releases/Operators-v1.16.0.md": {
+        "Pad": (21, {"pads": N}), "ScatterElements": (18, {"updates": D}),  # 19573, 27655/27675
+        "Round": (11, {"X": N}), "Sign": (13, {"input": N}), "Clip": (13, {"min": N}),
+    },
+    "releases/Operators-v1.19.0.md": {
+        "Pad": (24, {"pads": N}), "Round": (22, {"X": N}),                # 22713, 30786/30793
+        "ScatterElements": (18, {"updates": D}), "Sign": (13, {"input": N}),
+        "Clip": (13, {"input": D, "min": N}),                             # 6986, 6993, 6995
+    },
+    "releases/Operators-v1.22.0.md": {
+        "Einsum": (12, {"Inputs": D, "Output": D}),                       # 12455-12474
+        "Pad": (25, {"data": D, "pads": N, "constant_value": N, "axes": N, "output": D}),
+        "Resize": (19, {"X": D, "roi": N, "scales": N, "sizes": N, "Y": D}),    # 29944-30054
+        "Round": (22, {"X": N, "Y": N}), "ScatterElements": (18, {"updates": D}),
+        "Sign": (13, {"input": N}), "Clip": (13, {"input": D, "min": N}),  # 35310/35317, 7905/7912/7914
+    },
+    "Operators.md": {
+        "Pad": (25, {"pads": N}), "Round": (22, {"X": N}),                # 26304, 34626/34633
+        "ScatterElements": (18, {"updates": D}), "Sign": (13, {"input": N}),  # 35352/35372
+        "Clip": (13, {"input": D, "min": N}),                             # 9244, 9251, 9253
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_operators_md_reads_whole_with_its_tags(name):
+    doc = load(DATA / name)
+    assert isinstance(doc, OperatorsMd)
+    for op, (version, tags) in RELEASES[name].items():
+        t = doc.tags(op, 9)   # Operators.md: the documented (latest) version, whatever the opset
+        assert t.since_version == version, (name, op)
+        assert {k: v for k, v in _tags(t).items() if k in tags} == tags, (name, op)
+    # Scatter's section says "deprecated since version 11" and lists no inputs
+    with pytest.raises(MissingFromDocs, match="deprecated since version 11"):
+        doc.tags("Scatter")
+    # ai.onnx.preview.training.Gradient: "<dt><tt>Inputs</tt> (variadic, heterogeneous) : T1</dt>"
+    g = doc.tags("Gradient", domain="ai.onnx.preview.training")
+    assert (g.inputs[0].name, g.inputs[0].option, g.inputs[0].tag) == ("Inputs", "variadic", U)
+
+
+@pytest.fixture(scope="module")
+def changelog() -> ChangelogMd:
+    doc = load(CHANGELOG)
+    assert isinstance(doc, ChangelogMd)
+    return doc
+
+
+@pytest.mark.parametrize("op, opset, version, tags", [
+    # Clip-11 (line 10538): "min (optional) : T" -- no differentiability word: unknown
+    ("Clip", 11, 11, {"input": U, "min": U, "max": U, "output": U}),
+    ("Clip", 12, 12, {"min": U}),                                         # Clip-12, 14087
+    # Clip-13 (15186): input differentiable, min/max "(optional, non-differentiable)"
+    ("Clip", 13, 13, {"input": D, "min": N, "max": N, "output": D}),
+    ("Clip", 25, 13, {"min": N}),
+    ("Clip", 10, 6, {"input": U}),
+    # ScatterElements' updates: untagged at 11 (line 13043), differentiable from 13 (17945),
+    # the tag ONNX added to it; every Operators.md release (1.8.0 on) documents 13 or later
+    ("ScatterElements", 11, 11, {"data": U, "indices": U, "updates": U, "output": U}),
+    ("ScatterElements", 12, 11, {"updates": U}),
+    ("ScatterElements", 13, 13, {"data": D, "indices": N, "updates": D, "output": D}),
+    ("ScatterElements", 17, 16, {"updates": D}),                          # 20734
+    ("ScatterElements", 25, 18, {"updates": D}),                          # 22465
+    ("Scatter", 10, 9, {"updates": U}),                                   # Scatter-9, 8965
+    # Sign: untagged at 9 (9078), "(non-differentiable)" from 13 (18128, 18135)
+    ("Sign", 12, 9, {"input": U, "output": U}),
+    ("Sign", 13, 13, {"input": N, "output": N}),
+    # Round: non-differentiable in both versions it has (12799/12806, 28035/28042)
+    ("Round", 21, 11, {"X": N, "Y": N}),
+    ("Round", 22, 22, {"X": N, "Y": N}),
+])
+def test_changelog_version_in_force(changelog, op, opset, version, tags):
+    t = changelog.tags(op, opset)
+    assert t.since_version == version
+    assert {k: v for k, v in _tags(t).items() if k in tags} == tags
+
+
+def test_changelog_history_and_edges(changelog):
+    # "### <a name="Clip-1">", Clip-6, Clip-11, Clip-12, Clip-13: the headings in the file
+    assert changelog.history("Clip") == [1, 6, 11, 12, 13]
+    assert changelog.tags("Clip").since_version == 13   # no opset: the latest
+    with pytest.raises(MissingFromDocs, match="deprecated since version 11"):
+        changelog.tags("Scatter", 11)                    # "Scatter-11 (deprecated)", 12983
+    with pytest.raises(MissingFromDocs, match="no version at or below opset 11"):
+        changelog.tags("Einsum", 11)                     # Einsum-12 is its first
+    # the preview domains: "# ai.onnx.preview" (33377), "# ai.onnx.preview.training" (33466)
+    assert changelog.ops("ai.onnx.preview") == ["FlexAttention"]
+    adagrad = changelog.tags("Adagrad", 1, "ai.onnx.preview.training")
+    assert (adagrad.domain, adagrad.since_version) == ("ai.onnx.preview.training", 1)
+    with pytest.raises(MissingFromDocs, match="documented in domain ai.onnx.preview.training"):
+        changelog.tags("Adagrad", 1)
+
+
+def test_changelog_agrees_with_onnx_defs_at_every_version(changelog):
+    """Changelog.md and onnx.defs come from the same schemas (gen_doc writes one from the
+    other): every documented version reads as onnx.defs gives it, tags, options and types."""
+    compared = 0
+    for domain in ("", "ai.onnx.preview", "ai.onnx.preview.training"):
+        for op in changelog.ops(domain):
+            for version in changelog.history(op, domain):
+                try:
+                    theirs = schema_tags(op, version, domain)
+                    ours = changelog.tags(op, version, domain)
+                except MissingFromDocs:
+                    continue   # deprecated without inputs/outputs
+                except LookupError:
+                    continue   # an op this onnx build does not register
+                if theirs.since_version != version:
+                    continue
+                compared += 1
+                assert ours.since_version == theirs.since_version
+                assert ours.inputs == theirs.inputs and ours.outputs == theirs.outputs, (op, version)
+    assert compared == 614   # 617 version headings, 3 of them deprecated without inputs
+
+
+def test_kind_comes_from_content_not_name(tmp_path):
+    """A PR branch's file may have any name: Changelog.md saved as Operators.md is still read
+    as a Changelog (every version), and the other way round."""
+    as_ops = tmp_path / "Operators.md"
+    shutil.copy(CHANGELOG, as_ops)
+    doc = load(as_ops)
+    assert isinstance(doc, ChangelogMd) and doc.tags("Clip", 11).since_version == 11
+    as_log = tmp_path / "Changelog.md"
+    shutil.copy(DATA / "Operators.md", as_log)
+    doc = load(as_log)
+    assert isinstance(doc, OperatorsMd) and doc.tags("Clip", 11).since_version == 13

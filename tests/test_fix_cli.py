@@ -1,0 +1,86 @@
+"""`torch-prover fix-tags`: bad input is one line and exit 2 before any work; a good run
+writes a patch that git applies and the PR text beside it."""
+import pytest
+from fix_report import SRC, applied, param, record, tags_of, write_report
+
+from torch_prover import cli
+from torch_prover.batch import pool
+from torch_prover.fix import command
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if the command reaches the catalogue run or the source reader."""
+    def forbidden(*_a, **_k):
+        raise AssertionError("work started before the arguments were checked")
+    monkeypatch.setattr(pool, "run_batch", forbidden)
+    monkeypatch.setattr(command, "read_tree", forbidden)
+
+
+def _one_line_error(capsys, *words):
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err
+
+
+@pytest.mark.usefixtures("no_work")
+def test_missing_onnx_src_dir(tmp_path, capsys):
+    out = tmp_path / "fix.patch"
+    assert cli.main(["fix-tags", "--onnx-src", str(tmp_path / "nope"), "-o", str(out)]) == 2
+    _one_line_error(capsys, "--onnx-src", "onnx/defs")
+    assert not out.exists()
+
+
+@pytest.mark.usefixtures("no_work")
+def test_onnx_src_without_defs(tmp_path, capsys):
+    (tmp_path / "onnx").mkdir()
+    assert cli.main(["fix-tags", "--onnx-src", str(tmp_path), "-o",
+                     str(tmp_path / "fix.patch")]) == 2
+    _one_line_error(capsys, "--onnx-src", "no onnx/defs")
+
+
+@pytest.mark.usefixtures("no_work")
+@pytest.mark.parametrize("content, words", [
+    (None, ("--report",)),                              # no such file
+    ("{not json", ("--report", "not JSON")),
+    ('{"cases": 3}', ("--report", "no 'cases' list")),
+    ('{"cases": [{"case": "x"}]}', ("--report", "cases[0]")),
+])
+def test_unreadable_report(tmp_path, capsys, content, words):
+    report = tmp_path / "report.json"
+    if content is not None:
+        report.write_text(content)
+    out = tmp_path / "fix.patch"
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
+                     "-o", str(out)]) == 2
+    _one_line_error(capsys, *words)
+    assert not out.exists()
+
+
+@pytest.mark.usefixtures("no_work")
+def test_unknown_op_in_ops(tmp_path, capsys):
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--ops", "Softmaxx",
+                     "-o", str(tmp_path / "fix.patch")]) == 2
+    _one_line_error(capsys, "Softmax")
+
+
+def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys):
+    report = write_report(tmp_path / "report.json",
+                          record("If", 25, "if_basic",
+                                 param("input", 0, "cond", "unknown", "proposed",
+                                       "non-differentiable")),
+                          record("Concat", 13, "concat_basic",
+                                 param("input", 0, "inputs", "unknown", "proposed",
+                                       "differentiable")))
+    out = tmp_path / "fix.patch"
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
+                     "-o", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "hunks: 1 call sites edited (0 in shared generators)" in stdout
+    assert "not located: 1 (index is a runtime expression: 1)" in stdout
+    assert tags_of(applied(out.read_text(), tmp_path))[("If", 25, "input", 0)] == \
+        "non-differentiable"
+    md = (tmp_path / "fix.md").read_text()
+    assert "torch-prover prove If --case if_basic" in md and "rule: both witnesses" in md
+    assert "gen_doc.py" in md and "Concat-13 input 0" in md   # regenerate; left out, why

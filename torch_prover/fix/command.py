@@ -1,0 +1,62 @@
+"""fix-tags: verdicts -> a checked patch against ONNX's C++ sources, and its PR text.
+
+Every argument is checked before any work (exit 2, one line); the patch is applied to a
+copy of the sources and re-read before anything is written (exit 1 when that check fails,
+with nothing written).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import preflight
+from ..errors import EXIT_FINDING, EXIT_OK, UsageError
+from ..vocab import Verdict
+from . import patch as patch_mod
+from .locate import read_tree
+from .plan import findings, load_report, plan
+from .pr_text import pr_markdown, summary
+
+
+def _records(args: argparse.Namespace, cache_dir: Path):
+    if args.report:
+        return load_report(preflight.readable_file(args.report, "--report"))
+    from ..batch.pool import BatchOptions, run_batch
+    from ..cases import all_cases
+    result = run_batch(list(all_cases()), BatchOptions(jobs=args.jobs, cache_dir=cache_dir))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return result.records
+
+
+def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
+    root = preflight.onnx_source(args.onnx_src)
+    ops = set(preflight.op_names(args.ops, "--ops")) if args.ops is not None else None
+    preflight.positive_int(args.jobs, "--jobs")
+    out = preflight.writable_file(args.output, "-o")
+    md = out.with_suffix(".md")
+    if md == out:
+        raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
+    records = _records(args, cache_dir)
+    tree = read_tree(root)
+    for error in tree.errors:
+        print(f"warning: cannot read {error}; its schemas count as not located", file=sys.stderr)
+    only = Verdict(args.only) if args.only else None
+    the_plan = plan(tree, findings(records), ops, only)
+    diff = patch_mod.unified_diff(patch_mod.edited_texts(tree, the_plan.edits))
+    try:
+        patch_mod.check(tree, the_plan.edits, diff)
+    except patch_mod.CheckFailed as exc:
+        print(f"torch-prover fix-tags: the patch failed its check, nothing written: {exc}",
+              file=sys.stderr)
+        return EXIT_FINDING
+    sys.stdout.write(summary(the_plan))
+    if not the_plan.edits:
+        print("no hunk to write", file=sys.stderr)
+        return EXIT_OK
+    from ..output.evidence import write_text
+    write_text(out, diff)
+    write_text(md, pr_markdown(the_plan, out.name))
+    print(f"patch written to {out}, PR text to {md}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,203 @@
+"""From a verify-all report to the edits fix-tags may make, and why the others are not made.
+
+Verdicts are grouped per formal parameter (op, domain, schema version, io, index); a group
+is acted on when its cases agree on the tag they support. An edit inside a shared generator
+changes every schema using it, so it is made only when each of those schemas' same
+parameter has a decided verdict supporting the same tag -- otherwise it is withheld and
+the report names the schema that lacks or contradicts it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..vocab import Tag, Verdict
+from .locate import Block, CallSite, SourceTree, Unlocated
+
+ACTED = (Verdict.DISAGREE, Verdict.PROPOSED)
+DECIDED = (Verdict.AGREE, Verdict.DISAGREE, Verdict.PROPOSED)
+
+
+class Withheld(Enum):
+    """Why a located parameter gets no hunk."""
+    CONFLICTING_CASES = "its cases support different tags"
+    SHARED_WITHOUT_VERDICT = "a schema sharing the generator has no decided verdict"
+    SHARED_CONTRADICTED = "a schema sharing the generator has a verdict for another tag"
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """One case's verdict on the parameter, with what a reviewer needs to check it."""
+    case: str
+    verdict: Verdict
+    supports: Tag | None
+    autograd: tuple[str, str]   # (outcome, detail)
+    numeric: tuple[str, str]
+    rule: str                   # which verdict rule decided it: both witnesses, by type, ...
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One formal parameter and every decided case verdict about it."""
+    op: str
+    domain: str
+    version: int
+    io: str
+    index: int
+    name: str
+    tag: Tag
+    cases: tuple[CaseVerdict, ...]
+
+    @property
+    def key(self) -> tuple[str, str, int, str, int]:
+        return self.op, self.domain, self.version, self.io, self.index
+
+    @property
+    def supports(self) -> frozenset[Tag]:
+        return frozenset(c.supports for c in self.cases)
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """DISAGREE or PROPOSED when some case says so (the group is acted on), else None."""
+        found = {c.verdict for c in self.cases}
+        return next((v for v in ACTED if v in found), None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.op}-{self.version} {self.io} {self.index} ({self.name})"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One call site set to one tag, and every parameter (of every schema) it changes."""
+    site: CallSite
+    tag: Tag
+    findings: tuple[Finding, ...]                     # the verdicts acted on at this site
+    users: tuple[tuple[str, int, str, int], ...]      # (op, version, io, index) it changes
+    generator: str | None
+
+    @property
+    def shared(self) -> bool:
+        return len({(op, version) for op, version, _, _ in self.users}) > 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    edits: tuple[Edit, ...]
+    unlocated: tuple[tuple[Finding, Unlocated, str], ...]
+    withheld: tuple[tuple[Finding, Withheld, str], ...]
+    acted: tuple[Finding, ...]
+
+
+def load_report(path: str | Path) -> list[dict[str, Any]]:
+    """The case records of a ``verify-all --format json`` report; UsageError when it is not one."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--report {path}: cannot read it ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--report {path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    cases = doc.get("cases") if isinstance(doc, dict) else None
+    if not isinstance(cases, list):
+        raise UsageError(f"--report {path}: no 'cases' list; give the JSON report of "
+                         "`torch-prover verify-all --format json --report FILE`")
+    for i, rec in enumerate(cases):
+        if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or \
+                not isinstance(rec.get("parameters", []), list):
+            raise UsageError(f"--report {path}: cases[{i}] is not a verify-all case record")
+    return cases
+
+
+def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:
+    """Every parameter with at least one decided verdict, its case verdicts grouped."""
+    groups: dict[tuple, list] = {}
+    for rec in records:
+        version = rec.get("schema_version")
+        if not isinstance(version, int):
+            continue    # an error record: no schema, no verdict
+        for p in rec.get("parameters", []):
+            try:
+                verdict = Verdict(p["verdict"])
+                supports = Tag(p["supports"]) if p.get("supports") else None
+                key = (rec["op"], rec.get("domain", ""), version, p["io"], int(p["index"]))
+                tag = Tag(p["tag"])
+            except (KeyError, ValueError, TypeError) as exc:
+                raise UsageError(f"report: {rec['op']} / {rec.get('case')}: a parameter "
+                                 f"without a valid verdict ({exc})") from None
+            if verdict not in DECIDED or supports is None:
+                continue
+            w = p.get("witnesses") or {}
+            groups.setdefault(key, [p.get("name", ""), tag, []])[2].append(CaseVerdict(
+                str(rec.get("case")), verdict, supports,
+                *((w.get(s, {}).get("outcome", ""), w.get(s, {}).get("detail", ""))
+                  for s in ("autograd", "numeric")), p.get("rule", ""), p.get("reason", "")))
+    return {k: Finding(*k, name, tag, tuple(cs)) for k, (name, tag, cs) in groups.items()}
+
+
+def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = None,
+         only: Verdict | None = None) -> Plan:
+    acted = [f for f in found.values() if f.verdict is not None
+             and (ops is None or f.op in ops) and (only is None or f.verdict is only)]
+    acted.sort(key=lambda f: f.key)
+    unlocated, withheld, by_site = [], [], {}
+    for f in acted:
+        if len(f.supports) > 1:
+            sides = "; ".join(f"{c.case}: {c.supports}" for c in f.cases)
+            withheld.append((f, Withheld.CONFLICTING_CASES, sides))
+            continue
+        block = tree.block(f.op, f.domain, f.version)
+        if block is None:
+            unlocated.append((f, Unlocated.NO_BLOCK, f"no ONNX_OPERATOR_SET_SCHEMA({f.op}, "
+                                                     f"{f.version}) block in onnx/defs"))
+            continue
+        decl, problem, detail = block.find(f.io, f.index)
+        if decl is None:
+            unlocated.append((f, problem, detail))
+            continue
+        if decl.name is not None and decl.name != f.name:
+            unlocated.append((f, Unlocated.NAME_MISMATCH, f"{decl.site.path}:{decl.site.line} "
+                                                          f"declares {decl.name!r}"))
+            continue
+        (tag,) = f.supports
+        why = _shared_problem(tree, found, block, decl.site, f, tag)
+        if why is not None:
+            withheld.append((f, *why))
+            continue
+        by_site.setdefault(decl.site, (decl.generator, []))[1].append((f, tag))
+    edits = []
+    for site, (generator, pairs) in by_site.items():
+        tags = {tag for _, tag in pairs}
+        fs = [f for f, _ in pairs]
+        if len(tags) > 1:   # node inputs of one variadic parameter that disagree
+            sides = "; ".join(f"{f.io} {f.index}: {tag}" for f, tag in pairs)
+            withheld += [(f, Withheld.CONFLICTING_CASES, f"one variadic parameter: {sides}")
+                         for f in fs]
+            continue
+        (tag,) = tags
+        users = tuple(sorted((b.op, b.version, d.io, d.index) for b, d in tree.users(site)))
+        edits.append(Edit(site, tag, tuple(fs), users, generator))
+    return Plan(tuple(sorted(edits, key=lambda e: (e.site.path, e.site.token))),
+                tuple(unlocated), tuple(withheld), tuple(acted))
+
+
+def _shared_problem(tree: SourceTree, found: dict[tuple, Finding], block: Block,
+                    site: CallSite, f: Finding, tag: Tag) -> tuple[Withheld, str] | None:
+    """None when every other schema the call declares a parameter of has a decided verdict
+    supporting ``tag`` for it; else why not, naming the first that does not."""
+    for other, decl in tree.users(site):
+        if other is block:
+            continue
+        label = f"{other.op}-{other.version} {decl.io} {decl.index}"
+        theirs = found.get((other.op, other.domain, other.version, decl.io, decl.index))
+        shared = f"{site.path}:{site.line} also declares {label}"
+        if theirs is None:
+            return Withheld.SHARED_WITHOUT_VERDICT, f"{shared}, which has no decided verdict"
+        if theirs.supports != {tag}:
+            sides = ", ".join(sorted(theirs.supports))
+            return Withheld.SHARED_CONTRADICTED, f"{shared}, whose verdicts support {sides}"
+    return None

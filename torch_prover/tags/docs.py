@@ -1,0 +1,26 @@
+"""``--tags-from FILE``: an Operators.md or a Changelog.md, told apart by content.
+
+Why by content: a PR branch's file may be saved under any name (``Changelog-pr1234.md``),
+and the two files need different readers (latest version only, or every version).
+"""
+from __future__ import annotations
+
+from .changelog_md import ChangelogMd, is_changelog
+from .markdown import DocsError, DocsTags, read_text
+from .operators_md import MARKER, OperatorsMd, is_operators_md
+
+__all__ = ["load", "DocsError", "DocsTags"]
+
+
+def load(path) -> DocsTags:
+    """The tags of ONNX docs file ``path``; a DocsError (one line, file:line) otherwise."""
+    p = str(path)
+    text = read_text(path)
+    lines = text.splitlines()
+    if is_changelog(lines):
+        return ChangelogMd.from_text(p, text)
+    if is_operators_md(lines):
+        return OperatorsMd.from_text(p, text)
+    raise DocsError(f"{p}:1: neither an Operators.md (a '{MARKER}' heading) nor a Changelog.md "
+                    "(a '## Version N of the default ONNX operator set' heading) in its first "
+                    "lines")
