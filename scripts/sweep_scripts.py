@@ -11,7 +11,10 @@ sweep also reports where the graph alone would not have given it.
     python scripts/sweep_scripts.py [--cases REGEX] [--jobs N] [--keep DIR] [--json FILE]
                                     [--fast-export]
 
-Exit 0 when every case reproduces, 1 otherwise. About 2-4 s per case per job.
+Exit 0 when every case reproduces, 1 otherwise; a case no standalone script can reproduce
+(the raised route of ops newer than the exporter: ``torch-prover script`` refuses it) is
+listed as ``no-script`` with its reason and does not fail the sweep. About 2-4 s per case
+per job.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ def sweep_one(name: str, workdir: str) -> dict:
     from torch_prover.cases import all_cases
     from torch_prover.engine.prove import prove_case
     from torch_prover.pr.gen import compare_records, render_case
+    from torch_prover.pr.source import ScriptGenError
     from torch_prover.pr.runner import prove_script
 
     row = {"case": name, "op": "?", "status": "", "detail": "", "inferred": True}
@@ -48,6 +52,10 @@ def sweep_one(name: str, workdir: str) -> dict:
     script = where / f"{name}.py"
     try:
         script.write_text(render_case(case), encoding="utf-8")
+    except ScriptGenError as exc:
+        # a case no standalone script can reproduce (the raised route): listed with its reason
+        row.update(status="no-script", detail=str(exc))
+        return row
     except Exception as exc:
         row.update(status="render-error", detail=f"{type(exc).__name__}: {exc}")
         return row
@@ -116,19 +124,21 @@ def main(argv: list[str] | None = None) -> int:
             continue
         last = time.time()
         rows.append(row)
-        mark = "ok " if row["status"] == "same" else "!! "
+        mark = {"same": "ok ", "no-script": "-- "}.get(row["status"], "!! ")
         extra = "" if row["inferred"] else " (the graph alone does not give the op)"
         print(f"{mark}{len(rows):4}/{len(names)} {row['op']:<24} {row['case']:<36} "
               f"{row['status']}{extra} {row['detail'][:300]}", flush=True)
     for p in procs:
         p.join(timeout=5)
-    bad = [r for r in rows if r["status"] != "same"]
+    bad = [r for r in rows if r["status"] not in ("same", "no-script")]
+    no_script = [r for r in rows if r["status"] == "no-script"]
     not_inferred = [r["case"] for r in rows if not r["inferred"]]
-    print(f"\n{len(rows) - len(bad)}/{len(names)} cases reproduce prove's verdicts "
+    print(f"\n{len(rows) - len(bad) - len(no_script)}/{len(names)} cases reproduce prove's "
+          f"verdicts, {len(no_script)} have no standalone script (reasons below) "
           f"({time.time() - t0:.0f} s, {args.jobs} jobs); cases whose op the graph alone does "
           "not give (the script's `# torch-prover: op=` line does): "
           f"{len(not_inferred)} ({', '.join(not_inferred[:20])})")
-    for r in bad:
+    for r in no_script + bad:
         print(f"  {r['case']}: {r['status']}: {r['detail']}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

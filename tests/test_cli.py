@@ -106,8 +106,30 @@ def test_coverage_op_json(capsys):
     assert entry["status"] == "covered"
     assert [c["name"] for c in entry["cases"]] == [c.name for c in cases_for("Reshape")]
     for c in entry["cases"]:
-        assert set(c) == {"name", "kind", "exporter", "opset", "command"}
+        assert set(c) == {"name", "kind", "exporter", "opset", "route", "command"}
         assert c["command"] == f"torch-prover prove Reshape --case {c['name']}"
+        assert c["route"] == "direct"  # opset 25: the exporter itself produces it
+
+
+def test_coverage_names_the_raised_route_of_ops_newer_than_the_exporter(capsys):
+    """The ops new in 26-28 are covered through the private-domain route, and say so; the
+    ops and their opsets come from onnx.defs, not from the catalogue."""
+    import onnx.defs
+    first = {}
+    for v in onnx.defs.get_all_schemas_with_history():
+        if v.domain == "":
+            first[v.name] = min(first.get(v.name, v.since_version), v.since_version)
+    new = sorted(op for op, since in first.items() if since > 25)
+    assert {"CumProd", "BitCast", "SwiGLU", "LinearAttention", "CausalConvWithState"} <= set(new)
+    assert cli.main(["coverage", "--format", "json", *new]) == 0
+    for entry in json.loads(capsys.readouterr().out)["ops"]:
+        assert entry["status"] == "covered", entry
+        for c in entry["cases"]:
+            since = onnx.defs.get_schema(entry["op"], 28).since_version
+            assert (c["route"], c["opset"]) == ("raised", since), (entry["op"], c)
+    assert cli.main(["coverage", "SwiGLU"]) == 0
+    assert "route: exported at opset 25 with the node in torch_prover.next" in \
+        capsys.readouterr().out.replace("\n    ", " ")
 
 
 def test_coverage_without_op_still_lists_every_op(capsys):

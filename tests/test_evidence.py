@@ -142,3 +142,20 @@ def test_index_readme_escapes_pipes_in_reasons(tmp_path):
     row = next(line for line in (tmp_path / "README.md").read_text().splitlines()
                if line.startswith("| Clip"))
     assert "max \\|grad\\| 0.638" in row and "/grad/" not in row
+
+
+def test_bfloat16_data_is_written_as_bfloat16_with_the_same_bits(tmp_path, proof_of):
+    """numpy has no bfloat16: BitCast float16 -> bfloat16's output is written from its raw
+    bits as a BFLOAT16 TensorProto; a bitcast keeps the bytes, so they equal the input's."""
+    d = evidence.write_proof(tmp_path, proof_of("bitcast_float16_to_bfloat16"))
+    model = onnx.load(d / "model.onnx")
+    assert [(i.domain, i.version) for i in model.opset_import] == [("", 26)]
+    data = d / "test_data_set_0"
+    x, y = onnx.TensorProto(), onnx.TensorProto()
+    x.ParseFromString((data / "input_0.pb").read_bytes())
+    y.ParseFromString((data / "output_0.pb").read_bytes())
+    assert (x.data_type, y.data_type) == (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
+    assert list(y.dims) == list(x.dims)
+    x_bits = onnx.numpy_helper.to_array(x).view("uint16")
+    y_bits = onnx.numpy_helper.to_array(y).view("uint16")
+    assert (x_bits == y_bits).all()

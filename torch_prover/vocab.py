@@ -61,3 +61,11 @@ class NumericOutcome(StrEnum):
     INTEGER = "integer"    # integer / bool input: not perturbed
     ABSENT = "absent"      # optional input or output not given
     NOT_RUN = "not run"    # could not run (the detail says why), or numeric checks off
+
+
+class ExportRoute(StrEnum):
+    """How a case's model reaches its opset (``engine/next_opset.py``)."""
+
+    DIRECT = "direct"      # the exporter at the case's opset
+    RAISED = "raised"      # exported at the exporter's newest opset, the node in a private
+                           # domain, then moved into ai.onnx and the model raised

@@ -4,7 +4,7 @@ SDPA has no KV cache and returns only Y, so a reference op written from the ONNX
 (torch_prover/cases/reference.py) exercises the rest: past_key/past_value with the
 present_key/present_value and qk_matmul_output outputs, and nonpad_kv_seqlen.
 SwiGLU, LinearAttention and CausalConvWithState exist only from opset 27/28, which the
-exporter cannot produce (see nn_missing.py).
+exporter cannot produce directly: their cases take the raised route (reference_new_ops.py).
 
 Scales: runtimes apply sqrt(scale) to Q and to K, computing the square root in float32;
 sqrt(0.25) = 0.5 is exact, so cases that set ``scale`` use 0.25 (the default 1/sqrt(4)

@@ -1,7 +1,8 @@
-"""CumSum (the axis is an int64 input: torch's ``dim`` exports as a constant) and CumProd.
+"""CumSum (the axis is an int64 input: torch's ``dim`` exports as a constant).
 
 CumProd is new in opset 26; torch 2.13's exporter produces opset 25 at most and its torch_lib
-has no aten.cumprod translation, so CumProd has no case (see MISSING).
+has no aten.cumprod translation, so CumProd's cases are reference cases on the raised route
+(reference_new_ops.py).
 """
 import torch
 

@@ -46,6 +46,13 @@ passes its own ``emit=`` function built with :func:`onnx_opset`.
 The node is emitted at opset 25 (the project's export opset) unless ``opset=`` says
 otherwise; a case exported at an older opset (onnxruntime lacks some newest versions)
 uses ``ref.translation_at(21)``, because the exporter cannot convert a node downwards.
+Ops newer than the exporter (opset 26-28: CumProd, SwiGLU ...) take one more step: a
+reference op declared ``opset=V`` above 25 emits its node in the private domain
+``torch_prover.next`` (:func:`node_op`), the case says ``opset=V``, and the export stage
+exports at 25, then moves the node into ai.onnx and the model to opset V, refusing a graph
+whose other ops changed schema between 25 and V (``engine/next_opset.py`` says why:
+torch 2.13 cannot export such a node at V itself).
+
 Reference cases need the dynamo exporter: only ``torch.export`` sets
 ``torch.compiler.is_exporting()``; under TorchScript tracing the reference itself would be
 traced (many nodes, and the engine rejects the case).
@@ -68,6 +75,8 @@ import onnx.defs
 import torch
 
 from ..case import DEFAULT_OPSET
+from ..engine.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, PRIVATE_VERSION,
+                                 exporter_opset, private_schema)
 
 NAMESPACE = "torch_prover"
 """The torch.library namespace of every reference op: ``torch.ops.torch_prover.<name>``."""
@@ -95,6 +104,23 @@ def onnx_opset(version: int = DEFAULT_OPSET, domain: str = "") -> Any:
         if generated is not None:
             return generated
     return values.Opset(domain, version)
+
+
+def node_op(onnx_op: str, opset: int = DEFAULT_OPSET, domain: str = "") -> Any:
+    """The onnxscript op emitting one ``onnx_op`` node for a case at ``opset``.
+
+    Above the exporter's opset (an ai.onnx op new in 26-28) the node is emitted as
+    ``torch_prover.next::<onnx_op>`` with the real schema's inputs, outputs and attributes;
+    the export stage raises the model to ``opset`` and moves it into ai.onnx
+    (``engine/next_opset.py``). Use it in a custom ``emit=`` as ``node_op("X", 27)(a, b)``;
+    other nodes of the translation (``Constant``) come from ``onnx_opset(exporter_opset(V))``.
+    """
+    if opset > EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):
+        from onnxscript import values
+
+        return values.Op(values.Opset(PRIVATE_DOMAIN, PRIVATE_VERSION), onnx_op,
+                         private_schema(onnx_op, opset))
+    return getattr(onnx_opset(opset, domain), onnx_op)
 
 
 def _is_tensor_annotation(ann: Any) -> bool:
@@ -293,7 +319,7 @@ def _default_emit(name: str, onnx_op: str, opset: int, domain: str, sig: inspect
     constants = {p for p in inputs if not _is_tensor_annotation(hints[p])}
 
     def emit(*args: Any, **kwargs: Any) -> Any:
-        op = onnx_opset(opset, domain)
+        op = onnx_opset(exporter_opset(opset), domain)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         node_inputs = [bound.arguments[p] for p in inputs]
@@ -305,7 +331,7 @@ def _default_emit(name: str, onnx_op: str, opset: int, domain: str, sig: inspect
                                   else op.Constant(value_int=int(value)))
         node_attrs = {a: _attribute_value(bound.arguments[a]) for a in attributes
                       if bound.arguments[a] is not None}
-        return getattr(op, onnx_op)(*node_inputs, **node_attrs)
+        return node_op(onnx_op, opset, domain)(*node_inputs, **node_attrs)
 
     # The exporter reads the translation's signature (annotated = attribute, bare = input).
     emit.__signature__ = sig.replace(  # type: ignore[attr-defined]

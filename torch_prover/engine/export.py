@@ -2,11 +2,13 @@
 
 The model is kept in memory (no external ``.onnx.data`` file) and checked with
 ``onnx.checker``; the opset actually produced is verified, because torch 2.13's
-exporter silently falls back to opset 18 when asked for 26-28.
+exporter silently falls back to opset 18 when asked for 26-28 (that refusal stays: a
+case above opset 25 is exported at 25 and raised by ``next_opset`` instead).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import io
 import logging
@@ -19,6 +21,9 @@ import torch
 
 from ..case import Case
 from ..errors import CaseError, first_line
+from ..vocab import ExportRoute
+from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
+                         private_nodes, raise_opset)
 
 
 @dataclass(frozen=True)
@@ -56,14 +61,11 @@ def _strip_stack_traces(graph: onnx.GraphProto) -> None:
     """Drop the exporter's per-node Python stack traces: they hold absolute paths and line
     numbers of whoever called export, so the same proof would hash differently in another
     checkout (or after an unrelated edit). Nothing a proof reads is lost."""
-    for node in graph.node:
+    for node in all_nodes(graph):
         keep = [p for p in node.metadata_props if p.key not in _LOCATION_KEYS]
         if len(keep) != len(node.metadata_props):
             del node.metadata_props[:]
             node.metadata_props.extend(keep)
-        for attr in node.attribute:
-            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                _strip_stack_traces(g)
 
 
 def _takes_varargs(module: torch.nn.Module) -> bool:
@@ -120,15 +122,19 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
     if got != opset:
         raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "
                         f"declares opset {got}; refusing to trust it")
+    check(model, label)
+    return Exported(model, exporter, opset, tuple(input_names), tuple(output_names))
+
+
+def check(model: onnx.ModelProto, label: str = "") -> None:
+    """onnx.checker with full_check: also strict type/shape inference, so a model whose types
+    do not fit the schema (an int32 beside the int64 an op requires) is refused here instead
+    of quietly failing over from onnxruntime to the reference evaluator."""
     try:
-        # full_check: also strict type/shape inference, so a model whose types do not fit
-        # the schema (an int32 beside the int64 an op requires) is refused here instead of
-        # quietly failing over from onnxruntime to the reference evaluator
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
         raise CaseError(f"{label}onnx.checker rejects the exported model: "
                         f"{first_line(exc)}") from exc
-    return Exported(model, exporter, opset, tuple(input_names), tuple(output_names))
 
 
 def output_name(j: int) -> str:
@@ -142,11 +148,28 @@ def output_index(name: str) -> int:
 
 def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor],
                 n_outputs: int) -> Exported:
+    """Export the case at its opset. A dynamo case above the exporter's newest opset is
+    exported there and raised (``next_opset``): its ops newer than the exporter wait in a
+    private domain until then."""
     options = dict(case.export_options)
     if case.translation:
         options["custom_translation_table"] = dict(case.translation)
-    return export_module(module, args, exporter=case.exporter, opset=case.export_opset,
-                         input_names=case.names,
-                         output_names=[output_name(j) for j in range(n_outputs)],
-                         dynamic=case.dynamic, options=options,
-                         label=f"{case.op}/{case.name}: ")
+    label = f"{case.op}/{case.name}: "
+    target = case.export_opset
+    raised = export_route(case.exporter, target) is ExportRoute.RAISED
+    asked = EXPORTER_MAX_OPSET if raised else target
+    exported = export_module(module, args, exporter=case.exporter, opset=asked,
+                             input_names=case.names,
+                             output_names=[output_name(j) for j in range(n_outputs)],
+                             dynamic=case.dynamic, options=options, label=label)
+    if not raised:
+        waiting = private_nodes(exported.model)
+        if waiting:
+            raise CaseError(f"{label}the model holds {waiting[0].op_type} in domain "
+                            f"{PRIVATE_DOMAIN} (an op newer than opset {EXPORTER_MAX_OPSET}) "
+                            f"but the case exports at opset {target}: give the case the "
+                            f"reference op's opset")
+        return exported
+    model = raise_opset(exported.model, target, label=label)
+    check(model, label)
+    return dataclasses.replace(exported, model=model, opset=target)

@@ -26,7 +26,7 @@ import onnx.numpy_helper
 import onnx.utils
 
 from ..errors import describe
-from .mapping import subgraph_names
+from .mapping import is_float_dtype, subgraph_names
 from .numeric import FWD_TOL, choose_runtime
 
 Value = Union[np.ndarray, list]
@@ -61,8 +61,12 @@ def value_parts(x: Value) -> list[np.ndarray]:
 
 
 def is_float_value(x: Value) -> bool:
+    """Floating elements: numpy's floats, and the ml_dtypes floats (bfloat16, float8...) the
+    runtimes return as opaque numpy dtypes; a bfloat16 output is floating, not integer."""
     parts = value_parts(x)
-    return bool(parts) and all(np.issubdtype(p.dtype, np.floating) for p in parts)
+    return bool(parts) and all(
+        np.issubdtype(p.dtype, np.floating) or (p.dtype.kind == "V" and is_float_dtype(p.dtype.name))
+        for p in parts)
 
 
 def elem_dtype(x: Value) -> str:

@@ -145,7 +145,10 @@ def _seeded(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy()
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:   # numpy has no bfloat16; float32 holds each value exactly
+        t = t.float()
+    return t.numpy()
 
 
 def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, bool]:

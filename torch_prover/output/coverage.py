@@ -14,7 +14,9 @@ from typing import Any
 
 from ..cases import all_cases, all_missing
 from ..engine.by_type import TypeRow, decide_op, row_record, undecided_label
-from .report import BY_TYPE, DEFAULT_WIDTH, MISSING, prove_command, wrap_line
+from ..engine.next_opset import EXPORTER_MAX_OPSET, export_route
+from ..vocab import ExportRoute
+from .report import BY_TYPE, DEFAULT_WIDTH, MISSING, prove_command, route_note, wrap_line
 from ..tags.schema import SchemaTags, all_ops, is_deprecated, schema_tags
 
 COVERED = "covered"
@@ -59,6 +61,7 @@ def coverage() -> list[dict[str, Any]]:
             entries.append({**base, "status": COVERED,
                             "decided": "natural" if natural else "reference", "cases": [
                 {"name": c.name, "kind": c.kind, "exporter": c.exporter, "opset": c.export_opset,
+                 "route": export_route(c.exporter, c.export_opset),
                  "command": prove_command(op, c.name)}
                 for c in cases]})
         else:
@@ -68,6 +71,11 @@ def coverage() -> list[dict[str, Any]]:
                             "reason_category": category, "reason": reason,
                             **{k: v for k, v in entry.items() if k != "status"}})
     return entries
+
+
+def _via(case: dict[str, Any]) -> str:
+    """The raised route in the summary's short form (``/via 25``); nothing for direct."""
+    return f" via {EXPORTER_MAX_OPSET}" if case["route"] == ExportRoute.RAISED else ""
 
 
 def summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,7 +127,8 @@ def coverage_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WID
     lines = wrap_line(summary_line(entries), width) + [""]
     for e in entries:
         if e["status"] == COVERED:
-            kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}" for c in e["cases"]})
+            kinds = sorted({f"{c['kind']}/{c['exporter']}/opset {c['opset']}{_via(c)}"
+                            for c in e["cases"]})
             lines += wrap_line(f"  {e['op']:<28} {e['decided']:<9} {len(e['cases'])} case(s): "
                                f"{', '.join(c['name'] for c in e['cases'])}  "
                                f"[{'; '.join(kinds)}]", width, " " * 41)
@@ -161,8 +170,10 @@ def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) ->
         n = len(e["cases"])
         lines.append(f"{e['op']}: {n} case{'s' if n != 1 else ''} ({e['decided']})")
         for c in e["cases"]:
+            note = route_note(c["exporter"], c["opset"])
             lines += wrap_line(f"  {c['name']}  ({c['kind']}, {c['exporter']} exporter, "
-                               f"opset {c['opset']})", width, "    ")
+                               f"opset {c['opset']}{'; route: ' + note if note else ''})",
+                               width, "    ")
             lines.append(f"    {c['command']}")
         if n > 1:
             lines.append(f"  all {n}: torch-prover prove {e['op']} --all")

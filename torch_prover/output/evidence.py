@@ -42,7 +42,9 @@ from typing import Any, Iterable
 
 import numpy as np
 import onnx
+import onnx.helper
 import onnx.numpy_helper
+import torch
 
 from ..errors import OutputError
 from ..engine.export import output_index
@@ -162,8 +164,14 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def _pb(path: Path, tensor, name: str) -> None:
-    array = tensor.detach().cpu().numpy()
-    _write_file(path, onnx.numpy_helper.from_array(array, name).SerializeToString())
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        # numpy has no bfloat16: write the TensorProto from the raw bits (BitCast's output)
+        proto = onnx.helper.make_tensor(name, onnx.TensorProto.BFLOAT16, tensor.shape,
+                                        tensor.view(torch.int16).numpy().tobytes(), raw=True)
+    else:
+        proto = onnx.numpy_helper.from_array(tensor.numpy(), name)
+    _write_file(path, proto.SerializeToString())
 
 
 # ----------------------------------------------------------------------------- sameness

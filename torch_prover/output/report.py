@@ -10,7 +10,9 @@ import re
 import textwrap
 from typing import Any
 
+from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from ..tags.schema import SchemaTags
+from ..vocab import ExportRoute
 
 NOT_RUN, MISSING, BY_TYPE, NO_TAGS = "not run", "missing", "by type", "no tags"
 # Every status an op can have in a batch report, most urgent first. The one list every
@@ -183,10 +185,21 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
                             p["evidence"], p["tag"], verdict, p["reason"]))
     lines += ["", numeric_line(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
-              f"(schema {rec['op']}-{rec['schema_version']}); model sha256 "
+              f"(schema {rec['op']}-{rec['schema_version']}"
+              + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
+              + "); model sha256 "
               f"`{rec['model']['sha256']}`; " + ", ".join(
                   f"{k} {v}" for k, v in rec["versions"].items()), ""]
     return "\n".join(lines)
+
+
+def route_note(exporter: str, opset: int) -> str:
+    """How a model above the exporter's opset was made (``engine/next_opset.py``), in words
+    for a reviewer; empty for the direct route."""
+    if export_route(exporter, opset) is not ExportRoute.RAISED:
+        return ""
+    return (f"exported at opset {EXPORTER_MAX_OPSET} with the node in {PRIVATE_DOMAIN}, "
+            f"then moved into ai.onnx at opset {opset}")
 
 
 def tags_text(tags: SchemaTags, latest: SchemaTags | None = None,

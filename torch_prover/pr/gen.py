@@ -29,7 +29,9 @@ from typing import Any
 import torch
 
 from ..case import Case, Spec
+from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from ..errors import CaseError
+from ..vocab import ExportRoute
 from .source import ScriptGenError, Collector, RESERVED
 
 def _dtype(d: torch.dtype) -> str:
@@ -213,7 +215,16 @@ def _run(case: Case, seed: int) -> _Run:
 
 
 def render_case(case: Case) -> str:
-    """The standalone proof script of ``case``."""
+    """The standalone proof script of ``case``. Refused for a case on the raised route (an
+    op newer than the exporter, ``engine/next_opset.py``): a plain ``torch.onnx.export``
+    of it returns the exporter's silent opset-18 model, which ``run`` rightly refuses."""
+    if export_route(case.exporter, case.export_opset) is ExportRoute.RAISED:
+        raise ScriptGenError(
+            f"{case.op}/{case.name}: opset {case.export_opset} is above what torch "
+            f"{torch.__version__.split('+')[0]}'s exporter produces ({EXPORTER_MAX_OPSET}); "
+            f"the case is exported at {EXPORTER_MAX_OPSET} with the node in "
+            f"{PRIVATE_DOMAIN} and raised, which a standalone script cannot reproduce: use "
+            f"`torch-prover prove {case.op} --case {case.name}`")
     col = Collector()
     m = case.model
     if getattr(m, "__qualname__", "") != getattr(m, "__name__", None) or "<" in m.__qualname__:

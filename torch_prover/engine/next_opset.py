@@ -1,0 +1,150 @@
+"""Ops newer than the exporter: emitted in a private domain at its opset, raised after export.
+
+torch 2.13's exporter produces opset 25 at most. Asked for 26-28 it builds at 18 and
+converts; for a graph holding an op new in 26-28 (CumProd, BitCast, LinearAttention,
+CausalConvWithState, SwiGLU) the converter has no adapter and the exporter silently
+returns the opset-18 model (``export.export_module`` refuses it; measured, see
+``cases/reference_new_ops.py``). So a case above the exporter's opset takes another route:
+
+1. the reference op's translation emits its node as ``PRIVATE_DOMAIN::<Op>`` (the real
+   op's name, inputs, outputs and attributes, from a copy of the real schema at version
+   1 of the private domain): the exporter's converter leaves other domains alone, so the
+   export at ``EXPORTER_MAX_OPSET`` succeeds and passes ``onnx.checker``;
+2. :func:`raise_opset` moves every private node into ``ai.onnx`` (domain ""), sets the
+   model's default-domain import to the case's opset and drops the private import --
+   after checking that every other ``ai.onnx`` node has the same schema at both opsets
+   (Cast, Range, Einsum... changed in 26-28: relabelling those would silently
+   mis-version them, so such a graph is refused, naming the node);
+3. ``export.export_case`` runs ``onnx.checker`` (full check) on the raised model.
+
+The record's opset is the case's (26/27/28) and its schema version the op's real one.
+"""
+from __future__ import annotations
+
+import onnx
+import onnx.defs
+import onnx.helper
+from onnx.defs import OpSchema
+
+from ..case import DEFAULT_OPSET
+from ..errors import CaseError
+from ..vocab import ExportRoute
+
+EXPORTER_MAX_OPSET = DEFAULT_OPSET
+"""The newest opset torch 2.13's exporter produces reliably (case.DEFAULT_OPSET says why)."""
+PRIVATE_DOMAIN = "torch_prover.next"
+"""Where a node newer than the exporter waits for :func:`raise_opset`; never in a record."""
+PRIVATE_VERSION = 1
+
+
+def exporter_opset(opset: int) -> int:
+    """The opset the dynamo exporter is asked for, for a case at ``opset``."""
+    return min(opset, EXPORTER_MAX_OPSET)
+
+
+def export_route(exporter: str, opset: int) -> ExportRoute:
+    """The route a case exported by ``exporter`` at ``opset`` takes: one decision, read by
+    the export stage and shown by ``coverage``."""
+    if exporter == "dynamo" and opset > EXPORTER_MAX_OPSET:
+        return ExportRoute.RAISED
+    return ExportRoute.DIRECT
+
+
+def private_schema(op: str, opset: int) -> OpSchema:
+    """``op``'s ai.onnx schema in force at ``opset``, copied into ``PRIVATE_DOMAIN`` at
+    version 1: what the exporter needs to build the node (inputs, outputs, attributes and
+    their defaults) without a version its converter would try to adapt."""
+    try:
+        real = onnx.defs.get_schema(op, opset, "")
+    except onnx.defs.SchemaError as exc:
+        raise ValueError(f"onnx.defs has no {op} at opset {opset}") from exc
+
+    def formal(p: OpSchema.FormalParameter) -> OpSchema.FormalParameter:
+        return OpSchema.FormalParameter(
+            p.name, p.type_str, p.description, param_option=p.option,
+            is_homogeneous=p.is_homogeneous, min_arity=p.min_arity,
+            differentiation_category=p.differentiation_category)
+
+    def attribute(a: OpSchema.Attribute) -> OpSchema.Attribute:
+        if a.default_value.name:
+            return OpSchema.Attribute(a.name, a.default_value, a.description)
+        return OpSchema.Attribute(a.name, a.type, a.description, required=a.required)
+
+    return OpSchema(real.name, PRIVATE_DOMAIN, PRIVATE_VERSION, real.doc or "",
+                    inputs=[formal(p) for p in real.inputs],
+                    outputs=[formal(p) for p in real.outputs],
+                    type_constraints=[(t.type_param_str, list(t.allowed_type_strs),
+                                       t.description) for t in real.type_constraints],
+                    attributes=[attribute(a) for a in real.attributes.values()])
+
+
+def all_nodes(graph: onnx.GraphProto | onnx.FunctionProto):
+    """Every node of ``graph`` (or a function body), its subgraphs' (If, Loop, Scan bodies)
+    included."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                yield from all_nodes(g)
+
+
+def model_nodes(model: onnx.ModelProto):
+    """Every node of the model: main graph, subgraphs and local functions."""
+    yield from all_nodes(model.graph)
+    for f in model.functions:
+        yield from all_nodes(f)
+
+
+def private_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [n for n in model_nodes(model) if n.domain == PRIVATE_DOMAIN]
+
+
+def _since(op: str, opset: int) -> int | None:
+    try:
+        return onnx.defs.get_schema(op, opset, "").since_version
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _name(node: onnx.NodeProto) -> str:
+    return f"node {node.name!r} ({node.op_type})" if node.name else f"a {node.op_type} node"
+
+
+def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "") -> onnx.ModelProto:
+    """A copy of ``model`` (exported at ``EXPORTER_MAX_OPSET``) declaring ai.onnx ``target``,
+    its private nodes moved into ai.onnx. Raises CaseError, naming the node, when a private
+    node's op is not new past the exporter's opset at ``target``, or when another node's
+    schema differs between the two opsets (the relabelled model would mean something
+    else)."""
+    source = EXPORTER_MAX_OPSET
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for node in model_nodes(out):
+        if node.domain == PRIVATE_DOMAIN:
+            since = _since(node.op_type, target)
+            if since is None or since <= source:
+                raise CaseError(
+                    f"{label}{_name(node)} in domain {PRIVATE_DOMAIN} has no ai.onnx schema "
+                    f"newer than opset {source} at opset {target}"
+                    + ("" if since is None else f" (it is {node.op_type}-{since}: emit it "
+                       f"at opset {source} directly)"))
+            node.domain = ""
+        elif node.domain in ("", "ai.onnx"):
+            before, after = _since(node.op_type, source), _since(node.op_type, target)
+            if before != after:
+                was = f"{node.op_type}-{before}" if before else "no schema"
+                raise CaseError(
+                    f"{label}{_name(node)} is {was} at opset {source} but "
+                    f"{node.op_type}-{after} at opset {target}: its schema changed in between, "
+                    f"so relabelling the exported model would mis-version it; keep "
+                    f"{node.op_type} out of an opset-{target} case")
+    for imports in [out.opset_import] + [f.opset_import for f in out.functions]:
+        kept = [i for i in imports if i.domain != PRIVATE_DOMAIN]
+        for i in kept:
+            if i.domain in ("", "ai.onnx"):
+                i.version = target
+        del imports[:]
+        imports.extend(kept)
+    needed = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
+    out.ir_version = max(out.ir_version, needed)
+    return out
