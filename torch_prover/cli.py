@@ -126,8 +126,9 @@ def _selected_cases(ops_arg: str | None, entries) -> tuple[list, set[str] | None
         if not mine:
             e = by_op.get(op)
             if e is None or not e.get("by_type"):
-                category, reason = ((e["reason_category"], e["reason"]) if e else
-                                    ("not yet written", "no case yet"))
+                category, reason = ((e.get("reason_category"), e.get("reason")) if e else
+                                    (None, None))
+                category, reason = category or "not yet written", reason or "no case yet"
                 raise UsageError(f"--ops: no case for op {op}, and its types decide nothing "
                                  f"({category}: {reason})")
             case_less.add(op)
