@@ -3,7 +3,9 @@
 torch 2.13's ``torch.onnx.export`` rebuilds its ONNX registry from torchlib on every call
 (~65% of a small export) and then rebuilds the decomposition table and the list of
 CompositeImplicitAutograd ops from it. For the same opset these are the same every time,
-so this module memoises them. The reuse touches private torch internals, so it is
+so this module memoises them; and it registers the ~5700 Python kernels of torch's
+CompositeImplicitAutograd override (twice per export) without ``py_impl``'s per-call
+annotation cost (``_lean_py_impl``). The reuse touches private torch internals, so it is
 guarded: it only switches on for the torch version it was written against, and only
 after exporting a few probe models both ways gives byte-identical ModelProtos; otherwise
 the stock path stays in place and ``STATE`` says why.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -83,6 +86,56 @@ def _patch() -> None:
     cls.from_torchlib = classmethod(from_torchlib)
     _fx_passes.decompose_with_registry = decompose_with_registry
     ep._collect_all_valid_cia_ops = collect_cia
+    _originals["override_cia"] = stock_override = ep._override_composite_implicit_decomp
+
+    @contextlib.contextmanager
+    def override_cia(cia_ops_to_callable):
+        cm = stock_override(cia_ops_to_callable)
+        with _lean_py_impl():
+            cm.__enter__()
+        try:
+            yield
+        except BaseException:
+            if not cm.__exit__(*sys.exc_info()):
+                raise
+        else:
+            cm.__exit__(None, None, None)
+
+    ep._override_composite_implicit_decomp = override_cia
+
+
+@contextlib.contextmanager
+def _lean_py_impl():
+    """``OpOverload.py_impl`` without re-evaluating its inner function's annotations.
+
+    Entering torch's ``_override_composite_implicit_decomp`` registers ~5700 Python
+    kernels through ``OperatorBase.py_impl``, whose nested ``def inner(fn: Callable[_P,
+    _T]) -> Callable[_P, _T]`` subscripts ``typing.Callable`` twice per call: about two
+    thirds of the whole override, itself about half of a small export (measured with
+    cProfile). For a ``DispatchKey`` this does exactly what the stock body does; every
+    other key goes to the stock method."""
+    from torch._C import DispatchKey
+    from torch._ops import OperatorBase, OpOverload
+    stock = OperatorBase.py_impl
+
+    def py_impl(self, k):
+        if type(k) is not DispatchKey or k == DispatchKey.Python:
+            return stock(self, k)
+
+        def inner(fn):
+            if k in self.py_kernels:
+                raise RuntimeError(f"Trying to override a python impl for {k} on operator "
+                                   f"{self.name()}")
+            self.py_kernels[k] = fn
+            self._dispatch_cache.clear()
+            return fn
+        return inner
+
+    OpOverload.py_impl = py_impl
+    try:
+        yield
+    finally:
+        del OpOverload.py_impl
 
 
 def _unpatch() -> None:
@@ -94,6 +147,7 @@ def _unpatch() -> None:
         _registration.ONNXRegistry.from_torchlib = _originals.pop("from_torchlib")
         _fx_passes.decompose_with_registry = _originals.pop("decompose_with_registry")
         ep._collect_all_valid_cia_ops = _originals.pop("cia")
+        ep._override_composite_implicit_decomp = _originals.pop("override_cia")
 
 
 def _probe_digests() -> list[str]:
