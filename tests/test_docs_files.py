@@ -175,3 +175,30 @@ def test_kind_comes_from_content_not_name(tmp_path):
     shutil.copy(DATA / "Operators.md", as_log)
     doc = load(as_log)
     assert isinstance(doc, OperatorsMd) and doc.tags("Clip", 11).since_version == 13
+
+
+def test_an_older_signature_in_the_docs_is_no_tags_not_a_broken_case(capsys):
+    """ONNX 1.8.0 documents ReduceMean-13, whose axes are an attribute (line 17173 of that
+    file: one input, ``data``); the catalogue's ReduceMean cases export at opset 25, where
+    axes is input 1. Those cases get no tags from the file (reported, exit 0), rather than
+    failing as broken; the case whose node has one input is compared as usual."""
+    import json
+    from torch_prover import cli
+    text = (DATA / "releases" / "Operators-v1.8.0.md").read_text()
+    section = text[text.index('<a name="ReduceMean">'):]
+    section = section[:section.index("#### Outputs")]
+    assert "<dt><tt>data</tt>" in section and "axes</tt> (" not in section.split("#### Inputs")[1]
+    code = cli.main(["verify-all", "--ops", "ReduceMean", "--no-write", "--jobs", "1",
+                     "--format", "json", "--tags-from",
+                     str(DATA / "releases" / "Operators-v1.8.0.md")])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    by_case = {r["case"]: r for r in report["cases"]}
+    # the catalogue says which cases pass axes: the full reduction does not (its notes)
+    assert set(by_case) == {"reducemean_dim1", "reducemean_keepdim", "reducemean_all"}
+    for name in ("reducemean_dim1", "reducemean_keepdim"):
+        assert by_case[name]["status"] == "no-tags"
+        assert "documents ReduceMean-13, which has no input 1" in by_case[name]["error"]
+    compared = by_case["reducemean_all"]
+    assert compared["status"] not in ("no-tags", "error", "invalid")
+    assert compared["schema_version"] == 13

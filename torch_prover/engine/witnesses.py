@@ -15,6 +15,7 @@ from ..errors import CaseError
 from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
 from .numeric import NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
+from ..tags.markdown import MissingFromDocs
 from ..tags.schema import Formal, SchemaTags
 from .by_type import type_reason
 from .verdict import Decision, Rule, Vjp, Witness, decide, judge
@@ -238,6 +239,12 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
         for i in range(count):
             formal = tags.formal(io, i)
             if formal is None:
+                if tags.source != "onnx.defs":   # --tags-from an older docs version
+                    raise MissingFromDocs(
+                        f"{case.op}/{case.name}: {tags.source} documents {case.op}-"
+                        f"{tags.since_version}, which has no {io} {i}; the node exported at "
+                        f"opset {case.export_opset} has one (another version's signature), "
+                        f"so there are no tags to compare it with")
                 raise CaseError(f"{case.op}/{case.name}: the {case.op} node has {io} {i}, "
                                 f"which schema version {tags.since_version} does not define")
             attrs = mapping.inputs if io == "input" else mapping.outputs
