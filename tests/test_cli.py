@@ -36,6 +36,19 @@ def test_unknown_op_names_the_closest(capsys):
     assert "Reshape" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_prove_an_op_decided_by_type_points_to_verify_all(capsys):
+    """StringConcat has no case and every parameter of its schema is a string (onnx.defs):
+    prove cannot help, verify-all decides it; the one-line refusal says so."""
+    types = {t for f in schema_tags("StringConcat").inputs + schema_tags("StringConcat").outputs
+             for t in f.types}
+    assert types == {"tensor(string)"}
+    for argv in (["prove", "StringConcat"], ["prove", "StringConcat", "--all"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "decided by type" in err
+        assert "`torch-prover verify-all --ops StringConcat`" in err
+
+
 def test_unknown_case_lists_existing(capsys):
     assert cli.main(["prove", "Add", "--case", "nope"]) == 2
     assert "add_same_shape" in capsys.readouterr().err

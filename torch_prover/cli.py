@@ -259,6 +259,17 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _where_to_look(op: str) -> str:
+    """The hint after "no such case": an op without a case whose types decide it is
+    checked by verify-all, not prove."""
+    from .cases import cases_for
+    from .output.coverage import coverage
+    if not cases_for(op) and any(e["op"] == op and e.get("by_type") for e in coverage()):
+        return (f"its tags are decided by type: `torch-prover coverage {op}` shows them, "
+                f"`torch-prover verify-all --ops {op}` checks them")
+    return "`torch-prover coverage` lists what exists"
+
+
 def _cmd_prove(args: argparse.Namespace) -> int:
     from .cases import cases_for, find_case
     from .output.evidence import write_proof
@@ -268,13 +279,12 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.all:
         cases = cases_for(op)
         if not cases:
-            raise UsageError(f"no case for op {op} in the catalogue; "
-                             "`torch-prover coverage` lists what exists")
+            raise UsageError(f"no case for op {op} in the catalogue; {_where_to_look(op)}")
     else:
         try:
             cases = [find_case(op, args.case)]
         except CaseError as exc:   # a name that is not in the catalogue: usage, not a bug
-            raise UsageError(f"{exc}; `torch-prover coverage` lists what exists") from None
+            raise UsageError(f"{exc}; {_where_to_look(op)}") from None
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be 0 or more")
     _check_outputs(args, cases)
