@@ -1,6 +1,8 @@
 """Numeric confirmation can pass, can fail, and says which runtime ran."""
 import copy
 
+import pytest
+
 import onnx
 import torch
 
@@ -120,3 +122,22 @@ def test_no_runtime_is_recorded_not_skipped(monkeypatch):
     assert "the exported model does not run" in p.reason
     ref = prove_case(find_case("Shrink"))
     assert param(ref, "input", 0).verdict == "inconclusive"
+
+
+def test_a_runtime_refusal_is_recorded_by_its_reason_not_its_cpp_frame():
+    """onnxruntime 1.31 refuses opset 27 with a message that starts with its build's source
+    path and a C++ signature; the record's 300 characters must hold the reason instead."""
+    import onnx
+    import onnx.helper as h
+    import onnxruntime as ort
+    from torch_prover.errors import describe
+    x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    model = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                         opset_imports=[h.make_opsetid("", 27)], ir_version=13)
+    with pytest.raises(Exception) as caught:
+        ort.InferenceSession(model.SerializeToString())
+    raw, shown = str(caught.value), describe(caught.value)
+    assert "onnxruntime_src" in raw             # what the runtime says, frame first
+    assert "onnxruntime_src" not in shown and "Opset 27 is under development" in shown
+    assert len(shown) <= 300

@@ -9,6 +9,8 @@ always with a one-line message that says what to do.
 """
 from __future__ import annotations
 
+import re
+
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
 
@@ -32,6 +34,13 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+_NATIVE_FRAME = re.compile(r"/\S+\.(?:cc|cpp|h|hpp):\d+ [^()]*\([^()]*\) ")
+"""A C++ source location and function signature at the head of a native error
+(onnxruntime's ``/onnxruntime_src/.../model.cc:256 onnxruntime::Model::Model(...) ``):
+build-machine detail that would push the actual reason past the cap."""
+
+
 def describe(exc: BaseException) -> str:
     """``Type: first line``, capped, for records that keep why something could not run."""
-    return f"{type(exc).__name__}: {first_line(exc)}".strip()[:300]
+    text = _NATIVE_FRAME.sub("", first_line(exc), count=1)
+    return f"{type(exc).__name__}: {text}".strip()[:300]
