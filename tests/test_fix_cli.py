@@ -84,3 +84,32 @@ def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys):
     md = (tmp_path / "fix.md").read_text()
     assert "torch-prover prove If --case if_basic" in md and "rule: both witnesses" in md
     assert "gen_doc.py" in md and "Concat-13 input 0" in md   # regenerate; left out, why
+
+
+@pytest.mark.usefixtures("no_work")
+def test_ops_not_in_the_report(tmp_path, capsys):
+    report = write_report(tmp_path / "va.json", record(
+        "Softmax", 13, "softmax_basic", param("input", 0, "input", "differentiable", "agree",
+                                              "differentiable")))
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report), "--ops",
+                     "LSTM", "-o", str(tmp_path / "fix.patch")]) == 2
+    _one_line_error(capsys, "--ops", "LSTM not in the report")
+    assert not (tmp_path / "fix.patch").exists()
+
+
+def test_report_from_stale_tags_is_not_a_failed_patch(tmp_path, capsys):
+    """A report made with --tags-from an out-of-date docs file: it says Softmax's input was
+    non-differentiable, the evidence supports differentiable, and the fixture sources
+    already say OpSchema::Differentiable. Nothing to edit, and the run says why."""
+    assert "true, 1, OpSchema::Differentiable);" in (
+        SRC / "onnx" / "defs" / "math" / "defs.cc").read_text()
+    report = write_report(tmp_path / "va.json", *(record(
+        op, 13, f"{op.lower()}_basic", param("input", 0, "input", "non-differentiable",
+                                             "disagree", "differentiable"))
+        for op in ("Softmax", "LogSoftmax", "Hardmax")))
+    out = tmp_path / "fix.patch"
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
+                     "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "already says differentiable" in captured.out and "withheld: 3" in captured.out
+    assert not out.exists()

@@ -159,3 +159,19 @@ def test_check_refuses_a_diff_that_changes_an_unplanned_tag():
     broken = diff.replace('"cond"', '"condition"', 1)   # its context no longer matches
     with pytest.raises(patch.CheckFailed, match="git apply"):
         patch.check(tree, p.edits, broken)
+
+
+def test_shared_generator_without_verdict_says_whether_the_op_ran():
+    """The fixture's generator serves Softmax-13, LogSoftmax-13 and Hardmax-13; Softmax is
+    the one without a verdict: either not run at all, or run only against Softmax-11."""
+    from torch_prover.fix.plan import reached_versions
+    both = [_softmax_family(op, "disagree", NONDIFF) for op in ("Hardmax", "LogSoftmax")]
+    old = record("Softmax", 11, "softmax_old", param("input", 0, "input", DIFF, "agree", DIFF))
+    for records, says in ((both, "(Softmax is not in this report: add it to verify-all's --ops)"),
+                          (both + [old], "(no case reaches Softmax-13: the report's Softmax "
+                                         "cases ran against Softmax-11;")):
+        _, p = _plan(*records, reached=reached_versions(records))
+        assert len(p.withheld) == 2 and not p.edits
+        for f, why, detail in p.withheld:
+            assert why is Withheld.SHARED_WITHOUT_VERDICT
+            assert "also declares Softmax-13 input 0" in detail and says in detail

@@ -15,7 +15,7 @@ from ..errors import EXIT_FINDING, EXIT_OK, UsageError
 from ..vocab import Verdict
 from . import patch as patch_mod
 from .locate import read_tree
-from .plan import findings, load_report, plan
+from .plan import findings, load_report, plan, reached_versions
 from .pr_text import pr_markdown, summary
 
 
@@ -39,11 +39,16 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     if md == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
     records = _records(args, cache_dir)
+    reached = reached_versions(records)
+    absent = sorted(op for op in ops or () if op not in reached)
+    if absent:
+        raise UsageError(f"--ops: {', '.join(absent)} not in the report; rerun verify-all "
+                         f"with {'it' if len(absent) == 1 else 'them'} in --ops")
     tree = read_tree(root)
     for error in tree.errors:
         print(f"warning: cannot read {error}; its schemas count as not located", file=sys.stderr)
     only = Verdict(args.only) if args.only else None
-    the_plan = plan(tree, findings(records), ops, only)
+    the_plan = plan(tree, findings(records), ops, only, reached)
     diff = patch_mod.unified_diff(patch_mod.edited_texts(tree, the_plan.edits))
     try:
         patch_mod.check(tree, the_plan.edits, diff)

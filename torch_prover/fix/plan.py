@@ -27,6 +27,7 @@ class Withheld(Enum):
     CONFLICTING_CASES = "its cases support different tags"
     SHARED_WITHOUT_VERDICT = "a schema sharing the generator has no decided verdict"
     SHARED_CONTRADICTED = "a schema sharing the generator has a verdict for another tag"
+    ALREADY_IN_SOURCES = "the sources already carry the tag"
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,18 @@ def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:
     return {k: Finding(*k, name, tag, tuple(cs)) for k, (name, tag, cs) in groups.items()}
 
 
+def reached_versions(records: list[dict[str, Any]]) -> dict[str, set[int]]:
+    """Op -> the schema versions the report's cases ran against: says, of a schema without
+    a verdict, whether its op was left out of the run or its cases never reach it."""
+    out: dict[str, set[int]] = {}
+    for rec in records:
+        version = rec.get("schema_version")
+        out.setdefault(rec["op"], set()).update([version] if isinstance(version, int) else [])
+    return out
+
+
 def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = None,
-         only: Verdict | None = None) -> Plan:
+         only: Verdict | None = None, reached: dict[str, set[int]] | None = None) -> Plan:
     acted = [f for f in found.values() if f.verdict is not None
              and (ops is None or f.op in ops) and (only is None or f.verdict is only)]
     acted.sort(key=lambda f: f.key)
@@ -164,7 +175,13 @@ def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = N
                                                           f"declares {decl.name!r}"))
             continue
         (tag,) = f.supports
-        why = _shared_problem(tree, found, block, decl.site, f, tag)
+        if decl.tag is tag:   # the report's tags came from elsewhere (a stale docs file)
+            withheld.append((f, Withheld.ALREADY_IN_SOURCES,
+                             f"{decl.site.path}:{decl.site.line} already says {tag}; the "
+                             f"report compared with {f.tag}, so its tags did not come from "
+                             f"these sources"))
+            continue
+        why = _shared_problem(tree, found, block, decl.site, f, tag, reached)
         if why is not None:
             withheld.append((f, *why))
             continue
@@ -186,9 +203,11 @@ def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = N
 
 
 def _shared_problem(tree: SourceTree, found: dict[tuple, Finding], block: Block,
-                    site: CallSite, f: Finding, tag: Tag) -> tuple[Withheld, str] | None:
+                    site: CallSite, f: Finding, tag: Tag,
+                    reached: dict[str, set[int]] | None) -> tuple[Withheld, str] | None:
     """None when every other schema the call declares a parameter of has a decided verdict
-    supporting ``tag`` for it; else why not, naming the first that does not."""
+    supporting ``tag`` for it; else why not, naming the first that does not and, given
+    ``reached``, whether its op was not run or its cases never reach that version."""
     for other, decl in tree.users(site):
         if other is block:
             continue
@@ -196,8 +215,21 @@ def _shared_problem(tree: SourceTree, found: dict[tuple, Finding], block: Block,
         theirs = found.get((other.op, other.domain, other.version, decl.io, decl.index))
         shared = f"{site.path}:{site.line} also declares {label}"
         if theirs is None:
-            return Withheld.SHARED_WITHOUT_VERDICT, f"{shared}, which has no decided verdict"
+            return Withheld.SHARED_WITHOUT_VERDICT, f"{shared}, which has no decided verdict" \
+                + _why_no_verdict(other.op, other.version, reached)
         if theirs.supports != {tag}:
             sides = ", ".join(sorted(theirs.supports))
             return Withheld.SHARED_CONTRADICTED, f"{shared}, whose verdicts support {sides}"
     return None
+
+
+def _why_no_verdict(op: str, version: int, reached: dict[str, set[int]] | None) -> str:
+    if reached is None:
+        return ""
+    if op not in reached:
+        return f" ({op} is not in this report: add it to verify-all's --ops)"
+    if version not in reached[op]:
+        seen = ", ".join(f"{op}-{v}" for v in sorted(reached[op])) or "no schema"
+        return (f" (no case reaches {op}-{version}: the report's {op} cases ran against "
+                f"{seen}; a case at an opset where {op}-{version} is in force would decide it)")
+    return ""

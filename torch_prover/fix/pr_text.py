@@ -66,8 +66,10 @@ def pr_markdown(plan: Plan, patch_name: str) -> str:
 def summary(plan: Plan) -> str:
     acted = Counter(f.verdict for f in plan.acted)
     edited = Counter(f.verdict for e in plan.edits for f in e.findings)
-    lines = [f"fix-tags: {len(plan.acted)} parameters acted on "
-             f"({acted[Verdict.DISAGREE]} disagreements, {acted[Verdict.PROPOSED]} proposals)",
+    lines = [f"fix-tags: {len(plan.acted)} parameters considered "
+             f"({acted[Verdict.DISAGREE]} disagreements, {acted[Verdict.PROPOSED]} proposals): "
+             f"{sum(len(e.findings) for e in plan.edits)} edited, {len(plan.withheld)} "
+             f"withheld, {len(plan.unlocated)} not located",
              f"  hunks: {len(plan.edits)} call sites edited "
              f"({sum(e.shared for e in plan.edits)} in shared generators), from "
              f"{edited[Verdict.DISAGREE]} disagreements and {edited[Verdict.PROPOSED]} proposals"]
