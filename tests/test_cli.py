@@ -217,3 +217,13 @@ def test_progress_on_a_terminal_redraws_one_line_with_an_eta():
     assert all(len(f.rstrip("\n")) == 69 for f in frames)   # padded, never wider
     assert "2/4  4 s elapsed  ETA 4 s" in frames[2]
     assert frames[-1].startswith("[####################] 4/4  8 s elapsed  ETA 0 s")
+
+
+def test_prove_without_case_says_which_of_several_it_proved(tmp_path, capsys):
+    from torch_prover.cases import cases_for
+    names = [c.name for c in cases_for("Clip")]
+    assert len(names) > 1
+    cli.main(["prove", "Clip", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert f"Clip has {len(names)} cases; proving the first ({names[0]})" in err
+    assert [p.name for p in (tmp_path / "Clip").iterdir()] == [names[0]]

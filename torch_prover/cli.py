@@ -285,6 +285,10 @@ def _cmd_prove(args: argparse.Namespace) -> int:
             cases = [find_case(op, args.case)]
         except CaseError as exc:   # a name that is not in the catalogue: usage, not a bug
             raise UsageError(f"{exc}; {_where_to_look(op)}") from None
+        others = len(cases_for(op)) - 1
+        if args.case is None and others:
+            print(f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); "
+                  f"--all proves every one, --case NAME another", file=sys.stderr)
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be 0 or more")
     _check_outputs(args, cases)

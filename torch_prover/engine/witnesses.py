@@ -241,7 +241,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
             if formal is None:
                 if tags.source != "onnx.defs":   # --tags-from an older docs version
                     raise MissingFromDocs(
-                        f"{case.op}/{case.name}: {tags.source} documents {case.op}-"
+                        f"{tags.source} documents {case.op}-"
                         f"{tags.since_version}, which has no {io} {i}; the node exported at "
                         f"opset {case.export_opset} has one (another version's signature), "
                         f"so there are no tags to compare it with")

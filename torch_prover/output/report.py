@@ -315,8 +315,10 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
         lines += wrap_line(f"{len(missing)} op{'s' if len(missing) != 1 else ''} without a case: "
                        f"{', '.join(missing)} (`torch-prover coverage OP` says why)", width)
     lines.append("")
-    for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops covered, {s['ops_run']} "
-                 f"run in {s['cases']} cases ({s['cache_hits']} from cache)",
+    by_type_ops = (s.get("by_type") or {}).get("ops", 0)
+    for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops have a case"
+                 + (f" ({by_type_ops} more decided by type)" if by_type_ops else "")
+                 + f", {s['ops_run']} run in {s['cases']} cases ({s['cache_hits']} from cache)",
                  f"parameters: {c['agree']} agree, {c['disagree']} disagree "
                  f"({s['declared_disagreements']} declared by their cases, "
                  f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
