@@ -124,13 +124,11 @@ def _selected_cases(ops_arg: str | None, entries) -> tuple[list, set[str] | None
     for op in preflight.op_names(ops_arg, "--ops"):
         mine = cases_for(op)
         if not mine:
-            e = by_op.get(op)
-            if e is None or not e.get("by_type"):
-                category, reason = ((e.get("reason_category"), e.get("reason")) if e else
-                                    (None, None))
-                category, reason = category or "not yet written", reason or "no case yet"
+            e = by_op.get(op, {})
+            if not e.get("by_type"):
                 raise UsageError(f"--ops: no case for op {op}, and its types decide nothing "
-                                 f"({category}: {reason})")
+                                 f"({e.get('reason_category') or 'not yet written'}: "
+                                 f"{e.get('reason') or 'no case yet'})")
             case_less.add(op)
         chosen.extend(mine)
     return chosen, case_less

@@ -83,15 +83,20 @@ def _elem_type(t: int) -> str:
     return onnx.helper.tensor_dtype_to_np_dtype(t).name if t else "unknown"
 
 
+def subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The graphs a node's attributes hold (If's branches, Loop/Scan bodies, SequenceMap's
+    body): the one place that knows a graph attribute is ``g`` or ``graphs``."""
+    return [g for attr in node.attribute
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])]
+
+
 def subgraph_names(node: onnx.NodeProto) -> set[str]:
     """Names read inside a node's subgraphs (If/Loop/Scan bodies capture outer values)."""
     names: set[str] = set()
-    for attr in node.attribute:
-        graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
-        for g in graphs:
-            for n in g.node:
-                names.update(n.input)
-                names |= subgraph_names(n)
+    for g in subgraphs(node):
+        for n in g.node:
+            names.update(n.input)
+            names |= subgraph_names(n)
     return names
 
 

@@ -29,6 +29,7 @@ from onnx.defs import OpSchema
 from ..case import DEFAULT_OPSET
 from ..errors import CaseError
 from ..vocab import ExportRoute
+from .mapping import subgraphs
 
 EXPORTER_MAX_OPSET = DEFAULT_OPSET
 """The newest opset torch 2.13's exporter produces reliably (case.DEFAULT_OPSET says why)."""
@@ -83,9 +84,8 @@ def all_nodes(graph: onnx.GraphProto | onnx.FunctionProto):
     included."""
     for node in graph.node:
         yield node
-        for attr in node.attribute:
-            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                yield from all_nodes(g)
+        for g in subgraphs(node):
+            yield from all_nodes(g)
 
 
 def model_nodes(model: onnx.ModelProto):

@@ -25,7 +25,7 @@ import torch
 from ..case import Case, Spec
 from ..errors import describe
 from ..engine.export import Exported, model_opset
-from ..engine.mapping import VALUE_SLOTS
+from ..engine.mapping import VALUE_SLOTS, subgraphs
 from .wire import Capture, dtype_of
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
@@ -37,10 +37,9 @@ SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
 def _node_reads(node: onnx.NodeProto) -> list[str]:
     names = [n for n in node.input if n]
-    for attr in node.attribute:
-        for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-            for n in g.node:
-                names += _node_reads(n)
+    for g in subgraphs(node):
+        for n in g.node:
+            names += _node_reads(n)
     return names
 
 
@@ -114,9 +113,8 @@ def _value_names(graph: onnx.GraphProto) -> set[str]:
     names = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     for node in graph.node:
         names.update(node.output)
-        for attr in node.attribute:
-            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                names |= _value_names(g)
+        for g in subgraphs(node):
+            names |= _value_names(g)
     return names
 
 
@@ -131,9 +129,8 @@ def _rename(graph: onnx.GraphProto, names: dict[str, str]) -> None:
     for node in graph.node:
         fix(node.input)
         fix(node.output)
-        for attr in node.attribute:
-            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                _rename(g, names)
+        for g in subgraphs(node):
+            _rename(g, names)
 
 
 @dataclass(frozen=True)
