@@ -113,3 +113,12 @@ def test_report_from_stale_tags_is_not_a_failed_patch(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "already says differentiable" in captured.out and "withheld: 3" in captured.out
     assert not out.exists()
+
+
+@pytest.mark.usefixtures("no_work")
+def test_no_git_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))   # an empty directory: no git on PATH
+    out = tmp_path / "fix.patch"
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "-o", str(out)]) == 2
+    _one_line_error(capsys, "git is not on PATH")
+    assert not out.exists()

@@ -7,6 +7,7 @@ with nothing written).
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def _records(args: argparse.Namespace, cache_dir: Path):
 
 def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     root = preflight.onnx_source(args.onnx_src)
+    if shutil.which("git") is None:   # patch.check applies the patch with it
+        raise UsageError("fix-tags checks its patch with `git apply` on a copy of the sources: "
+                         "git is not on PATH")
     ops = set(preflight.op_names(args.ops, "--ops")) if args.ops is not None else None
     preflight.positive_int(args.jobs, "--jobs")
     out = preflight.writable_file(args.output, "-o")
