@@ -179,3 +179,26 @@ def test_the_cache_key_covers_every_source_a_verdict_depends_on():
             "engine/measure.py", "tags/schema.py", "batch/pool.py"} <= names
     assert names == {p.relative_to(batch.PACKAGE_DIR).as_posix()
                      for p in batch.PACKAGE_DIR.rglob("*.py")}   # every source file
+
+
+def test_verify_all_is_one_library_call(tmp_path):
+    """The batch without the CLI: ``verify.verify_all`` returns the report the CLI renders,
+    with the exit code; the schema's tags (Relu X and Y differentiable) decide it."""
+    from torch_prover.batch import verify
+    outcome = verify.verify_all(verify.Request(ops="Relu", out=None, numeric=False))
+    relu = [r for r in outcome.report["cases"] if r["op"] == "Relu"]
+    assert relu and all(p["tag"] == "differentiable" and p["verdict"] == "agree"
+                        for r in relu for p in r["parameters"])
+    assert outcome.exit_code == 0 and not outcome.removed
+    assert not list(tmp_path.iterdir())
+
+
+def test_verify_all_refuses_before_any_work(monkeypatch):
+    from torch_prover.batch import pool, verify
+    from torch_prover.errors import UsageError
+
+    def forbidden(*_a, **_k):
+        raise AssertionError("work started before the request was checked")
+    monkeypatch.setattr(pool, "run_batch", forbidden)
+    with pytest.raises(UsageError, match="--jobs"):
+        verify.prepare(verify.Request(ops="Relu", jobs=0))

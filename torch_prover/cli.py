@@ -113,27 +113,6 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _selected_cases(ops_arg: str | None, entries) -> tuple[list, set[str] | None]:
-    """(cases, case-less ops to decide by type: None = all). An op named in ``--ops`` must
-    have a case or a parameter its schema's types decide (``coverage``'s ``by_type``)."""
-    from .cases import all_cases, cases_for
-    if ops_arg is None:
-        return list(all_cases()), None
-    chosen, case_less = [], set()
-    by_op = {e["op"]: e for e in entries}
-    for op in preflight.op_names(ops_arg, "--ops"):
-        mine = cases_for(op)
-        if not mine:
-            e = by_op.get(op, {})
-            if not e.get("by_type"):
-                raise UsageError(f"--ops: no case for op {op}, and its types decide nothing "
-                                 f"({e.get('reason_category') or 'not yet written'}: "
-                                 f"{e.get('reason') or 'no case yet'})")
-            case_less.add(op)
-        chosen.extend(mine)
-    return chosen, case_less
-
-
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     """Every place the command will write, checked before any work; returns --out."""
     out = None
@@ -154,57 +133,23 @@ def _terminal_width() -> int:
 
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
-    from .batch.pool import BatchOptions, run_batch
+    from .batch import verify
     from .batch.progress import Progress
-    from .cases import all_cases
-    from .output.coverage import coverage
-    from .output.evidence import prune, write_index, write_text
-    from .batch import waivers as waivers_mod
-    preflight.positive_int(args.jobs, "--jobs")
-    preflight.positive_seconds(args.timeout, "--timeout")
-    entries = coverage()
-    cases, case_less_selected = _selected_cases(args.ops, entries)
-    waivers = []
-    if args.waivers:
-        try:
-            waivers = waivers_mod.load(args.waivers)
-            cases_of: dict[str, list[str]] = {}
-            for c in all_cases():
-                cases_of.setdefault(c.op, []).append(c.name)
-            waivers_mod.check(waivers, cases_of)
-        except waivers_mod.WaiverError as exc:
-            raise UsageError(str(exc)) from None
-    out = _check_outputs(args, cases)
-    doc = preflight.load_docs(args.tags_from)
-    tags, label, fingerprint = preflight.tags_of(doc, args.tags_from)
-    opts = BatchOptions(jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
-                        out=out, cache_dir=None if args.no_cache else Path(args.cache_dir),
-                        tags=tags, tag_source=label, tag_fingerprint=fingerprint,
-                        progress=Progress())
-    result = run_batch(cases, opts) if cases else None
-    from .batch.summary import batch_report, case_less
-    case_less_ops = case_less(entries, case_less_selected, tags)
-    records = result.records if result else []
-    for warning in result.warnings if result else ():
+    from .output.evidence import write_text
+    request = verify.Request(
+        ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
+        out=None if args.no_write else args.out,
+        cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
+        waivers=args.waivers, progress=Progress())
+    prepared = verify.prepare(request)
+    if args.report:
+        preflight.writable_file(args.report, "--report")
+    outcome = verify.run(prepared)
+    for gone in outcome.removed:
+        print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
+    for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    waived, stale = waivers_mod.apply(waivers, records + case_less_ops)
-    missing: dict[str, list[str]] = {}
-    if doc is not None:   # at each case's opset (a Changelog.md has every version)
-        wanted = [(c.op, c.domain, c.export_opset) for c in cases]
-        wanted += [(e["op"], "", None) for e in case_less_ops]   # latest: no case, no opset
-        for op, domain, opset in sorted(wanted, key=lambda w: w[0]):
-            for param in doc.missing_parameters(op, domain, opset):
-                if param not in missing.setdefault(op, []):
-                    missing[op].append(param)
-        missing = {op: params for op, params in missing.items() if params}
-    rep = batch_report(records, entries, result.wall_time_s if result else 0.0, waived, stale,
-                       result.cache_hits if result else 0, label, missing, args.tags_from,
-                       case_less_ops)
-    if out is not None and args.ops is None:
-        for gone in prune(out, {(c.op, c.name) for c in cases}):
-            print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
-        for warning in write_index(out, rep):
-            print(f"warning: {warning}", file=sys.stderr)
+    rep = outcome.report
     if args.format == "json":
         text = report.to_json(rep)
     elif args.format == "markdown":
@@ -220,10 +165,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         print(f"report written to {args.report}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    s = rep["summary"]
-    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
-                            or s["failed_cases"]
-                            or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
+    return outcome.exit_code
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:

@@ -163,3 +163,14 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "wall_time_s": round(wall_time_s, 2),
     }
     return {"format": 1, "summary": summary, "cases": records, "ops": ops}
+
+
+def exit_code(rep: dict[str, Any]) -> int:
+    """verify-all's exit code from its report: 1 for an unwaived disagreement (a case's or a
+    by-type row's), a failed or invalid case, or an inconclusive verdict where evidence
+    should have decided; else 0."""
+    from ..errors import EXIT_FINDING, EXIT_OK
+    s = rep["summary"]
+    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
+                            or s["failed_cases"]
+                            or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK

@@ -23,12 +23,12 @@ from .pr_text import pr_markdown, summary
 def _records(args: argparse.Namespace, cache_dir: Path):
     if args.report:
         return load_report(preflight.readable_file(args.report, "--report"))
-    from ..batch.pool import BatchOptions, run_batch
-    from ..cases import all_cases
-    result = run_batch(list(all_cases()), BatchOptions(jobs=args.jobs, cache_dir=cache_dir))
-    for warning in result.warnings:
+    from ..batch import verify
+    outcome = verify.verify_all(verify.Request(jobs=args.jobs, out=None,
+                                               cache_dir=str(cache_dir)))
+    for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return result.records
+    return outcome.report["cases"]
 
 
 def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
