@@ -9,15 +9,21 @@ the installed (pinned) ones is stale and fails, with the versions named.
 """
 import hashlib
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.defs
 import onnx.numpy_helper
+import pytest
 
 from conftest import TRAPS
 from torch_prover.cases import all_cases
 from torch_prover.engine.prove import versions
+from torch_prover.output.evidence import VERSIONS_INDEX
 from torch_prover.tags.schema import all_ops
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -60,17 +66,63 @@ def _same(rel: str, a: bytes, b: bytes) -> bool:
     return bool(np.abs(x - y).max(initial=0) <= 1000 * np.finfo(x.dtype).eps * scale)
 
 
-def test_every_committed_file_is_reproduced(full_run):
-    committed = _files(MODELS)
-    fresh = _files(full_run["out"], TRAPS)
+def _other_versions(rel: str) -> bool:
+    """Evidence an all-versions run writes (a variant ``<case>@<opset>``, versions.json), not
+    the default run: compared by ``test_every_other_version_is_reproduced``."""
+    parts = rel.split("/")
+    return rel == VERSIONS_INDEX or (len(parts) > 1 and "@" in parts[1])
+
+
+def _compare(committed: dict[str, bytes], fresh: dict[str, bytes], command: str) -> None:
     missing = sorted(set(committed) - set(fresh))
     extra = sorted(set(fresh) - set(committed))
     changed = sorted(k for k in set(committed) & set(fresh)
                      if not _same(k, committed[k], fresh[k]))
     assert not (missing or extra or changed), (
-        f"models/ is not what verify-all writes: {len(changed)} changed (e.g. {changed[:5]}), "
+        f"models/ is not what {command} writes: {len(changed)} changed (e.g. {changed[:5]}), "
         f"{len(missing)} not written (e.g. {missing[:5]}), {len(extra)} not committed "
-        f"(e.g. {extra[:5]}): rerun `torch-prover verify-all` and commit models/")
+        f"(e.g. {extra[:5]}): rerun `torch-prover {command}` and commit models/")
+
+
+@pytest.fixture(scope="module")
+def versions_run(full_run, tmp_path_factory):
+    """verify-all --versions all into a copy of the full run's evidence, with its cache: the
+    cases' own proofs come from the cache, every variant is proved."""
+    root = tmp_path_factory.mktemp("versions")
+    out, cache = root / "models", root / "cache"
+    shutil.copytree(full_run["out"], out, symlinks=True)
+    shutil.copytree(full_run["root"] / "cache", cache)
+    cp = subprocess.run([sys.executable, "-m", "torch_prover", "verify-all", "--versions",
+                         "all", "--out", str(out), "--cache-dir", str(cache), "--jobs", "2",
+                         "--format", "json", "--report", str(root / "report.json")],
+                        capture_output=True, text=True, timeout=3000)
+    return {"out": out, "exit": cp.returncode, "stderr": cp.stderr,
+            "report": json.loads((root / "report.json").read_text())}
+
+
+def test_every_other_version_is_reproduced(versions_run):
+    committed = {k: v for k, v in _files(MODELS).items() if _other_versions(k)}
+    fresh = {k: v for k, v in _files(versions_run["out"], TRAPS).items() if _other_versions(k)}
+    _compare(committed, fresh, "verify-all --versions all")
+
+
+def test_all_versions_lists_every_schema_version(versions_run):
+    """Every ai.onnx schema version of the installed onnx, decided or explained."""
+    listed = {(o["op"], e["version"]) for o in versions_run["report"]["versions"]["ops"]
+              for e in o["versions"]}
+    assert listed == {(s.name, s.since_version) for s in onnx.defs.get_all_schemas_with_history()
+                      if s.domain in ("", "ai.onnx")}
+    for o in versions_run["report"]["versions"]["ops"]:
+        for e in o["versions"]:
+            assert e["decided_by"] == "proved" or e.get("reason"), (o["op"], e["version"])
+            if e["band"] == "below opset 7":
+                assert e["decided_by"] in ("equivalence", "by type"), (o["op"], e)
+
+
+def test_every_committed_file_is_reproduced(full_run):
+    committed = {k: v for k, v in _files(MODELS).items() if not _other_versions(k)}
+    fresh = _files(full_run["out"], TRAPS)
+    _compare(committed, fresh, "verify-all")
 
 
 def test_every_case_has_self_consistent_evidence():

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from .errors import CaseError
 from .vocab import Verdict
 
 VERDICTS = tuple(Verdict)
@@ -22,6 +23,9 @@ opset-18 model whenever the graph holds an op its version converter cannot adapt
 op new in 26-28), which export.py refuses."""
 TORCHSCRIPT_MAX_OPSET = 20
 """Newest opset the TorchScript exporter supports."""
+DYNAMO_MIN_OPSET = 18
+"""Oldest opset torch 2.13's dynamo exporter builds natively; below it, it converts from 18,
+which fails (or silently keeps 18) for a graph holding a custom translation."""
 
 
 
@@ -133,6 +137,13 @@ class Case:
         each needing a reason in ``notes``.
     float_dtype: float64 by default so numeric checks can be tight; a case whose op the
         runtimes lack in float64 says float32 and why in ``notes``.
+    opsets: (first, last) opsets at which the module computes the op as the schema
+        versions in force there define it (default: every opset an exporter reaches);
+        ``verify-all --versions`` proves older schema versions only inside it.
+    variant_of: set by ``batch.versions.variant``: this is the named case exported at
+        another opset to prove another schema version.
+    origin: set with ``variant_of``: the (exporter, opset) of the named case itself, where
+        the relabelled route exports when no exporter reaches the variant's opset.
     """
 
     op: str
@@ -155,6 +166,9 @@ class Case:
     vjp_tol: float | None = None
     notes: str = ""
     seeds: tuple[int, ...] = (0, 1)
+    opsets: tuple[int, int] | None = None
+    variant_of: str | None = None
+    origin: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
         if self.exporter not in ("dynamo", "torchscript"):
@@ -170,6 +184,9 @@ class Case:
                 raise CaseError(f"{self.name}: key {key!r} must look like 'input 1' or 'output 0'")
         if len(self.seeds) < 2:
             raise CaseError(f"{self.name}: needs at least two seeds")
+        if self.opsets is not None and not (
+                len(self.opsets) == 2 and 1 <= self.opsets[0] <= self.opsets[1]):
+            raise CaseError(f"{self.name}: opsets must be (first, last) with first <= last")
         if self.export_options and not self.notes:
             raise CaseError(f"{self.name}: export_options need a reason in notes")
 

@@ -61,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-cache", action="store_true", help="recompute every case")
     v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
+    v.add_argument("--versions", default="latest", metavar="latest|all|A..B", help=(
+        "schema versions to prove: latest (each case at its own opset, the default), all "
+        "(every ai.onnx schema version), or those in force in opsets A..B"))
+    v.add_argument("--shard", metavar="K/N", help="prove the K-th of N slices of the run (by "
+                                                 "op); `torch-prover merge` joins the JSON "
+                                                 "reports")
+
+    m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
+                                     "report (and exit code) of one unsharded run")
+    m.add_argument("reports", nargs="+", metavar="REPORT", help="every shard's JSON report")
+    m.add_argument("--report", metavar="FILE", help="write the merged report here")
+    m.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text")
 
     c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why "
                                         "not; with OP, that op's cases and how to prove each")
@@ -68,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these ops (several, or comma-separated): each case with its "
                         "`torch-prover prove` command, or why the op has no case")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--versions", metavar="latest|all|A..B", help=(
+        "also show, per schema version, which case variant would prove it (exporter, "
+        "opset), or how it is decided without one"))
 
     r = sub.add_parser(
         "run", help="run a classic proof script unmodified and prove what it exports",
@@ -100,10 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
     x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
+    x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
+                   help="without --report: the schema versions verify-all proves (default: "
+                        "latest); with --report, the report's own")
 
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
+    t.add_argument("--all-versions", action="store_true",
+                   help="every schema version's tags: one row per parameter, a column a version")
     t.add_argument("--format", choices=("text", "json"), default="text")
     return parser
 
@@ -135,12 +155,11 @@ def _terminal_width() -> int:
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
-    from .output.evidence import write_text
     request = verify.Request(
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
-        waivers=args.waivers, progress=Progress())
+        waivers=args.waivers, versions=args.versions, shard=args.shard, progress=Progress())
     prepared = verify.prepare(request)
     if args.report:
         preflight.writable_file(args.report, "--report")
@@ -149,23 +168,51 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    rep = outcome.report
-    if args.format == "json":
-        text = report.to_json(rep)
-    elif args.format == "markdown":
-        text = report.batch_markdown(rep)
-    elif args.format == "html":
-        from .output.html_report import render_html
-        text = render_html(rep)
-    else:
-        text = report.batch_text(rep, _terminal_width())
+    _emit_batch(outcome.report, args.format, args.report)
+    return outcome.exit_code
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .batch.merge import merge
+    from .batch.summary import exit_code
     if args.report:
-        write_text(Path(args.report), text)
-        sys.stdout.write(report.batch_text(rep, _terminal_width()))
-        print(f"report written to {args.report}", file=sys.stderr)
+        preflight.writable_file(args.report, "--report")
+    rep = merge(args.reports)
+    _emit_batch(rep, args.format, args.report)
+    return exit_code(rep)
+
+
+def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
+    """A batch report to ``--report`` (the text report then on stdout) or to stdout."""
+    from .output.evidence import write_text
+    text = _render_batch(rep, fmt)
+    if report_path:
+        write_text(Path(report_path), text)
+        sys.stdout.write(_render_batch(rep, "text"))
+        print(f"report written to {report_path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return outcome.exit_code
+
+
+def _render_batch(rep: dict, fmt: str) -> str:
+    """A verify-all (or merged) report in ``fmt``; the per-version table follows the
+    cases' report when the run had ``--versions``."""
+    from .output import versions_report
+    section = rep.get("versions")
+    if fmt == "json":
+        return report.to_json(rep)
+    if fmt == "markdown":
+        text = report.batch_markdown(rep)
+        return text + ("\n" + versions_report.versions_markdown(section) if section else "")
+    if fmt == "html":
+        from .output.html_report import render_html
+        page = render_html(rep)
+        if section:
+            page = page.replace("</body>", versions_report.versions_html(section) + "\n</body>")
+        return page
+    text = report.batch_text(rep, _terminal_width())
+    return text + ("\n" + versions_report.versions_text(section, _terminal_width())
+                   if section else "")
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -179,6 +226,16 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         wanted = list(dict.fromkeys(canonical_op(n) for n in names))
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
+    if args.versions:
+        from .batch.verify import selection_of
+        from .output.versions_plan import coverage_versions, coverage_versions_text
+        table = coverage_versions(entries, selection_of(args.versions))
+        if args.format == "json":
+            sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries),
+                                             "ops": entries, "versions": table}))
+        else:
+            sys.stdout.write(coverage_versions_text(table))
+        return EXIT_OK
     if args.format == "json":
         sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
     elif args.ops:
@@ -191,6 +248,12 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 def _cmd_tags(args: argparse.Namespace) -> int:
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
+    if args.all_versions:
+        from .output.versions_plan import tags_all_versions, tags_all_versions_text
+        doc = tags_all_versions(op)
+        sys.stdout.write(report.to_json(doc) if args.format == "json"
+                         else tags_all_versions_text(doc))
+        return EXIT_OK
     tags = schema_tags(op, args.opset)
     if args.format == "json":
         sys.stdout.write(report.to_json(report.tags_json(tags)))
@@ -231,10 +294,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                   f"--all proves every one, --case NAME another", file=sys.stderr)
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    if args.opset is not None:   # the variant verify-all --versions proves at that opset
+        from .batch.versions import at_opset
+        cases = [at_opset(c, args.opset) for c in cases]
     _check_outputs(args, cases)
     changes = {}
-    if args.opset is not None:
-        changes["opset"] = args.opset
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
     tags, label, _ = preflight.tag_source(args.tags_from)
@@ -282,7 +346,7 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
 
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
-            "fix-tags": _cmd_fix_tags}
+            "fix-tags": _cmd_fix_tags, "merge": _cmd_merge}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,3 +69,6 @@ class ExportRoute(StrEnum):
     DIRECT = "direct"      # the exporter at the case's opset
     RAISED = "raised"      # exported at the exporter's newest opset, the node in a private
                            # domain, then moved into ai.onnx and the model raised
+    RELABELLED = "relabelled"  # a case variant no exporter reaches at its opset directly:
+                               # exported at the case's own opset, the model moved to the
+                               # variant's (engine/next_opset.relabel_opset)

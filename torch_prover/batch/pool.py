@@ -60,7 +60,8 @@ class BatchResult:
 def error_record(case: Case, message: str) -> dict[str, Any]:
     return {"format": RECORD_FORMAT, "op": case.op, "domain": case.domain, "case": case.name,
             "kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
-            "status": "error", "error": message, "parameters": []}
+            "status": "error", "error": message, "parameters": [],
+            **({"variant_of": case.variant_of} if case.variant_of else {})}
 
 
 # ----------------------------------------------------------------------------- cache
@@ -96,7 +97,7 @@ def cache_key(case: Case, opts: BatchOptions) -> str:
         "case": case.name, "source": hashlib.sha256(source).hexdigest(),
         "engine": engine_digest(), "versions": versions(), "numeric": opts.numeric,
         "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
-        "seeds": list(case.seeds), "opset": case.opset}, sort_keys=True)
+        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -196,6 +197,7 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     # progress line; whatever matters reaches the parent in the record
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    os.dup2(devnull, 1)   # the TorchScript exporter prints its IR graph on a failed export
     try:
         while True:
             index = conn.recv()

@@ -171,6 +171,8 @@ def exit_code(rep: dict[str, Any]) -> int:
     should have decided; else 0."""
     from ..errors import EXIT_FINDING, EXIT_OK
     s = rep["summary"]
+    versions = rep.get("versions", {}).get("summary", {})
+    versions_failing = versions.get("failing", 0) or versions.get("failed_variants")
     return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
-                            or s["failed_cases"]
+                            or s["failed_cases"] or versions_failing
                             or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK

@@ -29,6 +29,8 @@ class Request:
     cache_dir: str | None = None      # None: no cache
     tags_from: str | None = None
     waivers: str | None = None
+    versions: str = "latest"          # latest | all | A..B (opsets): see batch/versions.py
+    shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -44,6 +46,13 @@ class Prepared:
     waivers: tuple[Any, ...]
     doc: Any
     out: Path | None
+    selection: Any = None                        # versions.Selection
+    planned: tuple[Any, ...] = ()                # versions.Planned: variants and gaps
+    shard: tuple[int, int] | None = None
+
+    @property
+    def variants(self) -> tuple[Case, ...]:
+        return tuple(p.case for p in self.planned if p.case is not None)
 
 
 @dataclass(frozen=True)
@@ -95,23 +104,63 @@ def _load_waivers(path: str | None) -> tuple[Any, ...]:
     return tuple(waivers)
 
 
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``K/N`` with 1 <= K <= N; UsageError otherwise."""
+    if text is None:
+        return None
+    k, sep, n = text.strip().partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 2/3")
+    return int(k), int(n)
+
+
+def in_shard(op: str, ops: Sequence[str], shard: tuple[int, int] | None) -> bool:
+    """Shards split the run by op (every case, variant and by-type row of an op stays
+    together, so each op's status is whole in one shard): the ops in name order, dealt
+    round-robin."""
+    if shard is None:
+        return True
+    k, n = shard
+    return sorted(ops).index(op) % n == k - 1
+
+
+def selection_of(text: str):
+    from .versions import parse_selection
+    try:
+        return parse_selection(text)
+    except ValueError as exc:
+        raise UsageError(f"--versions {exc}") from None
+
+
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
     from ..output.coverage import coverage
+    from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
     preflight.positive_seconds(request.timeout, "--timeout")
+    selection = selection_of(request.versions)
+    shard = parse_shard(request.shard)
     entries = coverage()
     cases, case_less_selected = _selected_cases(request.ops, entries)
+    if shard is not None:
+        every = sorted({c.op for c in cases} | (
+            set(case_less_selected) if case_less_selected is not None else
+            {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
+        cases = [c for c in cases if in_shard(c.op, every, shard)]
+        case_less_selected = frozenset(op for op in every if in_shard(op, every, shard)
+                                       and op not in {c.op for c in cases})
+    planned = tuple(plan(cases, selection)) if selection.expands else ()
     waivers = _load_waivers(request.waivers)
     out = None
     if request.out is not None:
         out = preflight.writable_dir(request.out, "--out")
-        preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
+        preflight.evidence_dirs(out, [(c.op, c.name) for c in cases]
+                                + [(p.case.op, p.case.name) for p in planned if p.case])
     if request.cache_dir is not None:
         preflight.writable_dir(request.cache_dir, "--cache-dir")
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
-                    out)
+                    out, selection, planned, shard)
 
 
 def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
@@ -132,12 +181,12 @@ def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any
 
 
 def run(prepared: Prepared) -> Outcome:
-    """Prove the prepared cases, decide the case-less ops by type, apply the waivers, and,
-    for a full run with evidence, prune vanished cases and regenerate the index."""
-    from ..output.evidence import prune, write_index
-    from . import waivers as waivers_mod
+    """Prove the prepared cases (and, with ``--versions``, their variants), decide the
+    case-less ops by type, apply the waivers, and, for a full run with evidence, prune
+    vanished cases and regenerate the index."""
+    from ..output.evidence import prune, write_index, write_versions
     from .pool import BatchOptions, run_batch
-    from .summary import batch_report, case_less, exit_code
+    from .summary import case_less
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
@@ -145,20 +194,98 @@ def run(prepared: Prepared) -> Outcome:
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=req.progress)
-    result = run_batch(prepared.cases, opts) if prepared.cases else None
+    todo = prepared.cases + prepared.variants
+    result = run_batch(todo, opts) if todo else None
     case_less_ops = case_less(list(prepared.entries), prepared.case_less_selected, tags)
     records = result.records if result else []
-    waived, stale = waivers_mod.apply(list(prepared.waivers), records + case_less_ops)
-    rep = batch_report(records, list(prepared.entries), result.wall_time_s if result else 0.0,
-                       waived, stale, result.cache_hits if result else 0, label,
-                       _missing_from_docs(prepared, case_less_ops), req.tags_from,
-                       case_less_ops)
+    parts = Parts(
+        records=records[:len(prepared.cases)], variants=records[len(prepared.cases):],
+        case_less=case_less_ops, waivers=prepared.waivers, label=label,
+        tags_path=req.tags_from, missing=_missing_from_docs(prepared, case_less_ops),
+        wall_time_s=result.wall_time_s if result else 0.0,
+        cache_hits=result.cache_hits if result else 0, selection=req.versions,
+        shard=prepared.shard)
+    rep = build_report(parts, tags)
     warnings = list(result.warnings if result else ())
     removed: list[str] = []
-    if prepared.out is not None and req.ops is None:
-        removed = [str(g) for g in prune(prepared.out, {(c.op, c.name) for c in prepared.cases})]
+    if prepared.out is not None and req.ops is None and prepared.shard is None:
+        removed = [str(g) for g in prune(prepared.out, _evidence_kept())]
         warnings += write_index(prepared.out, rep)
+        if prepared.selection.kind == "all":
+            warnings += write_versions(prepared.out, rep["versions"])
+    from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
+
+
+def _evidence_kept() -> set[tuple[str, str]]:
+    """Every case directory the catalogue can write -- each case, and each variant an
+    all-versions run proves -- whatever this run selected: a default run never prunes the
+    committed evidence of other schema versions."""
+    from ..cases import all_cases
+    from .versions import Selection, plan
+    cases = list(all_cases())
+    return ({(c.op, c.name) for c in cases}
+            | {(p.case.op, p.case.name) for p in plan(cases, Selection("all")) if p.case})
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a report is made of: the same for a run and for ``merge`` of shard reports, so
+    the two give the same report (``build_report`` is the one function for both)."""
+
+    records: Sequence[dict[str, Any]]
+    variants: Sequence[dict[str, Any]]
+    case_less: Sequence[dict[str, Any]]
+    waivers: Sequence[Any]
+    label: str
+    tags_path: str | None
+    missing: dict[str, list[str]]
+    wall_time_s: float
+    cache_hits: int
+    selection: str = "latest"
+    shard: tuple[int, int] | None = None
+
+
+def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
+    """The verify-all report from its parts: the cases' report (``summary.batch_report``),
+    and with ``--versions`` the per-version table (``version_table``); a shard's report
+    carries what ``merge`` needs to rebuild the whole."""
+    from ..output.coverage import coverage
+    from . import waivers as waivers_mod
+    from .summary import batch_report
+    records, variants = list(parts.records), list(parts.variants)
+    waived, stale = waivers_mod.apply(list(parts.waivers),
+                                      records + variants + list(parts.case_less))
+    rep = batch_report(records, coverage(), parts.wall_time_s, waived, stale,
+                       parts.cache_hits, parts.label, parts.missing, parts.tags_path,
+                       list(parts.case_less))
+    selection = selection_of(parts.selection)
+    if selection.expands:
+        rep["versions"] = _versions_section(records, variants, parts.case_less, selection,
+                                            waived, tags)
+    if parts.shard is not None:
+        rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
+                        "case_less": list(parts.case_less),
+                        "waivers": [w.as_dict() for w in parts.waivers],
+                        "selection": parts.selection}
+    return rep
+
+
+def _versions_section(records: list[dict], variants: list[dict], case_less: Sequence[dict],
+                      selection: Any, waived: dict, tags: Any) -> dict[str, Any]:
+    from ..cases import all_cases
+    from .version_table import failed_variants, table
+    from .versions import plan
+    from .waivers import waiver_key
+    ran = {r["op"] for r in records} | {c["op"] for c in case_less}
+    cases = [c for c in all_cases() if c.op in ran]
+    gaps = [p for p in plan(cases, selection) if p.gap is not None]
+    targets = {p.case.name: p.version.version for p in plan(cases, selection) if p.case}
+    section = table(records + variants, gaps, selection, ran, tags,
+                    is_waived=lambda r, p: waiver_key(r, p) in waived, targets=targets)
+    section["summary"]["failed_variants"] = failed_variants(variants)
+    section["cases"] = variants
+    return section
 
 
 def verify_all(request: Request) -> Outcome:

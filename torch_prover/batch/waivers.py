@@ -34,9 +34,20 @@ class Waiver:
     case: str | None = None
 
     def matches(self, rec: dict[str, Any], param: dict[str, Any]) -> bool:
-        if rec["op"] != self.op or (self.case and rec["case"] != self.case):
+        # a variant (``<case>@<opset>``, verify-all --versions) is its case at another opset
+        if rec["op"] != self.op or (self.case and (rec.get("variant_of") or rec["case"])
+                                    != self.case):
             return False
         return self.parameter in (f"{param['io']} {param['index']}", param["name"])
+
+    def as_dict(self) -> dict[str, Any]:
+        """The waiver as a shard report carries it, for ``merge`` (``from_dict``)."""
+        return {"op": self.op, "parameter": self.parameter, "reason": self.reason,
+                "case": self.case}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Waiver":
+        return cls(d["op"], d["parameter"], d["reason"], d.get("case"))
 
     def label(self) -> str:
         return f"{self.op}{'/' + self.case if self.case else ''} {self.parameter}"

@@ -38,7 +38,7 @@ def case_modules():
 
 def module_of(case: Case) -> str:
     """Name of the catalogue module defining ``case`` (its cache fingerprint uses it)."""
-    return _module_index()[case.name]
+    return _module_index()[case.variant_of or case.name]
 
 
 @functools.lru_cache(maxsize=1)

@@ -43,6 +43,9 @@ MAX_CONST = ("Y = min(X, max) where X > max: dY/dmax = 1 there; the Clip node's 
              "non-differentiable (as in clip_tensor_bounds)")
 TS_NOTE = ("dynamo exports clamp with tensor bounds (or a single bound) as Max/Min, never Clip; "
            "the TorchScript exporter emits Clip (with a Cast of each bound to x's type).")
+TENSOR_BOUNDS = (11, 28)
+"""Tensor bounds are Clip inputs from Clip-11 on; Clip-6 takes min and max as attributes,
+which a tensor cannot be (the TorchScript exporter writes Max/Min there instead)."""
 
 CASES = [
     Case("Clip", "clip_scalar_bounds", clip_scalar, (Float(3, 4),), ("x",),
@@ -50,13 +53,13 @@ CASES = [
          notes="Python-float bounds export as float constants: only the numeric witness, "
                "which lifts them to inputs, can see them"),
     Case("Clip", "clip_tensor_bounds", clip_tensor, (Float(3, 4), LO, HI), ("x", "min", "max"),
-         exporter="torchscript", notes=TS_NOTE,
+         exporter="torchscript", notes=TS_NOTE, opsets=TENSOR_BOUNDS,
          expect={"input 1": Expect("disagree", MIN_GRAD),
                  "input 2": Expect("disagree", MAX_GRAD)}),
     Case("Clip", "clip_min_only", clip_min_tensor, (Float(3, 4), LO), ("x", "min"),
-         exporter="torchscript", notes=TS_NOTE,
+         exporter="torchscript", notes=TS_NOTE, opsets=TENSOR_BOUNDS,
          expect={"input 1": Expect("disagree", MIN_GRAD)}),
     Case("Clip", "clip_max_only", clip_max_tensor, (Float(3, 4), HI), ("x", "max"),
-         exporter="torchscript", notes=TS_NOTE,
+         exporter="torchscript", notes=TS_NOTE, opsets=TENSOR_BOUNDS,
          expect={"input 2": Expect("disagree", MAX_GRAD)}),
 ]

@@ -132,8 +132,11 @@ CASES = [
                "by the body x * w, w the additional input 1; float64 only (the body is typed "
                "double)"),
     Case("Optional", "optional_of_tensor", optional_round_trip, (Float(2, 3),), ("x",),
-         kind="reference", translation=optional_then_get.translation,
-         notes="Optional(x) read back by OptionalGetElement (glue)"),
+         kind="reference", translation=optional_then_get.translation, opsets=(15, 27),
+         notes="Optional(x) read back by OptionalGetElement (glue); at opset 28 the glue "
+               "is OptionalGetElement-28, and onnx.reference (no runtime runs opset 28) "
+               "returns a (1, 2, 3) tensor for the (2, 3) one: a forward mismatch, so "
+               "Optional-28 is left to a case whose glue is the same there"),
     Case("OptionalGetElement", "optionalgetelement_of_optional", optional_round_trip,
          (Float(2, 3),), ("x",), kind="reference", translation=optional_then_get.translation,
          notes="the model of optional_of_tensor: here Optional(x) is the glue"),

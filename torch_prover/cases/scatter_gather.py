@@ -138,19 +138,26 @@ CASES = [
     Case("ScatterElements", "scatterelements_none", scatter_dim1,
          (Float(3, 4), Fixed(_ROWS_NO_DUP), Float(3, 2)), ("data", "indices", "updates")),
     Case("ScatterElements", "scatterelements_add", scatter_add_dim1,
-         (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates")),
+         (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates"),
+         opsets=(16, 28), notes="reduction='add' is an attribute of ScatterElements from "
+                                "version 16; before it the exporter writes a scatter that "
+                                "drops duplicates (forward mismatch)"),
     Case("ScatterElements", "scatterelements_max", scatter_reduce_amax,
          (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates"),
-         notes="reduction='max'; random normal values make ties improbable"),
+         opsets=(18, 28), notes="reduction='max' (an attribute value from ScatterElements-18 "
+                                "on); random normal values make ties improbable"),
     Case("ScatterElements", "scatterelements_mul", scatter_reduce_prod,
          (Float(3, 4), Fixed(_ROWS_DUP), Float(3, 2)), ("data", "indices", "updates"),
-         notes="reduction='mul'"),
+         opsets=(18, 28), notes="reduction='mul'"),
     Case("ScatterND", "scatternd_rows", index_put_rows,
          (Float(4, 3), Fixed([2, 0]), Float(2, 3)), ("data", "indices", "updates"),
          notes="index_put exports Unsqueeze(indices) -> ScatterND"),
     Case("ScatterND", "scatternd_add", index_put_accumulate,
          (Float(4, 3), Fixed([2, 0, 2]), Float(3, 3)), ("data", "indices", "updates"),
-         notes="index_put(accumulate=True) exports ScatterND reduction='add'"),
+         opsets=(18, 28),
+         notes="index_put(accumulate=True) exports ScatterND reduction='add'; reduction "
+               "exists from ScatterND-16, and at opsets 16-17 the TorchScript exporter "
+               "writes the accumulation around the node (forward mismatch)"),
     Case("NonZero", "nonzero_float", nonzero, (Float(3, 4),), ("x",),
          notes="float input: it requires grad, but the int64 output carries none"),
     Case("OneHot", "onehot_depth5", one_hot_5, (Int(4, high=5),), ("indices",),

@@ -19,11 +19,11 @@ from typing import Any, Sequence
 import onnx
 import torch
 
-from ..case import Case
+from ..case import DYNAMO_MIN_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
 from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
-                         private_nodes, raise_opset)
+                         model_nodes, private_nodes, raise_opset, relabel_opset)
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class Exported:
     opset: int
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
+    route: ExportRoute = ExportRoute.DIRECT
+    route_note: str = ""      # why the route is not the direct one (relabelled)
 
 
 @contextlib.contextmanager
@@ -150,15 +152,56 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
                 n_outputs: int) -> Exported:
     """Export the case at its opset. A dynamo case above the exporter's newest opset is
     exported there and raised (``next_opset``): its ops newer than the exporter wait in a
-    private domain until then."""
+    private domain until then. A case variant (``verify-all --versions``) that no exporter
+    produces at its opset, or whose export there holds no node of its op (the TorchScript
+    exporter decomposes Gemm into MatMul at old opsets), takes the relabelled route: the
+    export at the case's own opset, moved to the variant's (``next_opset.relabel_opset``),
+    and the record says why."""
+    label = f"{case.op}/{case.name}: "
+    try:
+        if case.origin is not None and case.exporter == "dynamo" and \
+                case.export_opset < DYNAMO_MIN_OPSET:
+            raise CaseError(f"the dynamo exporter does not build opset {case.export_opset} "
+                            f"(it converts from {DYNAMO_MIN_OPSET}, which a custom "
+                            f"translation defeats)")
+        exported = _export_at(case, case.exporter, case.export_opset, module, args, n_outputs)
+        if case.variant_of is not None and not _has_op(exported.model, case.op, case.domain):
+            raise CaseError(f"{label}the {exported.exporter} exporter at opset "
+                            f"{exported.opset} emits no {case.op} node")
+        return exported
+    except CaseError as direct:
+        if case.origin is None or case.origin[1] > EXPORTER_MAX_OPSET:
+            raise
+        why = first_line(direct).removeprefix(label)
+    exporter, source = case.origin
+    base = _export_at(case, exporter, source, module, args, n_outputs)
+    model, moved = relabel_opset(base.model, source, case.export_opset, op=case.op,
+                                 label=label)
+    check(model, label)
+    glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
+    return dataclasses.replace(base, model=model, opset=case.export_opset,
+                               route=ExportRoute.RELABELLED,
+                               route_note=f"exported at opset {source} by the {exporter} "
+                                          f"exporter and moved to opset "
+                                          f"{case.export_opset}, because {why}{glue}")
+
+
+def _has_op(model: onnx.ModelProto, op: str, domain: str) -> bool:
+    return any(n.op_type == op and n.domain in (domain, "ai.onnx" if domain == "" else domain)
+               for n in model_nodes(model))
+
+
+def _export_at(case: Case, exporter: str, target: int, module: torch.nn.Module,
+               args: Sequence[torch.Tensor], n_outputs: int) -> Exported:
+    """``case``'s module exported by ``exporter`` at ``target``: directly, or raised above
+    the exporter's newest opset."""
     options = dict(case.export_options)
     if case.translation:
         options["custom_translation_table"] = dict(case.translation)
     label = f"{case.op}/{case.name}: "
-    target = case.export_opset
-    raised = export_route(case.exporter, target) is ExportRoute.RAISED
+    raised = export_route(exporter, target) is ExportRoute.RAISED
     asked = EXPORTER_MAX_OPSET if raised else target
-    exported = export_module(module, args, exporter=case.exporter, opset=asked,
+    exported = export_module(module, args, exporter=exporter, opset=asked,
                              input_names=case.names,
                              output_names=[output_name(j) for j in range(n_outputs)],
                              dynamic=case.dynamic, options=options, label=label)
@@ -170,6 +213,6 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
                             f"but the case exports at opset {target}: give the case the "
                             f"reference op's opset")
         return exported
-    model = raise_opset(exported.model, target, label=label)
+    model = raise_opset(exported.model, target, label=label, relabel=case.op)
     check(model, label)
     return dataclasses.replace(exported, model=model, opset=target)

@@ -110,12 +110,18 @@ def _name(node: onnx.NodeProto) -> str:
     return f"node {node.name!r} ({node.op_type})" if node.name else f"a {node.op_type} node"
 
 
-def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "") -> onnx.ModelProto:
+def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "",
+                relabel: str | None = None) -> onnx.ModelProto:
     """A copy of ``model`` (exported at ``EXPORTER_MAX_OPSET``) declaring ai.onnx ``target``,
     its private nodes moved into ai.onnx. Raises CaseError, naming the node, when a private
     node's op is not new past the exporter's opset at ``target``, or when another node's
     schema differs between the two opsets (the relabelled model would mean something
-    else)."""
+    else).
+
+    ``relabel``: the op under proof, whose nodes may take their newer schema at ``target``
+    (a case variant proving ``Celu-28`` from the exporter's ``Celu-12`` node). That is a
+    claim that the node means the same under both versions, and the proof checks it: the
+    full checker at ``target``, and the whole model's forward against PyTorch's."""
     source = EXPORTER_MAX_OPSET
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -131,7 +137,7 @@ def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "") -> onnx
             node.domain = ""
         elif node.domain in ("", "ai.onnx"):
             before, after = _since(node.op_type, source), _since(node.op_type, target)
-            if before != after:
+            if before != after and not (node.op_type == relabel and before and after):
                 was = f"{node.op_type}-{before}" if before else "no schema"
                 raise CaseError(
                     f"{label}{_name(node)} is {was} at opset {source} but "
@@ -148,3 +154,38 @@ def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "") -> onnx
     needed = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
     out.ir_version = max(out.ir_version, needed)
     return out
+
+
+def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
+                  label: str = "") -> tuple[onnx.ModelProto, tuple[str, ...]]:
+    """A copy of ``model`` (ai.onnx ``source``, no private nodes) declaring ai.onnx
+    ``target``, and the other nodes whose schema differs between the two opsets: the
+    route of a case variant that no exporter produces at ``target`` (the dynamo
+    exporter's version converter fails or silently keeps opset 18; the TorchScript
+    exporter lacks the op or decomposes it). ``op``'s nodes take their schema at
+    ``target``; so may glue (a ``Constant``, a ``Cast``) whose schema changed in between.
+    That is a claim the proof checks, and the record names every such node: the full
+    checker at ``target``, and the whole model's forward and VJP against PyTorch's. A node
+    with no schema at ``target`` is refused (CaseError naming it)."""
+    if private_nodes(model):
+        raise CaseError(f"{label}a node newer than opset {source} cannot be moved to "
+                        f"opset {target}")
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    moved: list[str] = []
+    for node in model_nodes(out):
+        if node.domain not in ("", "ai.onnx") or node.op_type == op:
+            continue
+        before, after = _since(node.op_type, source), _since(node.op_type, target)
+        if after is None:
+            raise CaseError(f"{label}{_name(node)} has no schema at opset {target}: the "
+                            f"model cannot be moved there")
+        if before != after and f"{node.op_type}-{before}->{after}" not in moved:
+            moved.append(f"{node.op_type}-{before}->{after}")
+    for imports in [out.opset_import] + [f.opset_import for f in out.functions]:
+        for i in imports:
+            if i.domain in ("", "ai.onnx"):
+                i.version = target
+    needed = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
+    out.ir_version = max(out.ir_version, needed)
+    return out, tuple(moved)

@@ -131,7 +131,8 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     if mapping.invalid:
         return Proof(case, exported.opset, exported.exporter, schema.since_version,
                      latest.since_version, (), None, exported.model,
-                     f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source)
+                     f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source,
+                     route_note=exported.route_note)
     numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
     if numeric:
         feeds = _feeds(case, pr, exported)
@@ -154,7 +155,8 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             for p in params)
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
-                 gout, tag_source, witness=witness, helper_nodes=mapping.others)
+                 gout, tag_source, witness=witness, helper_nodes=mapping.others,
+                 route_note=exported.route_note)
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,

@@ -58,6 +58,7 @@ class Proof:
     versions: dict[str, str] = field(default_factory=versions)
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
     helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
+    route_note: str = ""     # a relabelled export (export.export_case): how and why
 
     @property
     def op(self) -> str:
@@ -144,6 +145,8 @@ def record(proof: Proof) -> dict[str, Any]:
             "reproduces": w.reproduces},
         "model": {"path": "model.onnx", "sha256": proof.sha256},
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
+        **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
+        **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),
     }
 
 

@@ -16,8 +16,8 @@ from ..errors import EXIT_FINDING, EXIT_OK, UsageError
 from ..vocab import Verdict
 from . import patch as patch_mod
 from .locate import read_tree
-from .plan import findings, load_report, plan, reached_versions
-from .pr_text import pr_markdown, summary
+from .plan import findings, load_report, plan, reached_versions, version_records
+from .pr_text import pr_texts, summary
 
 
 def _records(args: argparse.Namespace, cache_dir: Path):
@@ -25,10 +25,11 @@ def _records(args: argparse.Namespace, cache_dir: Path):
         return load_report(preflight.readable_file(args.report, "--report"))
     from ..batch import verify
     outcome = verify.verify_all(verify.Request(jobs=args.jobs, out=None,
-                                               cache_dir=str(cache_dir)))
+                                               cache_dir=str(cache_dir),
+                                               versions=args.versions))
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return outcome.report["cases"]
+    return outcome.report["cases"] + version_records(outcome.report.get("versions"))
 
 
 def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
@@ -40,8 +41,10 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     preflight.positive_int(args.jobs, "--jobs")
     out = preflight.writable_file(args.output, "-o")
     md = out.with_suffix(".md")
-    if md == out:
+    evidence = out.with_name(out.stem + "-evidence.md")
+    if md == out or evidence == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
+    preflight.writable_file(evidence, "-o")
     records = _records(args, cache_dir)
     reached = reached_versions(records)
     absent = sorted(op for op in ops or () if op not in reached)
@@ -65,7 +68,12 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
         print("no hunk to write", file=sys.stderr)
         return EXIT_OK
     from ..output.evidence import write_text
+    body, extra = pr_texts(the_plan, out.name, evidence.name)
     write_text(out, diff)
-    write_text(md, pr_markdown(the_plan, out.name))
-    print(f"patch written to {out}, PR text to {md}", file=sys.stderr)
+    write_text(md, body)
+    if extra is not None:
+        write_text(evidence, extra)
+    print(f"patch written to {out}, PR text to {md}"
+          + (f" (its evidence, past GitHub's body limit, to {evidence})" if extra else ""),
+          file=sys.stderr)
     return EXIT_OK

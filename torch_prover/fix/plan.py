@@ -107,11 +107,30 @@ def load_report(path: str | Path) -> list[dict[str, Any]]:
     if not isinstance(cases, list):
         raise UsageError(f"--report {path}: no 'cases' list; give the JSON report of "
                          "`torch-prover verify-all --format json --report FILE`")
+    cases = cases + version_records(doc.get("versions"))
     for i, rec in enumerate(cases):
         if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or \
                 not isinstance(rec.get("parameters", []), list):
             raise UsageError(f"--report {path}: cases[{i}] is not a verify-all case record")
     return cases
+
+
+def version_records(section: Any) -> list[dict[str, Any]]:
+    """The records an all-versions report adds (``verify-all --versions``): each variant's
+    proof record, and for every schema version decided by equivalence (below opset 7) a
+    record of its cells, named after the rule, so fix-tags treats every decided version
+    alike."""
+    if not isinstance(section, dict):
+        return []
+    out = list(section.get("cases") or [])
+    for o in section.get("ops") or []:
+        for e in o.get("versions") or []:
+            if e.get("decided_by") != "equivalence":
+                continue
+            out.append({"op": o["op"], "domain": "", "schema_version": e["version"],
+                        "case": f"equivalence with {e['basis']}",
+                        "parameters": [c for c in e["cells"] if c.get("basis")]})
+    return out
 
 
 def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:

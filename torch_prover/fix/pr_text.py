@@ -17,14 +17,34 @@ python onnx/backend/test/stat_coverage.py     # docs/TestCoverage.md
 """
 
 
+PR_BODY_LIMIT = 65536
+"""GitHub's limit on a pull request's body, in characters: a longer PR text keeps a summary
+table in the body and moves the evidence to a file beside it."""
+
+
+def reproduce(op: str, case: str) -> str | None:
+    """The command that reproduces a case's verdict: a variant ``<case>@<opset>``
+    (``verify-all --versions``) is its case at that opset; a verdict decided by
+    equivalence (no case) has none."""
+    name, at, opset = case.partition("@")
+    if " " in case:
+        return None
+    return f"torch-prover prove {op} --case {name}" + (f" --opset {opset}" if at else "")
+
+
 def _evidence(f: Finding) -> list[str]:
     lines = []
     for c in f.cases:
-        lines.append(f"  - case `{c.case}` ({c.verdict}, supports {c.supports}, "
-                     f"rule: {c.rule or 'not given'}): "
-                     f"autograd **{c.autograd[0]}** ({c.autograd[1]}); "
-                     f"numeric **{c.numeric[0]}** ({c.numeric[1]})")
-        lines.append(f"    reproduce: `torch-prover prove {f.op} --case {c.case}`")
+        if c.autograd[0] or c.numeric[0]:
+            lines.append(f"  - case `{c.case}` ({c.verdict}, supports {c.supports}, "
+                         f"rule: {c.rule or 'not given'}): "
+                         f"autograd **{c.autograd[0]}** ({c.autograd[1]}); "
+                         f"numeric **{c.numeric[0]}** ({c.numeric[1]})")
+        else:
+            lines.append(f"  - {c.case} ({c.verdict}, supports {c.supports}, rule: {c.rule})")
+        command = reproduce(f.op, c.case)
+        if command:
+            lines.append(f"    reproduce: `{command}`")
     return lines
 
 
@@ -43,15 +63,39 @@ def _edit_section(e: Edit) -> list[str]:
     return out + [""]
 
 
-def pr_markdown(plan: Plan, patch_name: str) -> str:
-    out = ["# Differentiability tags from torch-prover's evidence", "",
-           f"`{patch_name}` sets {len(plan.edits)} `.Input`/`.Output` tags in onnx/defs, each "
-           "from a parameter whose cases all support the new tag. Each case names the rule "
-           "that decided it: both witnesses (PyTorch autograd and the ONNX node's own finite "
-           "differences), one witness where the other could not apply, or the schema's "
-           "types alone (no gradient-carrying type allowed).", ""]
-    for e in plan.edits:
-        out += _edit_section(e)
+def _ordered(plan: Plan) -> tuple[list[Edit], list[Edit]]:
+    """(corrections, proposals): an edit correcting a tag (some finding disagrees) comes
+    first; each group by op, then schema version."""
+    def key(e: Edit) -> tuple:
+        f = e.findings[0]
+        return f.op, f.version, f.io, f.index
+    corrections = [e for e in plan.edits if any(f.verdict is Verdict.DISAGREE
+                                                for f in e.findings)]
+    proposals = [e for e in plan.edits if e not in corrections]
+    return sorted(corrections, key=key), sorted(proposals, key=key)
+
+
+def _intro(plan: Plan, patch_name: str) -> list[str]:
+    return ["# Differentiability tags from torch-prover's evidence", "",
+            f"`{patch_name}` sets {len(plan.edits)} `.Input`/`.Output` tags in onnx/defs, each "
+            "from a parameter whose cases all support the new tag. Each case names the rule "
+            "that decided it: both witnesses (PyTorch autograd and the ONNX node's own finite "
+            "differences), one witness where the other could not apply, the schema's "
+            "types alone (no gradient-carrying type allowed), or, for a schema version in "
+            "force only below opset 7 (no runtime runs it), equivalence with the version in "
+            "force at opset 7.", ""]
+
+
+def _sections(plan: Plan) -> list[str]:
+    corrections, proposals = _ordered(plan)
+    out: list[str] = []
+    for title, edits in (("Corrections (a tag the evidence contradicts)", corrections),
+                         ("Proposals (a tag left unknown)", proposals)):
+        if not edits:
+            continue
+        out += [f"## {title}: {len(edits)} call sites", ""]
+        for e in edits:
+            out += _edit_section(e)
     if plan.unlocated or plan.withheld:
         out += ["## Left out", ""]
         out += [f"- {f.label}: not located ({why.value}): {detail}"
@@ -59,8 +103,48 @@ def pr_markdown(plan: Plan, patch_name: str) -> str:
         out += [f"- {f.label}: withheld ({why.value}): {detail}"
                 for f, why, detail in plan.withheld]
         out.append("")
-    out += ["## Regenerate the docs", "", REGENERATE]
-    return "\n".join(out)
+    return out
+
+
+def _summary_table(plan: Plan, room: int) -> list[str]:
+    """One row per edited parameter, corrections first, within ``room`` characters."""
+    corrections, proposals = _ordered(plan)
+    rows = ["| | parameter | tag | call site |", "|---|---|---|---|"]
+    for kind, edits in (("correction", corrections), ("proposal", proposals)):
+        for e in edits:
+            for f in e.findings:
+                was = "unknown" if f.verdict is Verdict.PROPOSED else str(f.tag)
+                rows.append(f"| {kind} | {f.label} | {was} -> {e.tag} | "
+                            f"`{e.site.path}:{e.site.line}` |")
+    total = len(rows) - 2
+    kept, used = [], 0
+    for r in rows:
+        if used + len(r) + 1 > room:
+            break
+        kept.append(r)
+        used += len(r) + 1
+    if len(kept) - 2 < total:
+        kept.append(f"\n... and {total - (len(kept) - 2)} more rows in the evidence file.")
+    return kept
+
+
+def pr_texts(plan: Plan, patch_name: str, evidence_name: str) -> tuple[str, str | None]:
+    """(PR body, evidence file or None). Within GitHub's limit the body holds everything;
+    past it, the body holds a summary table and says that the evidence is in
+    ``evidence_name`` beside it, which then holds the full sections."""
+    full = "\n".join(_intro(plan, patch_name) + _sections(plan)
+                      + ["## Regenerate the docs", "", REGENERATE])
+    if len(full) <= PR_BODY_LIMIT:
+        return full, None
+    head = _intro(plan, patch_name) + [
+        f"The evidence for every edit (each case's witnesses and the command that "
+        f"reproduces it) is in `{evidence_name}`, beside this text: all of it would exceed "
+        f"GitHub's {PR_BODY_LIMIT:,}-character limit for a pull request's body.", ""]
+    tail = ["", "## Regenerate the docs", "", REGENERATE]
+    room = PR_BODY_LIMIT - len("\n".join(head + tail)) - 200
+    body = "\n".join(head + _summary_table(plan, room) + tail)
+    evidence = "\n".join(["# Evidence for the tag edits", ""] + _sections(plan))
+    return body, evidence
 
 
 def summary(plan: Plan) -> str:

@@ -394,3 +394,24 @@ def write_index(out: Path, report: dict[str, Any]) -> list[str]:
     else:
         warnings.append(f"{out / 'README.md'} was not written by torch-prover: left alone")
     return warnings
+
+
+VERSIONS_INDEX = "versions.json"
+"""The per-version table of the last full ``verify-all --versions all`` (``write_versions``)."""
+
+
+def _versions_json_is_ours(text: str) -> bool:
+    data = json.loads(text)
+    return isinstance(data, dict) and {"format", "selection", "summary", "ops"} <= set(data)
+
+
+def write_versions(out: Path, section: dict[str, Any]) -> list[str]:
+    """models/versions.json: the per-version cells of a full all-versions run, without the
+    variants' records (each is in its own case directory). A default run leaves it alone,
+    so the committed table stays what the last all-versions run found."""
+    path = Path(out) / VERSIONS_INDEX
+    if not _ours_or_absent(path, _versions_json_is_ours):
+        return [f"{path} was not written by torch-prover: left alone"]
+    write_text(path, dumps({"format": 1, **{k: v for k, v in section.items()
+                                            if k != "cases"}}))
+    return []

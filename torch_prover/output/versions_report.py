@@ -1,0 +1,163 @@
+"""The per-version table of ``verify-all --versions``, rendered compactly (pure functions).
+
+One row per parameter, one column per schema version; a cell equal to the one on its
+left is ``=``, so only changes are spelled out. A cell reads: ``D``/``N`` agreed (the
+tag, confirmed), ``N!D`` a disagreement (tag N, evidence D), ``?>D`` a proposal for an
+unknown tag, ``?`` inconclusive, ``-`` the version has no such parameter; a trailing
+``~`` marks a cell decided by equivalence with the version in force at opset 7, ``t`` one
+decided by type alone.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+_LETTER = {"differentiable": "D", "non-differentiable": "N", "unknown": "?"}
+
+LEGEND = ("cells: D/N = tag confirmed; N!D = tag N, evidence D (disagree); ?>D = unknown "
+          "tag, evidence proposes D; ? = inconclusive; - = no such parameter in that "
+          "version; = = same as the version on the left; ~ = by equivalence with the "
+          "version in force at opset 7; t = by type")
+
+
+def cell_text(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    tag, sup = _LETTER.get(c["tag"], "?"), _LETTER.get(c.get("supports") or "", "")
+    v = c["verdict"]
+    text = {"agree": tag, "disagree": f"{tag}!{sup}", "proposed": f"?>{sup}"}.get(v, "?")
+    rule = c.get("rule", "")
+    return text + ("~" if c.get("basis") else "t" if rule == "by type" else "")
+
+
+def _rows(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[str]]]]:
+    """(versions, [(parameter label, cells)]) with repeated cells shown as ``=``."""
+    versions = [e["version"] for e in op_entry["versions"]]
+    labels: list[tuple[str, str]] = []
+    for e in op_entry["versions"]:
+        for c in e["cells"]:
+            key = (c["io"], c["name"])
+            if key not in labels:
+                labels.append(key)
+        for u in e.get("undecided", ()):
+            io, _, rest = u.partition(" ")
+            key = (io, rest.split("(", 1)[-1].rstrip(")"))
+            if key not in labels:
+                labels.append(key)
+    rows = []
+    for io, name in labels:
+        cells, last = [], None
+        for e in op_entry["versions"]:
+            c = next((c for c in e["cells"] if (c["io"], c["name"]) == (io, name)), None)
+            undecided = any(u.startswith(f"{io} ") and u.endswith(f"({name})")
+                            for u in e.get("undecided", ()))
+            text = "?" if c is None and undecided else cell_text(c)
+            cells.append("=" if text == last and text != "-" else text)
+            last = text
+        rows.append((f"{'in' if io == 'input' else 'out'} {name}", cells))
+    return versions, rows
+
+
+def _notes(op_entry: dict[str, Any]) -> list[str]:
+    """One line per version not proved by a case: how it was decided, or why it was not."""
+    return [f"  {op_entry['op']}-{e['version']} ({e['decided_by']}): {e['reason']}"
+            for e in op_entry["versions"] if e.get("reason")]
+
+
+def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool = True) -> str:
+    """Each op's table (by default only ops whose versions are not all confirmed: a
+    disagreement, a proposal or an undecided parameter), then the counts by band."""
+    lines = [f"schema versions ({section['selection']}): " + LEGEND, ""]
+    shown = 0
+    for o in section["ops"]:
+        if notable_only and not _notable(o):
+            continue
+        shown += 1
+        versions, rows = _rows(o)
+        head = ["param"] + [str(v) for v in versions]
+        widths = [max(len(head[0]), *(len(r[0]) for r in rows))] + [
+            max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(head[1:])]
+        lines.append(o["op"])
+        lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        for label, cells in rows:
+            lines.append("  " + "  ".join(t.ljust(w) for t, w in
+                                          zip([label] + cells, widths)).rstrip())
+        lines.extend(_notes(o))
+    hidden = len(section["ops"]) - shown
+    if hidden:
+        lines.append(f"{hidden} ops whose every version confirms its tags are not shown "
+                     f"(--format json has them)")
+    lines.append("")
+    lines.extend(summary_lines(section))
+    return "\n".join(lines) + "\n"
+
+
+def _notable(o: dict[str, Any]) -> bool:
+    return any(c["verdict"] != "agree" for e in o["versions"] for c in e["cells"]) or any(
+        e.get("undecided") or e["decided_by"] in ("explained", "no tags") for e in o["versions"])
+
+
+def summary_lines(section: dict[str, Any]) -> list[str]:
+    """The counts by band, with their units: schema versions, and parameters."""
+    out = []
+    for band, b in section["summary"]["by_band"].items():
+        how = ", ".join(f"{b[k]} {k}" for k in ("proved", "equivalence", "by type",
+                                                "explained", "no tags") if b[k])
+        params = ", ".join(f"{n} {v}" for v, n in b["parameters"].items() if n)
+        und = b["undecided_parameters"]
+        out.append(f"{band}: {b['versions']} schema versions ({how}); parameters: "
+                   f"{params or 'none'}" + (f", {und} undecided" if und else ""))
+    out.append(f"failing version cells (undeclared, unwaived): {section['summary']['failing']}")
+    failed = section["summary"].get("failed_variants") or []
+    if failed:
+        out.append(f"variants that failed a check or are invalid: {len(failed)} case results "
+                   f"({'; '.join(failed[:5])}{'; ...' if len(failed) > 5 else ''})")
+    return out
+
+
+def versions_markdown(section: dict[str, Any]) -> str:
+    """A table per notable op, in a collapsed block: fits a PR comment."""
+    parts = [f"### Schema versions ({section['selection']})", "",
+             *[f"- {line}" for line in summary_lines(section)], "", f"_{LEGEND}_", ""]
+    for o in section["ops"]:
+        if not _notable(o):
+            continue
+        versions, rows = _rows(o)
+        parts.append(f"<details><summary>{o['op']}</summary>")
+        parts.append("")
+        parts.append("| parameter | " + " | ".join(str(v) for v in versions) + " |")
+        parts.append("|---|" + "---|" * len(versions))
+        for label, cells in rows:
+            parts.append(f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells)
+                         + " |")
+        notes = _notes(o)
+        if notes:
+            parts.append("")
+            parts.extend(f"- {n.strip()}" for n in notes)
+        parts.append("")
+        parts.append("</details>")
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+def versions_html(section: dict[str, Any]) -> str:
+    """The same tables as an HTML fragment (escaped), for the HTML report."""
+    esc = html.escape
+    out = [f"<section id='versions'><h2>Schema versions ({esc(section['selection'])})</h2>",
+           "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(section)) + "</ul>",
+           f"<p class='legend'>{esc(LEGEND)}</p>"]
+    for o in section["ops"]:
+        if not _notable(o):
+            continue
+        versions, rows = _rows(o)
+        out.append(f"<h3>{esc(o['op'])}</h3><table><tr><th>parameter</th>"
+                   + "".join(f"<th>{v}</th>" for v in versions) + "</tr>")
+        for label, cells in rows:
+            out.append(f"<tr><td>{esc(label)}</td>"
+                       + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+        out.append("</table>")
+        notes = _notes(o)
+        if notes:
+            out.append("<ul>" + "".join(f"<li>{esc(n.strip())}</li>" for n in notes) + "</ul>")
+    out.append("</section>")
+    return "\n".join(out)
