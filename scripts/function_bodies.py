@@ -4,7 +4,7 @@
     python scripts/function_bodies.py [--all]
 
 For each schema version with a function body (static or context-dependent, expanded for
-the node ``engine/body_nodes.py`` describes), every parameter's derived outcome
+the node ``engine/body_survey.py`` makes), every parameter's derived outcome
 (``engine/function_body.py``) against its declared tag: consistent, contradicting,
 proposed (tag unknown, the body decides), undecided (the body's paths cross an unknown
 tag or a graph not entered) or not applicable (a type that carries no gradient, not
@@ -24,7 +24,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="print every parameter's row")
     args = ap.parse_args()
-    from torch_prover.engine.function_body import BodyCheck, schemas_with_body, survey
+    from torch_prover.engine.body_survey import BodyCheck, schemas_with_body, survey
 
     t0 = time.perf_counter()
     rows = survey()
