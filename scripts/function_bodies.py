@@ -9,7 +9,8 @@ the node ``engine/body_survey.py`` makes), every parameter's derived outcome
 proposed (tag unknown, the body decides), undecided (the body's paths cross an unknown
 tag or a graph not entered) or not applicable (a type that carries no gradient, not
 given, no body built). Prints the rows that are not plain agreements (all with --all),
-then the counts and the time taken. Figures, not assertions (tests/test_function_body.py
+then the counts, whether a schema version's older bodies (MeanVarianceNormalization-13
+has one for opset 13 and one for 18) derive the same, and the time taken. Figures, not assertions (tests/test_function_body.py
 holds the expectations).
 """
 from __future__ import annotations
@@ -24,7 +25,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="print every parameter's row")
     args = ap.parse_args()
-    from torch_prover.engine.body_survey import BodyCheck, schemas_with_body, survey
+    from torch_prover.engine.body_survey import (BodyCheck, schemas_with_body, survey,
+                                                 survey_node)
+    from torch_prover.engine.function_body import derive
 
     t0 = time.perf_counter()
     rows = survey()
@@ -40,6 +43,21 @@ def main() -> int:
     for c in BodyCheck:
         print(f"  {c}: {counts[c]} parameters")
     print(f"derived in {elapsed:.2f} s")
+    older, differ = 0, []
+    for s in versions:
+        bodies = sorted(set(s.function_opset_versions) |
+                        set(s.context_dependent_function_opset_versions))
+        node, types = survey_node(s)
+        newest = derive(s.name, max(s.since_version, bodies[-1]), node, types)
+        for v in bodies[:-1]:
+            if v >= s.since_version:   # a body keyed below the version is never in force
+                older += 1
+                old = derive(s.name, v, node, types)
+                if [f.outcome for f in old.inputs + old.outputs] != [
+                        f.outcome for f in newest.inputs + newest.outputs]:
+                    differ.append(f"{s.name}-{s.since_version} (opset {v})")
+    print(f"older bodies of the same schema versions: {older} derived, "
+          f"{len(differ)} differ from the newest" + (f": {', '.join(differ)}" if differ else ""))
     return 0
 
 
