@@ -17,7 +17,7 @@ from torch_prover.engine.body_survey import BodyCheck, schemas_with_body, survey
 from torch_prover.engine.function_body import derive
 from torch_prover.engine.verdict import Rule, Witness, decide, is_failure
 from torch_prover.output.body_text import body_summary
-from torch_prover.output.report import proof_text
+from torch_prover.output.report import proof_markdown, proof_text
 from torch_prover.vocab import AutogradOutcome as A
 from torch_prover.vocab import BodyOutcome as B
 from torch_prover.vocab import NumericOutcome as N
@@ -114,6 +114,20 @@ def test_an_op_without_a_body_says_so():
     assert (f.outcome, f.detail) == (B.NOT_APPLICABLE, "no function body")
 
 
+def test_a_body_onnx_cannot_build_is_said_so():
+    """GroupNormalization's num_groups is required (no default): without it onnx's builder
+    gives no body, and every parameter says so rather than guessing."""
+    assert onnx.defs.get_schema("GroupNormalization", 21).attributes["num_groups"].required
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"])
+    res = derive("GroupNormalization", 21, node, [FLOAT] * 3)
+    for io, i in (("input", 0), ("input", 1), ("output", 0)):
+        f = res.finding(io, i)
+        assert f.outcome == B.NOT_BUILT and "builder returned no context-dependent body" in f.detail
+    d = decide(autograd=Witness(A.GRAD, "a"), numeric=Witness(N.SMOOTH, "n"), tag=Tag.DIFF,
+               body=Witness(f.outcome, f.detail))
+    assert (d.verdict, d.rule) == (Verdict.AGREE, Rule.BOTH)
+
+
 def test_every_schema_version_with_a_body_is_derived(rows):
     """Every ai.onnx schema version with a function body is in the survey and its body is
     built (SequenceMap's runs the node's own graph: body-dependent, said so)."""
@@ -176,6 +190,7 @@ def test_a_case_records_the_third_witness(proof_of):
     assert line.startswith("function body (Clip-13, context-dependent, opset 13): ")
     assert "input 1 min differentiable (min -> " in line
     assert "function body (Clip-13" in proof_text(rec, width=None)
+    assert line in proof_markdown(rec)
 
 
 def test_a_case_without_a_body_says_so(proof_of):
