@@ -63,6 +63,17 @@ class NumericOutcome(StrEnum):
     NOT_RUN = "not run"    # could not run (the detail says why), or numeric checks off
 
 
+class BodyOutcome(StrEnum):
+    """The third witness: the op's ONNX function body, the primitive ops' tags pushed through
+    it (``engine/function_body.py``). It decides nothing alone (``engine/verdict.py``)."""
+
+    DIFF = "differentiable"          # a path on which every step is tagged differentiable
+    NONDIFF = "non-differentiable"   # no path a gradient can take
+    UNKNOWN = "unknown"              # the only paths cross an unknown tag or a body-dependent graph
+    NOT_APPLICABLE = "not applicable"  # no function body, a type that carries no gradient, absent
+    NOT_BUILT = "not built"          # onnx could not build the body for this node
+
+
 class ExportRoute(StrEnum):
     """How a case's model reaches its opset (``engine/next_opset.py``)."""
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from . import function_body
 from . import node_witness
 from . import numeric as numeric_mod
 from ..case import Case, Spec, Fixed
@@ -141,9 +142,11 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
         off = None
     keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
             else "optimize=False")
+    body = (None if mapping.node_index is None
+            else function_body.for_node(exported.model, mapping.node_index))
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
-                        {t.name for t in exported.model.graph.initializer}, keep)
+                        {t.name for t in exported.model.graph.initializer}, keep, body)
     problems = mapping.problems
     invalid = None
     if problems:
@@ -155,7 +158,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             for p in params)
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
-                 gout, tag_source, witness=witness, helper_nodes=mapping.others,
+                 gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
                  route_note=exported.route_note)
 
 

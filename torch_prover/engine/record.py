@@ -1,7 +1,8 @@
 """The proof record: the one JSON shape of proof.json, ``--format json`` and the batch report.
 
-Format 2 (DESIGN §3): every parameter carries its two witnesses (``autograd`` and
-``numeric``, each an outcome and a one-line detail), the tag its evidence ``supports``
+Format 2 (DESIGN §3): every parameter carries its witnesses (``autograd``, ``numeric`` and
+``function_body``, each an outcome and a one-line detail; the body's also the ``path`` it
+found), the tag its evidence ``supports``
 (or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
 between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
 model's finite differences, when compared), and, when the latest schema's tag differs
@@ -22,6 +23,7 @@ from ..case import Case
 from ..vocab import Evidence, Tag, Verdict
 from . import node_witness
 from . import numeric as numeric_mod
+from .function_body import BodyResult
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
 from .verdict import Vjp, is_failure
@@ -59,6 +61,7 @@ class Proof:
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
     helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
     route_note: str = ""     # a relabelled export (export.export_case): how and why
+    body: BodyResult | None = None       # the op's function body, expanded for the node
 
     @property
     def op(self) -> str:
@@ -143,11 +146,20 @@ def record(proof: Proof) -> dict[str, Any]:
         "witness": None if w is None else {
             "runtime": w.runtime, "why": w.why or None, "node": w.node_name,
             "reproduces": w.reproduces},
+        "function_body": body_record(proof.body),
         "model": {"path": "model.onnx", "sha256": proof.sha256},
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
         **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
         **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),
     }
+
+
+def body_record(b: BodyResult | None) -> dict[str, Any] | None:
+    """Which function body the third witness read: the schema version, ``function`` or
+    ``context-dependent``, the opset of its primitive ops; null kind when there is none."""
+    if b is None:
+        return None
+    return {"schema": f"{b.op}-{b.since_version}", "kind": b.kind, "opset": b.opset}
 
 
 def numeric_record(n: NumericResult | None) -> dict[str, Any] | None:
@@ -182,7 +194,11 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         "evidence": p.evidence, "tag": p.tag, "verdict": p.verdict,
         "supports": p.supports, "rule": p.rule,
         "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail},
-                      "numeric": {"outcome": p.numeric.outcome, "detail": p.numeric.detail}},
+                      "numeric": {"outcome": p.numeric.outcome, "detail": p.numeric.detail},
+                      "function_body": {"outcome": p.function_body.outcome,
+                                        "detail": p.function_body.detail,
+                                        **({"path": list(p.function_body.path)}
+                                           if p.function_body.path else {})}},
         "reason": p.reason}
     if p.tag_latest is not None:
         rec["tag_latest"] = p.tag_latest

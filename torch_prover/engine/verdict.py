@@ -18,6 +18,12 @@ D or N     None       the autograd's  autograd only (a reference case: inconclus
 None       None       --              inconclusive: not exercised
 =========  =========  ==============  ============================================
 
+After the table, the third witness (``engine.function_body``: the op's ONNX function body,
+the primitive ops' tags pushed through it) decides nothing alone, but where autograd and
+the numeric witness agree (``both witnesses``) and the body says the opposite, the verdict
+is ``inconclusive`` with the rule ``witnesses disagree``, never ``agree``: one of three
+independent readings of the same op is wrong, and a reviewer must find which.
+
 Before the table: a parameter whose schema allows no gradient-carrying type is N by type,
 and so is every input of an op none of whose outputs allows one (OptionalHasElement,
 NMS) -- the schema alone decides those (``engine.by_type``, which also decides the
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..vocab import AutogradOutcome as A
+from ..vocab import BodyOutcome as B
 from ..vocab import NumericOutcome as N
 from ..vocab import Tag, Verdict
 
@@ -44,6 +51,9 @@ AUTOGRAD_SAYS: dict[A, Tag | None] = {
 NUMERIC_SAYS: dict[N, Tag | None] = {
     N.SMOOTH: Tag.DIFF, N.FLAT: Tag.NONDIFF, N.JUMP: Tag.NONDIFF, N.NONE: Tag.NONDIFF,
     N.INTEGER: None, N.ABSENT: None, N.NOT_RUN: None}
+BODY_SAYS: dict[B, Tag | None] = {
+    B.DIFF: Tag.DIFF, B.NONDIFF: Tag.NONDIFF, B.UNKNOWN: None, B.NOT_APPLICABLE: None,
+    B.NOT_BUILT: None}
 """What each outcome says. Integer outcomes say nothing here: integer evidence decides only
 where the schema allows no floating type, which the by-type rule covers."""
 
@@ -56,6 +66,7 @@ class Rule(StrEnum):
     BY_TYPE = "by type"
     BOTH = "both witnesses"
     CONFLICT = "witnesses conflict"
+    WITNESSES_DISAGREE = "witnesses disagree"   # the function body against the other two
     NUMERIC_OVER_AUTOGRAD = "numeric witness over autograd"
     NUMERIC_ONLY = "numeric witness only"
     AUTOGRAD_ONLY = "autograd only"
@@ -76,14 +87,20 @@ class Vjp(StrEnum):
 
 @dataclass(frozen=True)
 class Witness:
-    outcome: A | N
+    outcome: A | N | B
     detail: str
+    path: tuple[str, ...] = ()   # the function body's path (``X -> Sub -> Div -> Y``)
 
     @property
     def says(self) -> Tag | None:
         if isinstance(self.outcome, A):
             return AUTOGRAD_SAYS[self.outcome]
+        if isinstance(self.outcome, B):
+            return BODY_SAYS[self.outcome]
         return NUMERIC_SAYS[self.outcome]
+
+
+NO_BODY = Witness(B.NOT_APPLICABLE, "no function body")
 
 
 @dataclass(frozen=True)
@@ -122,9 +139,25 @@ def by_type_decision(tag: Tag, reason: str) -> Decision:
 
 def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None = None,
            problem: str | None = None, forward: str | None = None,
-           vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False) -> Decision:
+           vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False,
+           body: Witness = NO_BODY) -> Decision:
     """The verdict of one parameter (the module docstring's table). ``by_type``: why the
-    schema's types alone decide this parameter (``engine.by_type.type_reason``), or None."""
+    schema's types alone decide this parameter (``engine.by_type.type_reason``), or None;
+    ``body``: the function-body witness, which can only flag a decision of both others."""
+    d = _table(autograd=autograd, numeric=numeric, tag=tag, by_type=by_type, problem=problem,
+               forward=forward, vjp=vjp, vjp_detail=vjp_detail, reference=reference)
+    said = body.says
+    if d.rule == Rule.BOTH and said is not None and said != d.supports:
+        return Decision(INCONCLUSIVE, None, Rule.WITNESSES_DISAGREE,
+                        f"witnesses disagree: autograd and numeric say {d.supports}, the "
+                        f"function body says {said} ({body.detail}); {d.reason}")
+    return d
+
+
+def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None,
+           problem: str | None, forward: str | None, vjp: Vjp, vjp_detail: str,
+           reference: bool) -> Decision:
+    """The module docstring's table, before the function body is heard."""
     def done(supports: Tag | None, rule: Rule, reason: str) -> Decision:
         return _decision(supports, rule, reason, tag)
 

@@ -1,9 +1,10 @@
-"""From the stages' outputs to one Parameter per node input/output: both witnesses, scoped.
+"""From the stages' outputs to one Parameter per node input/output: the witnesses, scoped.
 
 Stage 5's inputs, assembled: for node input/output ``i``, what PyTorch autograd says
 (scoped by the mapping: a tensor that reached the node through a computing op is not
-evidence about this node) and what the node's own finite differences say
-(``node_witness``), then ``verdict.decide``. Nothing here branches on message text.
+evidence about this node), what the node's own finite differences say
+(``node_witness``) and what the op's ONNX function body says (``function_body``: it
+decides nothing alone), then ``verdict.decide``. Nothing here branches on message text.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from .probe import ProbeResult, TensorEvidence
 from ..tags.markdown import MissingFromDocs
 from ..tags.schema import Formal, SchemaTags
 from .by_type import type_reason
-from .verdict import Decision, Rule, Vjp, Witness, decide, judge
+from .function_body import BodyResult
+from .verdict import NO_BODY, Decision, Rule, Vjp, Witness, decide, judge
 from ..vocab import AutogradOutcome as A
 from ..vocab import Evidence as E
 from ..vocab import NumericOutcome as N
@@ -49,6 +51,7 @@ class Parameter:
     vjp: Vjp = Vjp.NOT_RUN                   # PyTorch's VJP against the model's differences
     expected: Verdict | None = None          # verdict the case declares
     expected_reason: str | None = None
+    function_body: Witness = NO_BODY          # the third witness: the op's ONNX function body
 
 
 _AUTOGRAD_OF = {E.GRAD: A.GRAD, E.ZERO_GRAD: A.ZERO, E.NO_GRAD: A.NONE,
@@ -215,8 +218,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                latest: SchemaTags, numeric: NumericResult | None, witness,
                witness_off: str | None, evidence_of: dict[str, TensorEvidence],
                output_names: Sequence[str], initializers: set[str],
-               keep_option: str) -> tuple[Parameter, ...]:
-    """Every node input and output as a Parameter with both witnesses and its verdict."""
+               keep_option: str, body: BodyResult | None = None) -> tuple[Parameter, ...]:
+    """Every node input and output as a Parameter with its witnesses and its verdict."""
     params = set(pr.params)
     folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == E.GRAD]
     n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
@@ -269,19 +272,24 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                                    moved)
             # outputs: the witnesses measure them (engine.by_type says why)
             why = type_reason(tags, formal, outputs_from_inputs=False)
+            third = NO_BODY
+            if body is not None:
+                f = body.finding(io, i)
+                third = Witness(f.outcome, f.detail, f.path)
             decision = decide(autograd=autograd, numeric=num, tag=formal.tag,
                               by_type=None if why is None else why.reason,
                               problem=a.problem if a is not None else None, forward=forward,
                               vjp=vjp, vjp_detail=vjp_detail,
-                              reference=case.kind == "reference")
+                              reference=case.kind == "reference", body=third)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
-                                  autograd, num, decision, a, why is not None, vjp))
+                                  autograd, num, decision, a, why is not None, vjp, third))
     return tuple(out)
 
 
 def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | None,
                evidence: E, source: str, autograd: Witness, num: Witness,
-               d: Decision, a: Attribution | None, by_type: bool, vjp: Vjp) -> Parameter:
+               d: Decision, a: Attribution | None, by_type: bool, vjp: Vjp,
+               body: Witness) -> Parameter:
     key = f"{io} {i}"
     exp = case.expect.get(key)
     tag_latest = latest.tag if latest is not None and latest.tag != formal.tag else None
@@ -294,4 +302,4 @@ def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | Non
         path=a.path if a is not None else (),
         by_type=by_type, through=a.through if a is not None else (), vjp=vjp,
         expected=Verdict(exp.verdict) if exp else None,
-        expected_reason=exp.reason if exp else None)
+        expected_reason=exp.reason if exp else None, function_body=body)

@@ -19,6 +19,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
+from .body_text import body_summary
 from .report import OP_STATUSES, numeric_line
 
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
@@ -195,6 +196,8 @@ def _case_block(rec: dict) -> str:
             body.append(f'<div class="numeric">{_e(numeric_line(rec))}</div>')
         except (KeyError, TypeError, ValueError):
             pass
+    if "function_body" in rec:
+        body.append(f'<div class="numeric">{_e(body_summary(rec))}</div>')
     sha = (rec.get("model") or {}).get("sha256")
     if sha:
         body.append(f'<div class="muted small mono">model sha256 {_e(sha)}</div>')

@@ -11,6 +11,7 @@ import textwrap
 from typing import Any
 
 from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
+from .body_text import body_summary
 from ..tags.schema import SchemaTags
 from ..vocab import ExportRoute
 
@@ -163,6 +164,7 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
             lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
     lines += wrap_line(numeric_line(rec), width)
+    lines += wrap_line(body_summary(rec), width)
     lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
@@ -183,7 +185,7 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
         verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
         lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
                             p["evidence"], p["tag"], verdict, p["reason"]))
-    lines += ["", numeric_line(rec), "",
+    lines += ["", numeric_line(rec), "", body_summary(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)

@@ -36,6 +36,13 @@ def _element_type(t: str) -> str:
     return t.rstrip(")")
 
 
+def carries_gradient(type_str: str) -> bool:
+    """Whether a value of this type (``tensor(float)``, ``seq(tensor(int64))``...) can carry a
+    gradient: a floating or complex element type; float8/float4 are storage types that
+    cannot. The one test for a schema's allowed types and an inferred value's type alike."""
+    return _element_type(type_str) in _GRADIENT_TYPES
+
+
 @dataclass(frozen=True)
 class Formal:
     """One formal parameter of a schema."""
@@ -51,7 +58,7 @@ class Formal:
     def float_capable(self) -> bool:
         """Some allowed type can carry a gradient (float8/float4 storage types cannot):
         integer evidence alone says nothing then."""
-        return any(_element_type(t) in _GRADIENT_TYPES for t in self.types)
+        return any(carries_gradient(t) for t in self.types)
 
     @property
     def non_differentiable_by_type(self) -> bool:
