@@ -9,7 +9,6 @@ import io
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import textwrap
@@ -313,7 +312,7 @@ def test_the_prover_refuses_to_unpickle_what_the_child_wrote(tmp_path):
     for load in (lambda: torch.load(io.BytesIO(buf.getvalue()), weights_only=False),
                  lambda: torch._C._pickle_load_obj(buf.getvalue()),
                  lambda: _package.pickle.loads(buf.getvalue())):
-        with _weights_only(), pytest.raises(Exception):
+        with _weights_only(), pytest.raises(Exception):  # noqa: B017 - any refusal will do; only the file matters
             load()
     assert not (tmp_path / "pwned").exists()
 

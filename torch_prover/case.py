@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from .errors import CaseError
 from .vocab import Verdict
 
 VERDICTS = tuple(Verdict)

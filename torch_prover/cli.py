@@ -1,8 +1,11 @@
 """Command line: ``build_parser()`` and ``main(argv) -> int``; the console script only calls main.
 
-Exit codes: 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad usage, a
-broken case or an output that cannot be written -- always with a one-line message that
-says what to do, and for bad usage before any work is done (preflight.py).
+Exit codes (errors.py): 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad
+usage, a broken case or an output that cannot be written -- always with a one-line message
+that says what to do, and for bad usage before any work is done (preflight.py); 3 a bug of
+ours (internal error), its traceback under --debug. ``main`` is the one place errors become
+exit codes (``ProverError.exit_code``); with ``--format json`` every exit prints one JSON
+object on stdout.
 """
 from __future__ import annotations
 
@@ -12,12 +15,26 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import preflight
-from .output import report
-from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, CaseError, OutputError, UsageError
+from . import __version__, preflight
+from .output import documents, report
+from .errors import (EXIT_BUG, EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CaseError,
+                     Outcome, ProverError, UsageError, first_line)
 from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
+from .vocab import DocKind
 
-__all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
+__all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE",
+           "EXIT_BUG"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, remembering its error message: with ``--format json`` the error document
+    on stdout carries it as its ``reason``."""
+
+    last_error: str | None = None
+
+    def error(self, message: str):  # type: ignore[override]
+        type(self).last_error = message
+        super().error(message)
 
 
 def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
@@ -36,11 +53,13 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    _Parser.last_error = None
+    parser = _Parser(
         prog="torch-prover",
         description="Prove ONNX operator differentiability tags with PyTorch autograd "
                     "(ONNX's 'Method 1'), checked by graph mapping and finite differences.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("prove", help="prove one op's tags from its catalogue case")
@@ -100,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
     x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
+    x.add_argument("--format", choices=("text", "json"), default="text",
+                   help="the summary on stdout as text or as one JSON object")
 
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
@@ -169,7 +190,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .output.coverage import coverage, coverage_text, op_text, summary
+    from .output.coverage import coverage, coverage_text, op_text, summary, summary_line
     from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
@@ -180,7 +201,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
     if args.format == "json":
-        sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
+        sys.stdout.write(report.to_json(documents.coverage_doc(
+            summary(entries), entries, summary_line(entries))))
     elif args.ops:
         sys.stdout.write(op_text(entries, _terminal_width()))
     else:
@@ -193,7 +215,7 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     op = canonical_op(args.op)
     tags = schema_tags(op, args.opset)
     if args.format == "json":
-        sys.stdout.write(report.to_json(report.tags_json(tags)))
+        sys.stdout.write(report.to_json(documents.tags_doc(tags)))
     else:
         sys.stdout.write(report.tags_text(tags, schema_tags(op), _terminal_width()))
     return EXIT_OK
@@ -255,9 +277,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         elif args.format == "markdown":
             from .pr.gen import script_for
             sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
-    if args.format == "json":
-        sys.stdout.write(report.to_json(records[0] if not args.all else
-                                        {"format": 1, "cases": records}))
+    if args.format == "json":   # one shape, --all or not
+        sys.stdout.write(report.to_json(documents.proofs_doc(DocKind.PROVE, records, worst)))
     return worst
 
 
@@ -285,45 +306,71 @@ COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_al
             "fix-tags": _cmd_fix_tags}
 
 
+def _json_requested(argv: Sequence[str]) -> bool:
+    """``--format json`` among raw arguments (argparse's abbreviations included), for an
+    error met before the arguments parse."""
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        if len(name) >= 4 and "--format".startswith(name):
+            if (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "json":
+                return True
+    return False
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    return next((tok for tok in argv if tok in COMMANDS), None)
+
+
+def _fail(command: str | None, outcome: Outcome, code: int, message: str,
+          as_json: bool) -> int:
+    """The one way a command ends on an error: one line on stderr and, with ``--format
+    json``, the error document on stdout (so a CI step that parses stdout always can)."""
+    print(f"torch-prover{' ' + command if command else ''}: {message}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(report.to_json(documents.error_doc(command, outcome, code, message)))
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    except SystemExit as exc:  # argparse already printed usage and its message
+        if exc.code == 0:
+            return EXIT_OK
+        if _json_requested(argv):
+            reason = getattr(parser, "last_error", None) or "bad usage"
+            sys.stdout.write(report.to_json(documents.error_doc(
+                _command_named(argv), Outcome.USAGE, EXIT_USAGE, reason)))
+        return EXIT_USAGE
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    from .tags.schema import UnknownOpError
+    as_json = getattr(args, "format", None) == "json"
     try:
         return COMMANDS[args.command](args)
-    except (UsageError, UnknownOpError) as exc:
-        print(f"torch-prover {args.command}: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OutputError as exc:
-        print(f"torch-prover {args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except ProverError as exc:
+        if args.debug and isinstance(exc, CaseError):
+            raise
+        return _fail(args.command, Outcome.of_exit(exc.exit_code), exc.exit_code,
+                     exc.one_line(), as_json)
     except OSError as exc:   # a disk that filled or failed while writing
+        if args.debug:
+            raise
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"torch-prover {args.command}: cannot write{where}: "
-              f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
-        if args.debug:
-            raise
-        return EXIT_USAGE
-    except CaseError as exc:
-        print(f"torch-prover {args.command}: broken case: {exc}", file=sys.stderr)
-        if args.debug:
-            raise
-        return EXIT_USAGE
+        return _fail(args.command, Outcome.USAGE, EXIT_USAGE,
+                     f"cannot write{where}: {exc.strerror or type(exc).__name__}", as_json)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail(args.command, Outcome.INTERRUPTED, EXIT_INTERRUPTED, "interrupted",
+                     as_json)
     except Exception as exc:  # a bug of ours: one line, traceback only with --debug
         if args.debug:
             raise
-        print(f"torch-prover {args.command}: internal error: {type(exc).__name__}: {exc} "
-              "(rerun with --debug for the traceback)", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args.command, Outcome.BUG, EXIT_BUG,
+                     f"internal error (this is a bug in torch-prover, please report it): "
+                     f"{type(exc).__name__}: {first_line(exc)} "
+                     "(rerun with --debug for the traceback)", as_json)
 
 
 def run() -> None:

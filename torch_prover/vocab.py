@@ -69,3 +69,19 @@ class ExportRoute(StrEnum):
     DIRECT = "direct"      # the exporter at the case's opset
     RAISED = "raised"      # exported at the exporter's newest opset, the node in a private
                            # domain, then moved into ai.onnx and the model raised
+
+
+class DocKind(StrEnum):
+    """What a JSON document is: its ``kind`` field, beside its ``format`` (the version of
+    that kind's shape). Each has a JSON Schema in ``torch_prover/schemas/<kind>.json``."""
+
+    PROOF = "proof"                # one case's proof record (proof.json, a batch's cases)
+    FAILED_CASE = "failed-case"    # a batch case that produced no proof (error, no tags)
+    BATCH_REPORT = "batch-report"  # verify-all --format json / --report
+    INDEX = "index"                # models/index.json
+    COVERAGE = "coverage"          # coverage --format json
+    TAGS = "tags"                  # tags --format json
+    PROVE = "prove"                # prove --format json: its proof records
+    RUN = "run"                    # run --format json: the script's proof record
+    FIX_TAGS = "fix-tags"          # fix-tags --format json
+    ERROR = "error"                # any command's --format json when it ends on an error

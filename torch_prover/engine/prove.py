@@ -15,13 +15,13 @@ from . import numeric as numeric_mod
 from ..case import Case, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
-from .mapping import ABSENT, NodeMapping, map_node
+from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
 from ..vocab import Evidence, Verdict
-from .witnesses import Parameter, parameters
+from .witnesses import parameters
 
 __all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",
            "TagSource"]

@@ -50,6 +50,7 @@ from ..errors import OutputError
 from ..engine.export import output_index
 from ..engine.prove import Proof
 from .report import md_row
+from ..vocab import DocKind
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
 _DATA_FILE = re.compile(r"^(input|output|grad_input)_\d+\.pb$")
@@ -367,7 +368,7 @@ def write_index(out: Path, report: dict[str, Any]) -> list[str]:
     cases: dict[str, list[str]] = {}
     for r in report["cases"]:
         cases.setdefault(r["op"], []).append(r["case"])
-    index = {"format": 1, "versions": next((r["versions"] for r in report["cases"]
+    index = {"kind": DocKind.INDEX, "format": 1, "versions": next((r["versions"] for r in report["cases"]
                                             if "versions" in r), {}),
              "summary": {k: v for k, v in report["summary"].items()
                          if k not in ("wall_time_s", "cache_hits")},

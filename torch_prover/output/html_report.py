@@ -170,7 +170,7 @@ def _ev(ev: Any) -> str:
 
 
 def _case_meta(rec: dict) -> str:
-    bits = [f"{rec.get('kind', '')} case".strip(), f"{rec.get('exporter')} exporter"
+    bits = [f"{rec.get('case_kind', '')} case".strip(), f"{rec.get('exporter')} exporter"
             if rec.get("exporter") else "", f"opset {rec.get('opset')}" if rec.get("opset") else "",
             f"schema {rec.get('op')}-{rec.get('schema_version')}" if rec.get("schema_version") else "",
             f"tags from {rec.get('tags_from')}" if rec.get("tags_from") else ""]
