@@ -28,7 +28,7 @@ def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
     monkeypatch.chdir(tmp_path)
     code = cli.main(["run", str(script), "--format", fmt, "--no-write", *extra])
     out = capsys.readouterr()
-    rec = json.loads(out.out) if fmt == "json" and code in (0, 1) else None
+    rec = json.loads(out.out)["cases"][0] if fmt == "json" and code in (0, 1) else None
     return code, rec, out
 
 
