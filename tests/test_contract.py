@@ -250,3 +250,34 @@ def test_an_op_whose_disagreements_are_all_declared_is_declared_not_disagrees():
     rep = summary.batch_report([rec, undeclared], coverage(), 1.0)
     assert {o["op"]: o["status"] for o in rep["ops"]}["Clip"] == "disagrees"
     assert summary.exit_code(rep) == 1
+
+
+# ------------------------------------------------------------------ defaults that don't litter
+@pytest.mark.parametrize("argv", [["prove", "Relu"], ["verify-all", "--ops", "Relu"]])
+def test_outside_a_checkout_no_evidence_is_written_and_the_user_is_told(
+        argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert (f"torch-prover {argv[0]}: evidence not written (not in a torch_prover checkout); "
+            "pass --out DIR to keep") in err
+
+
+def test_inside_a_checkout_prove_keeps_the_quickstarts_models(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "torch-prover"\n')
+    (tmp_path / "models").mkdir()
+    (tmp_path / "torch_prover").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["prove", "Relu"]) == 0
+    assert "evidence not written" not in capsys.readouterr().err
+    assert (tmp_path / "models" / "Relu" / "relu_basic" / "proof.json").is_file()
+
+
+def test_another_projects_pyproject_is_not_a_checkout(tmp_path):
+    from torch_prover.preflight import in_checkout
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "onnx"\n')
+    (tmp_path / "models").mkdir()
+    (tmp_path / "torch_prover").mkdir()
+    assert not in_checkout(tmp_path)
+    assert in_checkout(ROOT)

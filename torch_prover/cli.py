@@ -38,10 +38,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
-                   out: str | None = "models") -> None:
+                   checkout_default: bool = True) -> None:
     """The options every proving command shares, spelled the same everywhere."""
-    parser.add_argument("--out", default=out, help=(
-        "evidence directory (default: ./models)" if out else
+    parser.add_argument("--out", default=None, help=(
+        "evidence directory (default: ./models inside a torch_prover checkout; elsewhere "
+        "none is written)" if checkout_default else
         "write the evidence here (default: none is written, so running a script inside "
         "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")
-    _proof_options(r, ("text", "json", "markdown"), out=None)
+    _proof_options(r, ("text", "json", "markdown"), checkout_default=False)
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")
     s.add_argument("op")
@@ -134,6 +135,22 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
+def _default_out(args: argparse.Namespace) -> None:
+    """``prove`` and ``verify-all`` without ``--out``: ./models in a torch_prover checkout
+    (the quickstart keeps its committed evidence current); anywhere else no evidence is
+    written, and one stderr line says how to keep it -- a run in another project's
+    directory must not leave a ./models there."""
+    if args.out is not None or args.no_write:
+        return
+    if preflight.in_checkout(Path.cwd()):
+        args.out = "models"
+        return
+    args.no_write = True
+    print(f"torch-prover {args.command}: evidence not written (not in a torch_prover "
+          "checkout); pass --out DIR to keep model.onnx, test data and proof.json",
+          file=sys.stderr)
+
+
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     """Every place the command will write, checked before any work; returns --out."""
     out = None
@@ -157,6 +174,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
     from .output.evidence import write_text
+    _default_out(args)
     request = verify.Request(
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
@@ -253,6 +271,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                   f"--all proves every one, --case NAME another", file=sys.stderr)
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    _default_out(args)
     _check_outputs(args, cases)
     changes = {}
     if args.opset is not None:
