@@ -281,3 +281,18 @@ def test_another_projects_pyproject_is_not_a_checkout(tmp_path):
     (tmp_path / "torch_prover").mkdir()
     assert not in_checkout(tmp_path)
     assert in_checkout(ROOT)
+
+
+# ------------------------------------------------------------------ design in the repository
+def test_every_design_section_the_code_cites_exists():
+    import re
+    headings = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)[. ]", (ROOT / "docs" / "design.md")
+                              .read_text(), flags=re.M))
+    cited = {}
+    for path in sorted((ROOT / "torch_prover").rglob("*.py")) + sorted(
+            (ROOT / "tests").glob("*.py")):
+        for n in re.findall(r"docs/design\.md §(\d+(?:\.\d+)?)", path.read_text()):
+            cited.setdefault(n, path.name)
+    assert len(cited) >= 5
+    assert not {n: f for n, f in cited.items() if n not in headings}, headings
+    assert "DESIGN §" not in "".join(p.read_text() for p in (ROOT / "torch_prover").rglob("*.py"))

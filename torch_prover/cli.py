@@ -135,20 +135,19 @@ def _default_cache_dir() -> Path:
     return Path(base) / "torch-prover"
 
 
-def _default_out(args: argparse.Namespace) -> None:
+def _default_out(args: argparse.Namespace) -> str | None:
     """``prove`` and ``verify-all`` without ``--out``: ./models in a torch_prover checkout
     (the quickstart keeps its committed evidence current); anywhere else no evidence is
-    written, and one stderr line says how to keep it -- a run in another project's
-    directory must not leave a ./models there."""
+    written -- a run in another project's directory must not leave a ./models there -- and
+    the returned line (shown once the arguments are checked) says how to keep it."""
     if args.out is not None or args.no_write:
-        return
+        return None
     if preflight.in_checkout(Path.cwd()):
         args.out = "models"
-        return
+        return None
     args.no_write = True
-    print(f"torch-prover {args.command}: evidence not written (not in a torch_prover "
-          "checkout); pass --out DIR to keep model.onnx, test data and proof.json",
-          file=sys.stderr)
+    return (f"torch-prover {args.command}: evidence not written (not in a torch_prover "
+            "checkout); pass --out DIR to keep model.onnx, test data and proof.json")
 
 
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
@@ -174,7 +173,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
     from .output.evidence import write_text
-    _default_out(args)
+    note = _default_out(args)
     request = verify.Request(
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
@@ -183,6 +182,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     prepared = verify.prepare(request)
     if args.report:
         preflight.writable_file(args.report, "--report")
+    if note:
+        print(note, file=sys.stderr)
     outcome = verify.run(prepared)
     for gone in outcome.removed:
         print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
@@ -271,8 +272,10 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                   f"--all proves every one, --case NAME another", file=sys.stderr)
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be 0 or more")
-    _default_out(args)
+    note = _default_out(args)
     _check_outputs(args, cases)
+    if note:
+        print(note, file=sys.stderr)
     changes = {}
     if args.opset is not None:
         changes["opset"] = args.opset

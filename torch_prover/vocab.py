@@ -25,7 +25,7 @@ class Verdict(StrEnum):
 
 
 class Evidence(StrEnum):
-    """What the case showed about one tensor (DESIGN §1, evidence classes)."""
+    """What the case showed about one tensor (docs/design.md §1.1)."""
 
     GRAD = "grad"                  # nonzero gradient
     ZERO_GRAD = "zero-grad"        # gradient identically zero on every seed

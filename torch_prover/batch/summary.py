@@ -107,7 +107,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
                  missing_from_docs: dict[str, list[str]] | None = None,
                  tags_path: str | None = None,
                  case_less_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op;
+    """The verify-all report (docs/design.md §3.2): summary, proof records, and every ai.onnx op;
     ``case_less_ops`` (``case_less``) are decided by type in ``ops``, counted in
     ``summary.by_type``, apart from the cases' counts."""
     waived = waived or {}

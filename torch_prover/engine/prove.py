@@ -1,7 +1,7 @@
 """One proof, end to end: case -> probe -> export -> mapping -> numeric -> verdicts.
 
 Data flows one way; each stage takes and returns plain data. ``Proof.record()`` is the
-versioned JSON shape of DESIGN §3, identical for identical inputs and versions.
+versioned JSON shape of docs/design.md §3.1, identical for identical inputs and versions.
 """
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class Proof:
     def failures(self) -> list[Parameter]:
         """What makes a proof fail: invalid, or a disagreement or an inconclusive verdict on
         evidence that should have decided -- unless the case declares exactly that verdict
-        with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
+        with its reason (a reviewed, known finding: docs/design.md §1.2, "unwaived")."""
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
         return [p for p in self.parameters if is_failure(p.verdict, p.rule, p.expected)]

@@ -6,7 +6,7 @@ Layout is ONNX's node-test data layout, so standard ONNX tooling can load it::
     <out>/<Op>/<case>/test_data_set_0/input_<j>.pb, output_<j>.pb, grad_input_<j>.pb
     <out>/<Op>/<case>/proof.json
 
-Do no harm (DESIGN §4). ``--out`` may be any directory a user names, holding anything:
+Do no harm (docs/design.md §4). ``--out`` may be any directory a user names, holding anything:
 
 - A case directory is built under a temporary name (``.<case>.torch-prover-<random>``)
   beside its final place and swapped in with one ``renameat2(RENAME_EXCHANGE)``, so a

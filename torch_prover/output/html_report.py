@@ -4,7 +4,7 @@ Why a separate module: the page is the artefact a maintainer opens from CI, so i
 work offline and from a file (inline CSS, JS and SVG, no network asset), show what needs
 a decision first (disagreements, then broken cases), and let the reader find any op
 quickly (text + status filters). It is a pure function of the batch report dict
-(DESIGN §3), like the other renderings in ``report.py``; every string from the report is
+(docs/design.md §3.2), like the other renderings in ``report.py``; every string from the report is
 data and is escaped.
 
 Each covered op gets a small diagram: the op as a box, inputs on the left, outputs on
