@@ -212,6 +212,7 @@ def test_the_full_runs_report_index_and_evidence_validate(full_run):
     rep = full_run["report"]
     assert problems(rep) == []
     assert (rep["kind"], rep["status"], rep["exit_code"]) == ("batch-report", "ok", 0)
+    assert json.loads(full_run["stdout"]) == rep    # --format json: stdout is JSON too
     out = full_run["out"]
     bad = problems(json.loads((out / "index.json").read_text()))
     for r in rep["cases"]:

@@ -199,9 +199,10 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         text = render_html(rep)
     else:
         text = report.batch_text(rep, _terminal_width())
-    if args.report:
+    if args.report:   # stdout: the text table; with --format json, the same JSON document
         write_text(Path(args.report), text)
-        sys.stdout.write(report.batch_text(rep, _terminal_width()))
+        sys.stdout.write(text if args.format == "json" else
+                         report.batch_text(rep, _terminal_width()))
         print(f"report written to {args.report}", file=sys.stderr)
     else:
         sys.stdout.write(text)
