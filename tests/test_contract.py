@@ -297,3 +297,27 @@ def test_every_design_section_the_code_cites_exists():
     assert len(cited) >= 5
     assert not {n: f for n, f in cited.items() if n not in headings}, headings
     assert "DESIGN §" not in "".join(p.read_text() for p in (ROOT / "torch_prover").rglob("*.py"))
+
+
+def test_every_error_class_of_the_package_derives_from_prover_error():
+    """One hierarchy: cli.main maps ProverError subclasses to exit codes by class
+    (``exit_code``), so an error class outside it would surface as a bug (exit 3)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import torch_prover
+    from torch_prover.errors import EXIT_FINDING, EXIT_USAGE, ProverError
+    found = {}
+    for info in pkgutil.walk_packages(torch_prover.__path__, "torch_prover."):
+        if info.name == "torch_prover.__main__":   # importing it runs the CLI
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (inspect.isclass(obj) and issubclass(obj, BaseException)
+                    and obj.__module__ == info.name):
+                found[f"{info.name}.{name}"] = obj
+    assert len(found) >= 13
+    outside = sorted(n for n, c in found.items() if not issubclass(c, ProverError))
+    assert outside == []
+    assert {c.exit_code for c in found.values()} <= {EXIT_USAGE, EXIT_FINDING}
