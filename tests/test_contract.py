@@ -321,3 +321,16 @@ def test_every_error_class_of_the_package_derives_from_prover_error():
     outside = sorted(n for n, c in found.items() if not issubclass(c, ProverError))
     assert outside == []
     assert {c.exit_code for c in found.values()} <= {EXIT_USAGE, EXIT_FINDING}
+
+
+@pytest.mark.parametrize("fields, says", [
+    ({"exporter": "jit"}, "relu_adhoc: exporter must be 'dynamo' or 'torchscript'"),
+    ({"seeds": (3,)}, "relu_adhoc: needs at least two seeds"),
+    ({"expect": {"input zero": Expect("disagree", "why")}}, "must look like 'input 1'"),
+])
+def test_the_librarys_prove_reports_an_invalid_case(fields, says):
+    """``torch_prover.prove`` builds its Case from the caller's fields: a bad one is a
+    CaseError naming it, before any export."""
+    import torch_prover
+    with pytest.raises(CaseError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        torch_prover.prove(relu, [torch.ones(2)], op="Relu", **fields)
