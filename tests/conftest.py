@@ -16,6 +16,26 @@ from torch_prover.cases import all_cases
 from torch_prover.engine.prove import Proof, prove_case
 
 
+@pytest.fixture(autouse=True)
+def _json_contract(monkeypatch):
+    """Every JSON document the suite makes torch-prover print or write (through
+    ``report.to_json``: stdout; ``evidence.dumps``: proof.json, index.json) validates
+    against the shipped schema its ``kind`` names. Documents written in forked workers are
+    checked where they land (the full run's report and evidence, test_json_contract.py)."""
+    from json_contract import problems
+    from torch_prover.output import evidence, report
+    found: list[str] = []
+    for module, name in ((report, "to_json"), (evidence, "dumps")):
+        original = getattr(module, name)
+
+        def checked(obj, _original=original):
+            found.extend(problems(obj))
+            return _original(obj)
+        monkeypatch.setattr(module, name, checked)
+    yield
+    assert not found, "JSON documents that break their schema:\n" + "\n".join(found)
+
+
 @functools.lru_cache(maxsize=None)
 def _proof(name: str, numeric: bool = True) -> Proof:
     case = next(c for c in all_cases() if c.name == name)

@@ -12,14 +12,17 @@ from torch_prover.tags.schema import schema_tags
 
 def test_prove_reshape_json(tmp_path, capsys):
     assert cli.main(["prove", "Reshape", "--format", "json", "--out", str(tmp_path)]) == 0
-    rec = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["kind"], doc["status"], doc["exit_code"], len(doc["cases"])) == (
+        "prove", "ok", 0, 1)
+    rec = doc["cases"][0]
     by = {(p["io"], p["index"]): p for p in rec["parameters"]}
     assert (by["input", 0]["name"], by["input", 0]["evidence"], by["input", 0]["verdict"]) == (
         "data", "grad", "agree")
     assert (by["input", 1]["name"], by["input", 1]["tag"], by["input", 1]["verdict"]) == (
         "shape", "non-differentiable", "agree")
     assert (by["output", 0]["name"], by["output", 0]["verdict"]) == ("reshaped", "agree")
-    assert rec["format"] == 2 and rec["op"] == "Reshape"
+    assert (rec["kind"], rec["format"], rec["op"]) == ("proof", 3, "Reshape")
     assert (tmp_path / "Reshape" / "reshape_basic" / "proof.json").exists()
 
 

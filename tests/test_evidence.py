@@ -136,7 +136,8 @@ def test_prune_never_follows_a_symlink_nor_removes_foreign_folders(tmp_path, pro
 
 
 def test_index_readme_escapes_pipes_in_reasons(tmp_path):
-    report = {"summary": {"cases": 1}, "cases": [{"op": "Clip", "case": "clip_min_only"}],
+    from torch_prover.batch.summary import batch_report
+    report = {**batch_report([], [], 0.0), "cases": [{"op": "Clip", "case": "clip_min_only"}],
               "ops": [{"op": "Clip", "status": "disagrees", "reason": "max |grad| 0.638"}]}
     evidence.write_index(tmp_path, report)
     row = next(line for line in (tmp_path / "README.md").read_text().splitlines()

@@ -172,6 +172,6 @@ def test_shared_generator_without_verdict_says_whether_the_op_ran():
                                          "cases ran against Softmax-11;")):
         _, p = _plan(*records, reached=reached_versions(records))
         assert len(p.withheld) == 2 and not p.edits
-        for f, why, detail in p.withheld:
+        for _f, why, detail in p.withheld:
             assert why is Withheld.SHARED_WITHOUT_VERDICT
             assert "also declares Softmax-13 input 0" in detail and says in detail

@@ -11,14 +11,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_prover"
 
 LAYERS = [
-    ("errors", "vocab"),        # words every stage may use; they import nothing of ours
+    ("errors", "vocab", "version"),  # words every stage may use; they import nothing of ours
     ("case",),                  # Case and its input specs
     ("tags",),                  # the tags under test: onnx.defs, Operators.md
     ("engine",),                # one proof, stage by stage
     ("cases",),                 # the catalogue and its reference-op machinery
     ("output",),                # evidence (the only writer), reports, coverage
-    ("batch",),                 # verify-all: the worker pool writes through output.evidence
     ("preflight",),             # argument / output-location / --tags-from checks
+    ("batch",),                 # verify-all: the worker pool writes through output.evidence
     ("fix",),                   # fix-tags: verdicts -> a patch against ONNX's C++ sources
     ("pr",),                    # the PR workflow (run a script, generate one)
     ("cli", "__init__", "__main__"),
@@ -135,5 +135,10 @@ def test_modules_are_short_or_say_why():
     assert not stale, f"LONG lists modules no longer over {MAX_LINES} lines: {stale}"
 
 
-def test_case_imports_only_the_vocabulary():
-    assert {t for t, _, _ in _imports("torch_prover.case")} <= {"torch_prover.vocab"}
+def test_case_imports_only_the_lowest_layer():
+    """case.py takes its words (vocab) and its error (errors.CaseError, which it raises for an
+    invalid Case, Expect or Spec) from the lowest layer, nothing else: a case module must
+    load without the engine. (Allowing vocab alone once cost the CaseError import, and every
+    invalid case became a NameError.)"""
+    assert {t for t, _, _ in _imports("torch_prover.case")} <= {"torch_prover.vocab",
+                                                                 "torch_prover.errors"}

@@ -1,4 +1,4 @@
-"""The library surface (DESIGN §3): torch_prover.prove(fn_or_module, inputs, op=...)."""
+"""The library surface (docs/design.md §3): torch_prover.prove(fn_or_module, inputs, op=...)."""
 import torch
 
 import torch_prover

@@ -167,12 +167,13 @@ def test_readme_and_index_of_someone_else_are_left_alone(tmp_path):
     from torch_prover.output.evidence import write_index
     (tmp_path / "README.md").write_text("# My project\n")
     (tmp_path / "index.json").write_text('{"mine": true}\n')
-    report = {"ops": [{"op": "Relu", "status": "agrees", "reason": "a | b"}], "cases": [],
-              "summary": {}}
+    from torch_prover.batch.summary import batch_report
+    report = {**batch_report([], [], 0.0),
+              "ops": [{"op": "Relu", "status": "proved", "reason": "a | b"}]}
     warnings = write_index(tmp_path, report)
     assert len(warnings) == 2
     assert (tmp_path / "README.md").read_text() == "# My project\n"
     assert (tmp_path / "index.json").read_text() == '{"mine": true}\n'
     fresh = tmp_path / "fresh"
     assert write_index(fresh, report) == []
-    assert "| Relu | agrees |  | a \\| b |" in (fresh / "README.md").read_text()
+    assert "| Relu | proved |  | a \\| b |" in (fresh / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""Every evidence class of DESIGN §1, each shown by a real case."""
+"""Every evidence class of docs/design.md §1.1, each shown by a real case."""
 import torch
 
 from torch_prover.case import Bool, Case, Float, Int

@@ -21,7 +21,7 @@ def _param(io, index, name, source, evidence, tag, verdict, reason):
 
 
 def record(op="Reshape", case="reshape_basic", verdicts=("agree", "agree", "agree")):
-    return {"format": 1, "op": op, "case": case, "kind": "natural", "exporter": "dynamo",
+    return {"kind": "proof", "format": 3, "op": op, "case": case, "case_kind": "natural", "exporter": "dynamo",
             "opset": 25, "schema_version": 25, "latest_schema_version": 25, "status": "proved",
             "numeric": None, "model": {"sha256": "ab" * 32},
             "versions": {"torch": "2.13.0+cpu", "onnx": "1.23.2"},
@@ -120,9 +120,16 @@ def test_every_op_status_is_in_the_one_list():
     statuses = set()
     for case_status, verdict in (("error", "agree"), ("no-tags", "agree"), ("invalid", "agree"),
                                  ("disagree", "disagree"), ("proved", "proposed"),
+                                 ("disagree", "declared"),
                                  ("inconclusive", "inconclusive"), ("proved", "agree")):
+        declared = verdict == "declared"   # a disagreement its case declares: not failing
+        verdict = "disagree" if declared else verdict
         r = dict(base, status=case_status, error="e",
-                 invalid="i" if case_status == "invalid" else None, parameters=[dict(p, verdict=verdict) for p in base["parameters"]])
+                 invalid="i" if case_status == "invalid" else None, parameters=[
+                     dict(p, verdict=verdict, **({"expected": {"verdict": "disagree",
+                                                               "reason": "known"}}
+                                                 if declared else {}))
+                     for p in base["parameters"]])
         statuses.add(summary.op_status([r])[0])
     rep = two_op_batch()
     statuses |= {o["status"] for o in rep["ops"]}

@@ -40,7 +40,7 @@ def test_script_reproduces_prove(name, proof_of, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = cli.main(["run", str(script), "--format", "json", "--no-write"])
     out = capsys.readouterr()
-    ran = json.loads(out.out)
+    ran = json.loads(out.out)["cases"][0]
     proved = proof_of(name).record()
     assert compare_records(proved, ran) == []
     assert code == (1 if proof_of(name).failures else 0), out.err

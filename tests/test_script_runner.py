@@ -30,7 +30,7 @@ def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
     code = cli.main(["run", str(script), "--format", fmt, *extra] +
                     ([] if "--out" in extra else ["--no-write"]))
     out = capsys.readouterr()
-    rec = json.loads(out.out) if fmt == "json" and code in (0, 1) else None
+    rec = json.loads(out.out)["cases"][0] if fmt == "json" and code in (0, 1) else None
     return code, rec, out
 
 

@@ -1,8 +1,11 @@
 """Command line: ``build_parser()`` and ``main(argv) -> int``; the console script only calls main.
 
-Exit codes: 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad usage, a
-broken case or an output that cannot be written -- always with a one-line message that
-says what to do, and for bad usage before any work is done (preflight.py).
+Exit codes (errors.py): 0 success; 1 a disagreement, an invalid case or a failed proof; 2 bad
+usage, a broken case or an output that cannot be written -- always with a one-line message
+that says what to do, and for bad usage before any work is done (preflight.py); 3 a bug of
+ours (internal error), its traceback under --debug. ``main`` is the one place errors become
+exit codes (``ProverError.exit_code``); with ``--format json`` every exit prints one JSON
+object on stdout.
 """
 from __future__ import annotations
 
@@ -12,19 +15,34 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import preflight
-from .output import report
-from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, CaseError, OutputError, UsageError
+from . import __version__, preflight
+from .output import documents, report
+from .errors import (EXIT_BUG, EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CaseError,
+                     Outcome, ProverError, UsageError, first_line)
 from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
+from .vocab import DocKind
 
-__all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE"]
+__all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING", "EXIT_USAGE",
+           "EXIT_BUG"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, remembering its error message: with ``--format json`` the error document
+    on stdout carries it as its ``reason``."""
+
+    last_error: str | None = None
+
+    def error(self, message: str):  # type: ignore[override]
+        type(self).last_error = message
+        super().error(message)
 
 
 def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
-                   out: str | None = "models") -> None:
+                   checkout_default: bool = True) -> None:
     """The options every proving command shares, spelled the same everywhere."""
-    parser.add_argument("--out", default=out, help=(
-        "evidence directory (default: ./models)" if out else
+    parser.add_argument("--out", default=None, help=(
+        "evidence directory (default: ./models inside a torch_prover checkout; elsewhere "
+        "none is written)" if checkout_default else
         "write the evidence here (default: none is written, so running a script inside "
         "another checkout leaves no stray ./models)"))
     parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
@@ -36,11 +54,13 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    _Parser.last_error = None
+    parser = _Parser(
         prog="torch-prover",
         description="Prove ONNX operator differentiability tags with PyTorch autograd "
                     "(ONNX's 'Method 1'), checked by graph mapping and finite differences.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("prove", help="prove one op's tags from its catalogue case")
@@ -98,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")
-    _proof_options(r, ("text", "json", "markdown"), out=None)
+    _proof_options(r, ("text", "json", "markdown"), checkout_default=False)
 
     s = sub.add_parser("script", help="write a standalone proof script for a catalogue case")
     s.add_argument("op")
@@ -118,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
                    help="without --report: the schema versions verify-all proves (default: "
                         "latest); with --report, the report's own")
+    x.add_argument("--format", choices=("text", "json"), default="text",
+                   help="the summary on stdout as text or as one JSON object")
 
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
@@ -131,6 +153,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "torch-prover"
+
+
+def _default_out(args: argparse.Namespace) -> str | None:
+    """``prove`` and ``verify-all`` without ``--out``: ./models in a torch_prover checkout
+    (the quickstart keeps its committed evidence current); anywhere else no evidence is
+    written -- a run in another project's directory must not leave a ./models there -- and
+    the returned line (shown once the arguments are checked) says how to keep it."""
+    if args.out is not None or args.no_write:
+        return None
+    if preflight.in_checkout(Path.cwd()):
+        args.out = "models"
+        return None
+    args.no_write = True
+    return (f"torch-prover {args.command}: evidence not written (not in a torch_prover "
+            "checkout); pass --out DIR to keep model.onnx, test data and proof.json")
 
 
 def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
@@ -155,6 +192,7 @@ def _terminal_width() -> int:
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
+    note = _default_out(args)
     request = verify.Request(
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
@@ -163,6 +201,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     prepared = verify.prepare(request)
     if args.report:
         preflight.writable_file(args.report, "--report")
+    if note:
+        print(note, file=sys.stderr)
     outcome = verify.run(prepared)
     for gone in outcome.removed:
         print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
@@ -188,7 +228,8 @@ def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
     text = _render_batch(rep, fmt)
     if report_path:
         write_text(Path(report_path), text)
-        sys.stdout.write(_render_batch(rep, "text"))
+        # stdout: the text table; with --format json, the same JSON document
+        sys.stdout.write(text if fmt == "json" else _render_batch(rep, "text"))
         print(f"report written to {report_path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -216,7 +257,7 @@ def _render_batch(rep: dict, fmt: str) -> str:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
-    from .output.coverage import coverage, coverage_text, op_text, summary
+    from .output.coverage import coverage, coverage_text, op_text, summary, summary_line
     from .tags.schema import canonical_op
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
@@ -228,16 +269,18 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         entries = [by_op[op] for op in wanted]
     if args.versions:
         from .batch.verify import selection_of
-        from .output.versions_plan import coverage_versions, coverage_versions_text
+        from .batch.versions_plan import coverage_versions, coverage_versions_text
         table = coverage_versions(entries, selection_of(args.versions))
         if args.format == "json":
-            sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries),
-                                             "ops": entries, "versions": table}))
+            sys.stdout.write(report.to_json({**documents.coverage_doc(
+                summary(entries), entries, "every ai.onnx schema version and how it is "
+                                           "decided"), "versions": table}))
         else:
             sys.stdout.write(coverage_versions_text(table))
         return EXIT_OK
     if args.format == "json":
-        sys.stdout.write(report.to_json({"format": 1, "summary": summary(entries), "ops": entries}))
+        sys.stdout.write(report.to_json(documents.coverage_doc(
+            summary(entries), entries, summary_line(entries))))
     elif args.ops:
         sys.stdout.write(op_text(entries, _terminal_width()))
     else:
@@ -249,14 +292,14 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
     if args.all_versions:
-        from .output.versions_plan import tags_all_versions, tags_all_versions_text
+        from .batch.versions_plan import tags_all_versions, tags_all_versions_text
         doc = tags_all_versions(op)
         sys.stdout.write(report.to_json(doc) if args.format == "json"
                          else tags_all_versions_text(doc))
         return EXIT_OK
     tags = schema_tags(op, args.opset)
     if args.format == "json":
-        sys.stdout.write(report.to_json(report.tags_json(tags)))
+        sys.stdout.write(report.to_json(documents.tags_doc(tags)))
     else:
         sys.stdout.write(report.tags_text(tags, schema_tags(op), _terminal_width()))
     return EXIT_OK
@@ -297,7 +340,10 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.opset is not None:   # the variant verify-all --versions proves at that opset
         from .batch.versions import at_opset
         cases = [at_opset(c, args.opset) for c in cases]
+    note = _default_out(args)
     _check_outputs(args, cases)
+    if note:
+        print(note, file=sys.stderr)
     changes = {}
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
@@ -319,9 +365,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         elif args.format == "markdown":
             from .pr.gen import script_for
             sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
-    if args.format == "json":
-        sys.stdout.write(report.to_json(records[0] if not args.all else
-                                        {"format": 1, "cases": records}))
+    if args.format == "json":   # one shape, --all or not
+        sys.stdout.write(report.to_json(documents.proofs_doc(DocKind.PROVE, records, worst)))
     return worst
 
 
@@ -349,45 +394,71 @@ COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_al
             "fix-tags": _cmd_fix_tags, "merge": _cmd_merge}
 
 
+def _json_requested(argv: Sequence[str]) -> bool:
+    """``--format json`` among raw arguments (argparse's abbreviations included), for an
+    error met before the arguments parse."""
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        if len(name) >= 4 and "--format".startswith(name):
+            if (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "json":
+                return True
+    return False
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    return next((tok for tok in argv if tok in COMMANDS), None)
+
+
+def _fail(command: str | None, outcome: Outcome, code: int, message: str,
+          as_json: bool) -> int:
+    """The one way a command ends on an error: one line on stderr and, with ``--format
+    json``, the error document on stdout (so a CI step that parses stdout always can)."""
+    print(f"torch-prover{' ' + command if command else ''}: {message}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(report.to_json(documents.error_doc(command, outcome, code, message)))
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    except SystemExit as exc:  # argparse already printed usage and its message
+        if exc.code == 0:
+            return EXIT_OK
+        if _json_requested(argv):
+            reason = getattr(parser, "last_error", None) or "bad usage"
+            sys.stdout.write(report.to_json(documents.error_doc(
+                _command_named(argv), Outcome.USAGE, EXIT_USAGE, reason)))
+        return EXIT_USAGE
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    from .tags.schema import UnknownOpError
+    as_json = getattr(args, "format", None) == "json"
     try:
         return COMMANDS[args.command](args)
-    except (UsageError, UnknownOpError) as exc:
-        print(f"torch-prover {args.command}: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OutputError as exc:
-        print(f"torch-prover {args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except ProverError as exc:
+        if args.debug and isinstance(exc, CaseError):
+            raise
+        return _fail(args.command, Outcome.of_exit(exc.exit_code), exc.exit_code,
+                     exc.one_line(), as_json)
     except OSError as exc:   # a disk that filled or failed while writing
+        if args.debug:
+            raise
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"torch-prover {args.command}: cannot write{where}: "
-              f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
-        if args.debug:
-            raise
-        return EXIT_USAGE
-    except CaseError as exc:
-        print(f"torch-prover {args.command}: broken case: {exc}", file=sys.stderr)
-        if args.debug:
-            raise
-        return EXIT_USAGE
+        return _fail(args.command, Outcome.USAGE, EXIT_USAGE,
+                     f"cannot write{where}: {exc.strerror or type(exc).__name__}", as_json)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail(args.command, Outcome.INTERRUPTED, EXIT_INTERRUPTED, "interrupted",
+                     as_json)
     except Exception as exc:  # a bug of ours: one line, traceback only with --debug
         if args.debug:
             raise
-        print(f"torch-prover {args.command}: internal error: {type(exc).__name__}: {exc} "
-              "(rerun with --debug for the traceback)", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args.command, Outcome.BUG, EXIT_BUG,
+                     f"internal error (this is a bug in torch-prover, please report it): "
+                     f"{type(exc).__name__}: {first_line(exc)} "
+                     "(rerun with --debug for the traceback)", as_json)
 
 
 def run() -> None:

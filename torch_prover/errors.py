@@ -1,30 +1,67 @@
 """Errors the user sees, and the exit codes they map to.
 
 One module every stage may import (it imports nothing of ours), so a stage never has to
-reach up into the CLI for an exception class.
+reach up into the CLI for an exception class. Every error torch-prover reports derives
+from ``ProverError``; its class says which exit code it means (``exit_code``) and how its
+one-line message is introduced (``prefix``), so ``cli.main`` maps errors to exit codes in
+one place and never by the text of a message. Anything else that escapes a command is a
+bug of ours: exit 3 (``EXIT_BUG``).
 
 Exit codes: 0 success; 1 a finding (an unwaived disagreement, an invalid or failed
 case); 2 bad usage, a broken case, or an output location that cannot be written --
-always with a one-line message that says what to do.
+always with a one-line message that says what to do; 3 an internal error (a bug in
+torch-prover: one line, the traceback with ``--debug``); 130 interrupted.
 """
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
-EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-class UsageError(Exception):
+class Outcome(StrEnum):
+    """What a command's run came to: the ``status`` of the JSON object every command
+    prints with ``--format json`` when it ends with an error (and the word a CI step
+    reads), one per exit code."""
+
+    OK = "ok"
+    FINDING = "finding"
+    USAGE = "usage error"
+    BUG = "internal error"
+    INTERRUPTED = "interrupted"
+
+    @classmethod
+    def of_exit(cls, code: int) -> "Outcome":
+        return {EXIT_OK: cls.OK, EXIT_FINDING: cls.FINDING, EXIT_USAGE: cls.USAGE,
+                EXIT_BUG: cls.BUG}.get(code, cls.INTERRUPTED)
+
+
+class ProverError(Exception):
+    """Base of every error torch-prover reports as one line of its own (not a bug)."""
+
+    exit_code: int = EXIT_USAGE
+    prefix: str = ""      # how the message is introduced: "broken case: " ...
+
+    def one_line(self) -> str:
+        """The message as the user sees it after ``torch-prover COMMAND: ``."""
+        text = str(self.args[0]) if self.args else type(self).__name__
+        return f"{self.prefix}{text}"
+
+
+class UsageError(ProverError):
     """Bad command-line input; the message is shown as is, exit 2."""
 
 
-class OutputError(Exception):
+class OutputError(ProverError):
     """An output location torch-prover may not or cannot write: a symlink out of ``--out``,
     a directory holding files it did not write, a read-only or full disk. One line, exit 2."""
 
 
-class CaseError(Exception):
+class CaseError(ProverError):
     """A broken case: bad definition, export failure, crash. Not a tag disagreement."""
+
+    prefix = "broken case: "
 
 
 def first_line(exc: BaseException) -> str:

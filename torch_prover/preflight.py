@@ -58,6 +58,20 @@ def writable_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def in_checkout(cwd: Path) -> bool:
+    """``cwd`` is the root of a torch_prover checkout: its pyproject.toml is this package's
+    and it holds the committed evidence (models/). Where ``prove`` and ``verify-all`` write
+    ./models by default."""
+    import tomllib
+    try:
+        with open(cwd / "pyproject.toml", "rb") as f:
+            name = tomllib.load(f).get("project", {}).get("name")
+    except (OSError, ValueError):
+        return False
+    return name == "torch-prover" and (cwd / "models").is_dir() and (
+        cwd / "torch_prover").is_dir()
+
+
 def positive_int(value: int, what: str) -> int:
     if value < 1:
         raise UsageError(f"{what} {value}: must be at least 1")

@@ -25,7 +25,7 @@ class Verdict(StrEnum):
 
 
 class Evidence(StrEnum):
-    """What the case showed about one tensor (DESIGN §1, evidence classes)."""
+    """What the case showed about one tensor (docs/design.md §1.1)."""
 
     GRAD = "grad"                  # nonzero gradient
     ZERO_GRAD = "zero-grad"        # gradient identically zero on every seed
@@ -83,3 +83,20 @@ class ExportRoute(StrEnum):
     RELABELLED = "relabelled"  # a case variant no exporter reaches at its opset directly:
                                # exported at the case's own opset, the model moved to the
                                # variant's (engine/next_opset.relabel_opset)
+
+
+class DocKind(StrEnum):
+    """What a JSON document is: its ``kind`` field, beside its ``format`` (the version of
+    that kind's shape). Each has a JSON Schema in ``torch_prover/schemas/<kind>.json``."""
+
+    PROOF = "proof"                # one case's proof record (proof.json, a batch's cases)
+    FAILED_CASE = "failed-case"    # a batch case that produced no proof (error, no tags)
+    BATCH_REPORT = "batch-report"  # verify-all --format json / --report
+    INDEX = "index"                # models/index.json
+    COVERAGE = "coverage"          # coverage --format json
+    TAGS = "tags"                  # tags --format json
+    TAGS_VERSIONS = "tags-versions"  # tags OP --all-versions --format json
+    PROVE = "prove"                # prove --format json: its proof records
+    RUN = "run"                    # run --format json: the script's proof record
+    FIX_TAGS = "fix-tags"          # fix-tags --format json
+    ERROR = "error"                # any command's --format json when it ends on an error

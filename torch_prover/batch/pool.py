@@ -28,6 +28,7 @@ from ..errors import CaseError, OutputError, first_line
 from ..cases import module_of
 from ..engine.prove import RECORD_FORMAT, TagSource, versions
 from ..tags.schema import UnknownOpError
+from ..vocab import DocKind
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 """The torch_prover package: every source file in it is part of the cache key."""
@@ -57,9 +58,15 @@ class BatchResult:
     warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
 
 
+FAILED_CASE_FORMAT = 1
+
+
 def error_record(case: Case, message: str) -> dict[str, Any]:
-    return {"format": RECORD_FORMAT, "op": case.op, "domain": case.domain, "case": case.name,
-            "kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
+    """A case that produced no proof (``status`` ``error``, or ``no-tags`` when the tag
+    source lacks its op): its own shape (``schemas/failed-case.json``), not a proof record's."""
+    return {"kind": DocKind.FAILED_CASE, "format": FAILED_CASE_FORMAT,
+            "op": case.op, "domain": case.domain, "case": case.name,
+            "case_kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
             "status": "error", "error": message, "parameters": [],
             **({"variant_of": case.variant_of} if case.variant_of else {})}
 

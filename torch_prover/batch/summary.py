@@ -10,9 +10,10 @@ from typing import Any
 
 from ..engine.verdict import VERDICTS, Rule, is_failure
 from ..output.coverage import COVERED, case_less_entry
-from ..output.report import BY_TYPE, MISSING, NO_TAGS, NOT_RUN, expected_of
+from ..output.documents import head
+from ..output.report import BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, expected_of
 from ..tags.schema import UnknownOpError, schema_tags
-from ..vocab import Verdict
+from ..vocab import DocKind, Verdict
 from .waivers import waiver_key
 
 
@@ -23,14 +24,20 @@ def fails(p: dict[str, Any]) -> bool:
                       Verdict(expected) if expected else None)
 
 
-def op_status(records: list[dict[str, Any]]) -> tuple[str, str]:
-    """Aggregate the records of one op's cases into (status, reason)."""
+def op_status(records: list[dict[str, Any]], waived: dict | None = None) -> tuple[str, str]:
+    """Aggregate the records of one op's cases into (status, reason). Disagreements that
+    are all declared by their cases or waived (they do not fail the run) are ``declared``,
+    not ``disagrees``."""
     statuses = [r["status"] for r in records]
     names = ", ".join(r["case"] for r in records)
     for status, label in (("error", "error"), ("no-tags", NO_TAGS), ("invalid", "invalid"),
                           ("disagree", "disagrees")):
         hit = [r for r in records if r["status"] == status]
         if hit:
+            if status == "disagree" and not any(
+                    fails(p) and waiver_key(r, p) not in (waived or {})
+                    for r in hit for p in r["parameters"] if p["verdict"] == "disagree"):
+                label = DECLARED
             r = hit[0]
             why = r.get("error") or r.get("invalid") or next(
                 (f"{p['io']} {p['index']} {p['name']}: {p['reason']}" for p in r["parameters"]
@@ -100,7 +107,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
                  missing_from_docs: dict[str, list[str]] | None = None,
                  tags_path: str | None = None,
                  case_less_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The verify-all report (DESIGN §3): summary, proof records, and every ai.onnx op;
+    """The verify-all report (docs/design.md §3.2): summary, proof records, and every ai.onnx op;
     ``case_less_ops`` (``case_less``) are decided by type in ``ops``, counted in
     ``summary.by_type``, apart from the cases' counts."""
     waived = waived or {}
@@ -112,7 +119,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
     for e in coverage_entries:
         recs = by_op.get(e["op"])
         if recs:
-            status, reason = op_status(recs)
+            status, reason = op_status(recs, waived)
         elif e["op"] in decided:
             ops.append(_case_less_op(e, decided[e["op"]]))
             continue
@@ -162,7 +169,25 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "missing_from_docs": missing_from_docs or {},
         "wall_time_s": round(wall_time_s, 2),
     }
-    return {"format": 1, "summary": summary, "cases": records, "ops": ops}
+    code = exit_code({"summary": summary})
+    return {**head(DocKind.BATCH_REPORT, code, _reason(summary)), "summary": summary,
+            "cases": records, "ops": ops}
+
+
+def _reason(s: dict[str, Any]) -> str:
+    """What decides the exit code, in one line: the counts that fail a run, or that none
+    does (with the disagreements that are declared or waived)."""
+    failing = [(s["unwaived_disagreements"], "unwaived disagreements"),
+               (s["by_type"]["unwaived_disagreements"], "unwaived by-type disagreements"),
+               (s["failed_cases"], "failed cases"), (s["invalid_cases"], "invalid cases"),
+               (s["unexpected_inconclusive"], "inconclusive verdicts where evidence should "
+                                              "have decided")]
+    shown = [f"{what}: {n}" for n, what in failing if n]
+    if shown:
+        return ", ".join(shown)
+    return (f"{s['cases']} cases: no unwaived disagreement, no failed or invalid case "
+            f"({s['declared_disagreements']} disagreements declared by their cases, "
+            f"{len(s['waived'])} waived)")
 
 
 def exit_code(rep: dict[str, Any]) -> int:

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import ProverError
 
-class WaiverError(ValueError):
+
+class WaiverError(ProverError, ValueError):
     """A broken waivers file; the message names the file and the entry."""
 
 

@@ -25,7 +25,7 @@ import onnx.helper
 import onnx.numpy_helper
 import onnx.utils
 
-from ..errors import describe
+from ..errors import ProverError, describe
 from .mapping import is_float_dtype, subgraph_names
 from .numeric import FWD_TOL, choose_runtime
 
@@ -51,7 +51,7 @@ class Point:
         return base if self.draw == 0 else f"{base} (re-draw {self.draw})"
 
 
-class WitnessError(Exception):
+class WitnessError(ProverError):
     """The node could not be isolated or run: the message says why, in one line."""
 
 

@@ -3,7 +3,7 @@
 Attribution is by data dependency, not by trusting names or positions: each node input
 is traced back to the graph inputs and module parameters (initializers) it depends on,
 through any glue nodes; each node output forward to the graph outputs it reaches.
-Anything that cannot be attributed cleanly makes the case *invalid* (DESIGN §1.3).
+Anything that cannot be attributed cleanly makes the case *invalid* (docs/design.md §1.3).
 
 Each attribution also says which nodes on its path *compute* (``through``): a tensor that
 reaches the node via ``Shape``, ``Floor``, a comparison or a quantizer is still attributed,

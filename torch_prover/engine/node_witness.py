@@ -1,6 +1,6 @@
 """The numeric witness of one ONNX node: "the op, as exported, has this derivative".
 
-DESIGN §1 stage 4. Independent of PyTorch: the target node is cut out of the exported
+docs/design.md §1, stage 4. Independent of PyTorch: the target node is cut out of the exported
 model with its actual input values, every input it reads is lifted to a model input, and
 each floating node input's directional derivative into each floating node output is
 measured by central differences at three points and two step sizes.

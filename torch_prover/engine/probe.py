@@ -1,6 +1,6 @@
 """Autograd probe: run the case's module, backpropagate a seeded ``dy``, classify every tensor.
 
-Evidence classes (DESIGN §1): grad, zero-grad, no-grad, unsupported, integer for inputs and
+Evidence classes (docs/design.md §1.1): grad, zero-grad, no-grad, unsupported, integer for inputs and
 module parameters; grad, zero-grad, no-grad, unsupported, integer, detached for outputs.
 A refusal ("the derivative for '_unique2' is not implemented") is ``unsupported``: a gap in
 PyTorch, which says nothing about the math; ``no-grad`` is autograd answering None. "zero-grad" needs

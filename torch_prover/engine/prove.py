@@ -1,7 +1,7 @@
 """One proof, end to end: case -> probe -> export -> mapping -> numeric -> verdicts.
 
 Data flows one way; each stage takes and returns plain data. ``Proof.record()`` is the
-versioned JSON shape of DESIGN §3, identical for identical inputs and versions.
+versioned JSON shape of docs/design.md §3.1, identical for identical inputs and versions.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from . import numeric as numeric_mod
 from ..case import Case, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
-from .mapping import ABSENT, NodeMapping, map_node
+from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
 from ..vocab import Evidence, Verdict
-from .witnesses import Parameter, parameters
+from .witnesses import parameters
 
 __all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECORD_FORMAT",
            "TagSource"]

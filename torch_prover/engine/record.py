@@ -1,8 +1,9 @@
 """The proof record: the one JSON shape of proof.json, ``--format json`` and the batch report.
 
-Format 2 (DESIGN §3): every parameter carries its witnesses (``autograd``, ``numeric`` and
-``function_body``, each an outcome and a one-line detail; the body's also the ``path`` it
-found), the tag its evidence ``supports``
+Format 3 (docs/design.md, "The proof record"; schema: ``schemas/proof.json``): every
+parameter carries its witnesses (``autograd``, ``numeric`` and ``function_body``, each an
+outcome and a one-line detail; the body's also the ``path`` it found), the tag its
+evidence ``supports``
 (or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
 between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
 model's finite differences, when compared), and, when the latest schema's tag differs
@@ -20,7 +21,7 @@ from typing import Any
 import onnx
 
 from ..case import Case
-from ..vocab import Evidence, Tag, Verdict
+from ..vocab import DocKind, Evidence, Tag, Verdict
 from . import node_witness
 from . import numeric as numeric_mod
 from .function_body import BodyResult
@@ -29,12 +30,19 @@ from .probe import ProbeResult
 from .verdict import Vjp, is_failure
 from .witnesses import Parameter
 
-RECORD_FORMAT = 2
+RECORD_FORMAT = 3
+"""3: ``kind`` says what the document is (``"proof"``; the case's natural / reference is
+``case_kind``), and ``versions`` no longer holds torch-prover's own version."""
+
+EVIDENCE_DISTRIBUTIONS = ("torch", "onnx", "onnxruntime", "onnxscript")
+"""The packages whose versions determine the evidence. torch-prover's own version is not
+among them: a release that changes no verdict must not rewrite every committed record
+(the engine's source is what the result cache keys on)."""
 
 
 def versions() -> dict[str, str]:
     out = {}
-    for dist in ("torch", "onnx", "onnxruntime", "onnxscript", "torch-prover"):
+    for dist in EVIDENCE_DISTRIBUTIONS:
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -99,7 +107,7 @@ class Proof:
     def failures(self) -> list[Parameter]:
         """What makes a proof fail: invalid, or a disagreement or an inconclusive verdict on
         evidence that should have decided -- unless the case declares exactly that verdict
-        with its reason (a reviewed, known finding: DESIGN's "unwaived")."""
+        with its reason (a reviewed, known finding: docs/design.md §1.2, "unwaived")."""
         if self.invalid:
             return list(self.parameters) or [None]  # type: ignore[list-item]
         return [p for p in self.parameters if is_failure(p.verdict, p.rule, p.expected)]
@@ -134,9 +142,9 @@ def expected_verdict(case: Case, p: Parameter) -> Verdict:
 def record(proof: Proof) -> dict[str, Any]:
     w = proof.witness[0] if proof.witness else None
     return {
-        "format": RECORD_FORMAT,
+        "kind": DocKind.PROOF, "format": RECORD_FORMAT,
         "op": proof.op, "domain": proof.case.domain, "case": proof.case.name,
-        "kind": proof.case.kind, "opset": proof.opset, "exporter": proof.exporter,
+        "case_kind": proof.case.kind, "opset": proof.opset, "exporter": proof.exporter,
         "schema_version": proof.schema_version, "latest_schema_version": proof.latest_version,
         "tags_from": proof.tag_source,
         "versions": proof.versions, "seeds": list(proof.case.seeds),

@@ -1,8 +1,8 @@
 """fix-tags: verdicts -> a checked patch against ONNX's C++ sources, and its PR text.
 
 Every argument is checked before any work (exit 2, one line); the patch is applied to a
-copy of the sources and re-read before anything is written (exit 1 when that check fails,
-with nothing written).
+copy of the sources and re-read before anything is written (``patch.CheckFailed``: exit 1
+through ``cli.main``, with nothing written).
 """
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from .. import preflight
-from ..errors import EXIT_FINDING, EXIT_OK, UsageError
+from ..errors import EXIT_OK, UsageError
 from ..vocab import Verdict
 from . import patch as patch_mod
 from .locate import read_tree
 from .plan import findings, load_report, plan, reached_versions, version_records
-from .pr_text import pr_texts, summary
+from .pr_text import counts, pr_texts, summary
 
 
 def _records(args: argparse.Namespace, cache_dir: Path):
@@ -57,22 +57,28 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     only = Verdict(args.only) if args.only else None
     the_plan = plan(tree, findings(records), ops, only, reached)
     diff = patch_mod.unified_diff(patch_mod.edited_texts(tree, the_plan.edits))
-    try:
-        patch_mod.check(tree, the_plan.edits, diff)
-    except patch_mod.CheckFailed as exc:
-        print(f"torch-prover fix-tags: the patch failed its check, nothing written: {exc}",
-              file=sys.stderr)
-        return EXIT_FINDING
-    sys.stdout.write(summary(the_plan))
+    patch_mod.check(tree, the_plan.edits, diff)   # CheckFailed: exit 1, nothing written
+    text = summary(the_plan)
+    extra = None
+    if the_plan.edits:
+        from ..output.evidence import write_text
+        body, extra = pr_texts(the_plan, out.name, evidence.name)
+        write_text(out, diff)
+        write_text(md, body)
+        if extra is not None:
+            write_text(evidence, extra)
+    if args.format == "json":
+        from ..output.documents import fix_tags_doc
+        from ..output.report import to_json
+        wrote = bool(the_plan.edits)
+        sys.stdout.write(to_json(fix_tags_doc(
+            EXIT_OK, text.splitlines()[0] if wrote else "no hunk to write", counts(the_plan),
+            str(out) if wrote else None, str(md) if wrote else None, text.splitlines())))
+    else:
+        sys.stdout.write(text)
     if not the_plan.edits:
         print("no hunk to write", file=sys.stderr)
         return EXIT_OK
-    from ..output.evidence import write_text
-    body, extra = pr_texts(the_plan, out.name, evidence.name)
-    write_text(out, diff)
-    write_text(md, body)
-    if extra is not None:
-        write_text(evidence, extra)
     print(f"patch written to {out}, PR text to {md}"
           + (f" (its evidence, past GitHub's body limit, to {evidence})" if extra else ""),
           file=sys.stderr)

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from ..errors import ProverError
 
-class CppSyntaxError(ValueError):
+
+class CppSyntaxError(ProverError, ValueError):
     """Source the reader cannot tokenize or bracket-match; the message names file:line."""
 
 

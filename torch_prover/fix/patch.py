@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..errors import EXIT_FINDING, ProverError
 from ..vocab import Tag
 from .cpp_source import CppFile, Span
 from .locate import DEFAULTS, DEFS, TAG_ARG, TAG_TEXT, SourceTree, read_tree, tag_table
@@ -25,8 +26,12 @@ COLUMNS = 120
 """ONNX's .clang-format ColumnLimit."""
 
 
-class CheckFailed(Exception):
-    """The diff does not apply, or changes something other than the planned tags."""
+class CheckFailed(ProverError):
+    """The diff does not apply, or changes something other than the planned tags: a finding
+    about the sources (exit 1, nothing written), not bad usage."""
+
+    exit_code = EXIT_FINDING
+    prefix = "the patch failed its check, nothing written: "
 
 
 def _replacement(f: CppFile, edit: Edit) -> tuple[int, int, str]:

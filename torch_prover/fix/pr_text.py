@@ -147,6 +147,16 @@ def pr_texts(plan: Plan, patch_name: str, evidence_name: str) -> tuple[str, str 
     return body, evidence
 
 
+def counts(plan: Plan) -> dict[str, int]:
+    """The summary's figures, for ``fix-tags --format json``."""
+    acted = Counter(f.verdict for f in plan.acted)
+    return {"considered": len(plan.acted), "disagreements": acted[Verdict.DISAGREE],
+            "proposals": acted[Verdict.PROPOSED],
+            "edited": sum(len(e.findings) for e in plan.edits), "withheld": len(plan.withheld),
+            "not_located": len(plan.unlocated), "hunks": len(plan.edits),
+            "shared_hunks": sum(e.shared for e in plan.edits)}
+
+
 def summary(plan: Plan) -> str:
     acted = Counter(f.verdict for f in plan.acted)
     edited = Counter(f.verdict for e in plan.edits for f in e.findings)

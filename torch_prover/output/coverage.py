@@ -1,6 +1,6 @@
 """Coverage of the catalogue: every ai.onnx op, and how its tags are decided.
 
-Per op (DESIGN §3 ``coverage`` shape, fields added, none renamed): ``status`` is
+Per op (docs/design.md §3.2: ``coverage``'s shape, fields added, none renamed): ``status`` is
 ``covered`` (it has cases), ``by type`` (no case, and the schema's types decide every
 parameter: ``engine.by_type``) or ``missing`` (no case; ``reason`` says why, and a
 partly decidable op lists its decided parameters in ``by_type`` and the rest in

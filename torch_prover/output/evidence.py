@@ -6,7 +6,7 @@ Layout is ONNX's node-test data layout, so standard ONNX tooling can load it::
     <out>/<Op>/<case>/test_data_set_0/input_<j>.pb, output_<j>.pb, grad_input_<j>.pb
     <out>/<Op>/<case>/proof.json
 
-Do no harm (DESIGN §4). ``--out`` may be any directory a user names, holding anything:
+Do no harm (docs/design.md §4). ``--out`` may be any directory a user names, holding anything:
 
 - A case directory is built under a temporary name (``.<case>.torch-prover-<random>``)
   beside its final place and swapped in with one ``renameat2(RENAME_EXCHANGE)``, so a
@@ -50,6 +50,7 @@ from ..errors import OutputError
 from ..engine.export import output_index
 from ..engine.prove import Proof
 from .report import md_row
+from ..vocab import DocKind
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
 _DATA_FILE = re.compile(r"^(input|output|grad_input)_\d+\.pb$")
@@ -367,7 +368,7 @@ def write_index(out: Path, report: dict[str, Any]) -> list[str]:
     cases: dict[str, list[str]] = {}
     for r in report["cases"]:
         cases.setdefault(r["op"], []).append(r["case"])
-    index = {"format": 1, "versions": next((r["versions"] for r in report["cases"]
+    index = {"kind": DocKind.INDEX, "format": 1, "versions": next((r["versions"] for r in report["cases"]
                                             if "versions" in r), {}),
              "summary": {k: v for k, v in report["summary"].items()
                          if k not in ("wall_time_s", "cache_hits")},

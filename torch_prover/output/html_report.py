@@ -4,7 +4,7 @@ Why a separate module: the page is the artefact a maintainer opens from CI, so i
 work offline and from a file (inline CSS, JS and SVG, no network asset), show what needs
 a decision first (disagreements, then broken cases), and let the reader find any op
 quickly (text + status filters). It is a pure function of the batch report dict
-(DESIGN §3), like the other renderings in ``report.py``; every string from the report is
+(docs/design.md §3.2), like the other renderings in ``report.py``; every string from the report is
 data and is escaped.
 
 Each covered op gets a small diagram: the op as a box, inputs on the left, outputs on
@@ -171,7 +171,7 @@ def _ev(ev: Any) -> str:
 
 
 def _case_meta(rec: dict) -> str:
-    bits = [f"{rec.get('kind', '')} case".strip(), f"{rec.get('exporter')} exporter"
+    bits = [f"{rec.get('case_kind', '')} case".strip(), f"{rec.get('exporter')} exporter"
             if rec.get("exporter") else "", f"opset {rec.get('opset')}" if rec.get("opset") else "",
             f"schema {rec.get('op')}-{rec.get('schema_version')}" if rec.get("schema_version") else "",
             f"tags from {rec.get('tags_from')}" if rec.get("tags_from") else ""]

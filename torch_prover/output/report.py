@@ -13,13 +13,16 @@ from typing import Any
 from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from .body_text import body_summary
 from ..tags.schema import SchemaTags
+from ..version import __version__
 from ..vocab import ExportRoute
 
 NOT_RUN, MISSING, BY_TYPE, NO_TAGS = "not run", "missing", "by type", "no tags"
+DECLARED = "declared"   # every disagreement declared by its case (expect=) or waived
 # Every status an op can have in a batch report, most urgent first. The one list every
 # rendering sorts, colours and explains statuses by (op_status and batch_report produce them;
 # ``by type``: an op without a case whose schema's types decide every parameter).
-OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", "proposed", "proved",
+OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", "proposed", DECLARED,
+               "proved",
                BY_TYPE, NOT_RUN, MISSING)
 DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
 _GAP = "  "           # between text table columns
@@ -146,7 +149,7 @@ def md_row(*cells: Any) -> str:
 def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
     """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
     versions and status."""
-    head = (f"{rec['op']} / {rec['case']}  ({rec['kind']}, {rec['exporter']} exporter, "
+    head = (f"{rec['op']} / {rec['case']}  ({rec['case_kind']}, {rec['exporter']} exporter, "
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
                if rec['latest_schema_version'] != rec['schema_version'] else "") + ")")
@@ -191,7 +194,8 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
               + "); model sha256 "
               f"`{rec['model']['sha256']}`; " + ", ".join(
-                  f"{k} {v}" for k, v in rec["versions"].items()), ""]
+                  f"{k} {v}" for k, v in rec["versions"].items())
+              + f"; rendered by torch-prover {__version__}", ""]
     return "\n".join(lines)
 
 
@@ -215,15 +219,6 @@ def tags_text(tags: SchemaTags, latest: SchemaTags | None = None,
     if latest is not None and latest.since_version != tags.since_version:
         lines.append(f"(latest schema version: {latest.since_version})")
     return "\n".join(lines) + "\n"
-
-
-def tags_json(tags: SchemaTags) -> dict[str, Any]:
-    return {"format": 1, "op": tags.op, "domain": tags.domain,
-            "since_version": tags.since_version, "source": tags.source,
-            "parameters": [{"io": f.io, "index": f.position, "name": f.name, "option": f.option,
-                            "tag": f.tag, "types": list(f.types),
-                            "non_differentiable_by_type": f.non_differentiable_by_type}
-                           for f in tags.inputs + tags.outputs]}
 
 
 def to_json(obj: Any) -> str:

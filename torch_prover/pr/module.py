@@ -32,7 +32,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from ..errors import describe
+from ..errors import ProverError, describe
 from ..engine.export import quiet
 from .capture import refill
 from .wire import ModuleFile, ModuleFormat
@@ -44,7 +44,7 @@ PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order"})
 ParamTable = tuple[tuple[str, tuple[int, ...], str, bool], ...]
 
 
-class ModuleLoadError(ValueError):
+class ModuleLoadError(ProverError, ValueError):
     """The script's module could not be serialized or loaded; the message says why."""
 
 

@@ -147,8 +147,11 @@ def cmd_run(args) -> int:
     elif fmt == "text":
         print("evidence not written (pass --out DIR to keep model.onnx, test data and "
               "proof.json)", file=sys.stderr)
+    code = EXIT_FINDING if proof.failures else EXIT_OK
     if fmt == "json":
-        sys.stdout.write(report.to_json(rec))
+        from ..output.documents import proofs_doc
+        from ..vocab import DocKind
+        sys.stdout.write(report.to_json(proofs_doc(DocKind.RUN, [rec], code)))
     elif fmt == "markdown":
         sys.stdout.write(report.proof_markdown(rec, script=done.source) + "\n"
                          + script_markdown(rec))
@@ -158,4 +161,4 @@ def cmd_run(args) -> int:
         import shutil
         width = shutil.get_terminal_size((100, 24)).columns
         sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec, width))
-    return EXIT_FINDING if proof.failures else EXIT_OK
+    return code

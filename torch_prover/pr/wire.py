@@ -20,12 +20,14 @@ from typing import Any
 
 import torch
 
+from ..errors import ProverError
+
 MANIFEST, MODEL, TENSORS = "capture.json", "model.onnx", "tensors.pt"
 MAX_MANIFEST_BYTES = 8 << 20
 WIRE_FORMAT = 1
 
 
-class WireError(ValueError):
+class WireError(ProverError, ValueError):
     """The capture is missing or malformed (a script that forged it, or a runner bug)."""
 
 

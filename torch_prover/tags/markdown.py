@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..errors import ProverError
 from .schema import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
 
 __all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "SUBSECTIONS",
@@ -21,7 +22,7 @@ __all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "SUBSECTIONS
            "read_text", "norm_domain", "strip_domain"]
 
 
-class DocsError(ValueError):
+class DocsError(ProverError, ValueError):
     """The file is not ONNX docs, or is malformed/truncated (one line: file:line: why)."""
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import onnx.defs
 
+from ..errors import ProverError
+
 DIFF, NONDIFF, UNKNOWN = "differentiable", "non-differentiable", "unknown"
 TAG_STATES = (DIFF, NONDIFF, UNKNOWN)
 
@@ -98,7 +100,7 @@ def _from_schema(s: onnx.defs.OpSchema) -> SchemaTags:
                       _formals("input", s.inputs, type_map), _formals("output", s.outputs, type_map))
 
 
-class UnknownOpError(LookupError):
+class UnknownOpError(ProverError, LookupError):
     """An op name onnx.defs does not know; the message names the closest ones."""
 
 

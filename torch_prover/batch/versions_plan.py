@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..batch.versions import (Band, Gap, Selection, covers, route, schema_versions,
+from ..errors import EXIT_OK
+from ..output.documents import head
+from ..vocab import DocKind
+from .versions import (Band, Gap, Selection, covers, route, schema_versions,
                               version_at)
 from ..tags.schema import schema_tags
 
@@ -21,7 +24,8 @@ def tags_all_versions(op: str) -> dict[str, Any]:
         out.append({"version": v.version, "in_force": [v.first, v.last], "band": v.band.value,
                     "parameters": [{"io": f.io, "index": f.position, "name": f.name,
                                     "tag": f.tag} for f in t.inputs + t.outputs]})
-    return {"format": 1, "op": op, "versions": out}
+    return {**head(DocKind.TAGS_VERSIONS, EXIT_OK, f"the tags of every schema version of {op}"),
+            "op": op, "versions": out}
 
 
 def tags_all_versions_text(doc: dict[str, Any]) -> str:
