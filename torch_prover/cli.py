@@ -224,36 +224,16 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
     """A batch report to ``--report`` (the text report then on stdout) or to stdout."""
+    from .output.batch_render import render_batch
     from .output.evidence import write_text
-    text = _render_batch(rep, fmt)
+    text = render_batch(rep, fmt, _terminal_width())
     if report_path:
         write_text(Path(report_path), text)
         # stdout: the text table; with --format json, the same JSON document
-        sys.stdout.write(text if fmt == "json" else _render_batch(rep, "text"))
+        sys.stdout.write(text if fmt == "json" else render_batch(rep, "text", _terminal_width()))
         print(f"report written to {report_path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-
-
-def _render_batch(rep: dict, fmt: str) -> str:
-    """A verify-all (or merged) report in ``fmt``; the per-version table follows the
-    cases' report when the run had ``--versions``."""
-    from .output import versions_report
-    section = rep.get("versions")
-    if fmt == "json":
-        return report.to_json(rep)
-    if fmt == "markdown":
-        text = report.batch_markdown(rep)
-        return text + ("\n" + versions_report.versions_markdown(section) if section else "")
-    if fmt == "html":
-        from .output.html_report import render_html
-        page = render_html(rep)
-        if section:
-            page = page.replace("</body>", versions_report.versions_html(section) + "\n</body>")
-        return page
-    text = report.batch_text(rep, _terminal_width())
-    return text + ("\n" + versions_report.versions_text(section, _terminal_width())
-                   if section else "")
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -267,16 +247,9 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         wanted = list(dict.fromkeys(canonical_op(n) for n in names))
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
-    if args.versions:
-        from .batch.verify import selection_of
-        from .batch.versions_plan import coverage_versions, coverage_versions_text
-        table = coverage_versions(entries, selection_of(args.versions))
-        if args.format == "json":
-            sys.stdout.write(report.to_json({**documents.coverage_doc(
-                summary(entries), entries, "every ai.onnx schema version and how it is "
-                                           "decided"), "versions": table}))
-        else:
-            sys.stdout.write(coverage_versions_text(table))
+    if args.versions:   # every schema version and how it would be decided
+        from .batch.versions_plan import coverage_versions_output
+        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format))
         return EXIT_OK
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.coverage_doc(

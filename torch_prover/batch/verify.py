@@ -261,8 +261,15 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
                        list(parts.case_less))
     selection = selection_of(parts.selection)
     if selection.expands:
+        from ..output.documents import head
+        from ..vocab import DocKind
+        from .summary import exit_code
         rep["versions"] = _versions_section(records, variants, parts.case_less, selection,
                                             waived, tags)
+        vs = rep["versions"]["summary"]
+        rep.update(head(DocKind.BATCH_REPORT, exit_code(rep), (
+            f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
+            f"unwaived), {len(vs['failed_variants'])} variants that failed a check")))
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),

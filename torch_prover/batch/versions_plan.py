@@ -112,3 +112,16 @@ def coverage_versions_text(ops: list[dict[str, Any]]) -> str:
             counts[r["decided"]] = counts.get(r["decided"], 0) + 1
     lines.append("schema versions: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     return "\n".join(lines) + "\n"
+
+
+def coverage_versions_output(entries: list[dict[str, Any]], versions: str, fmt: str) -> str:
+    """``coverage --versions SEL``: the JSON document (coverage's, with ``versions``) or text."""
+    from ..output.coverage import summary
+    from ..output.documents import coverage_doc
+    from ..output.report import to_json
+    from .verify import selection_of
+    table = coverage_versions(entries, selection_of(versions))
+    if fmt == "json":
+        return to_json({**coverage_doc(summary(entries), entries, "every ai.onnx schema "
+                                       "version and how it is decided"), "versions": table})
+    return coverage_versions_text(table)
