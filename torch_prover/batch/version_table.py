@@ -139,9 +139,10 @@ def _why_unproved(v: SchemaVersion, recs: Sequence[dict], gaps: Sequence[Planned
     if idle:
         return "; ".join(f"{r['case']}: no runtime runs {v.label()} "
                          f"({(r['numeric'].get('why') or '')[:160]})" for r in idle[:2])
-    errors = [r for r in recs if r.get("status") in ("error", "no-tags")]
+    errors = [r for r in recs if r.get("status") in ("error", "no-tags", "invalid")]
     if errors:
-        return "; ".join(f"{r['case']}: {r.get('error')}" for r in errors[:2])
+        return "; ".join(f"{r['case']}: {r.get('error') or r.get('invalid')}"
+                         for r in errors[:2])
     mine = [g for g in gaps if g.version == v]
     if mine:
         return "; ".join(f"{g.base.name}: {g.gap.value}" for g in mine[:2])
@@ -191,8 +192,8 @@ def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection:
             decided_by, basis = EXPLAINED, None
             if recs:
                 cells = _proof_cells(t, recs, fails)
-                decided_by = PROVED if any(c.get("supports") and c["rule"] != "by type"
-                                           for c in cells.values()) else EXPLAINED
+                decided_by = PROVED if any(r.get("status") != "invalid" and not unrunnable(r)
+                                           for r in recs) else EXPLAINED
             elif v.band is Band.BELOW_RUNTIME:
                 w = version_at(op, MIN_RUNTIME_OPSET)
                 base = decided_cells.get(w.version) if w else None

@@ -181,10 +181,12 @@ def _deprecated(v: SchemaVersion) -> bool:
 
 
 def exporter_for(case: Case, opset: int) -> str:
-    """Which exporter a variant of ``case`` at ``opset`` uses: the case's own where it
-    reaches (TorchScript up to 20, dynamo from 18), else the other; a custom translation
-    runs in the dynamo exporter only (below 18 it takes the relabelled route: export.py)."""
-    if case.exporter == "torchscript" and opset <= TORCHSCRIPT_MAX_OPSET:
+    """Which exporter a variant of ``case`` at ``opset`` uses. A case that chose the
+    TorchScript exporter keeps it (the dynamo exporter writes its op otherwise: Softplus as
+    a Where around it, clamp with tensor bounds as Max/Min); above 20 its own export is
+    relabelled (export.py). A dynamo case uses dynamo from 18 and TorchScript below, but
+    a custom translation runs in the dynamo exporter only (below 18: relabelled)."""
+    if case.exporter == "torchscript":   # above 20: relabelled from its own export (export.py)
         return "torchscript"
     if opset >= DYNAMO_MIN_OPSET or case.translation:
         return "dynamo"

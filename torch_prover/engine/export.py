@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import onnx
 import torch
 
-from ..case import DYNAMO_MIN_OPSET, Case
+from ..case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
 from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
@@ -164,6 +164,9 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
             raise CaseError(f"the dynamo exporter does not build opset {case.export_opset} "
                             f"(it converts from {DYNAMO_MIN_OPSET}, which a custom "
                             f"translation defeats)")
+        if case.origin is not None and case.exporter == "torchscript" and \
+                case.export_opset > TORCHSCRIPT_MAX_OPSET:
+            raise CaseError(f"the TorchScript exporter stops at opset {TORCHSCRIPT_MAX_OPSET}")
         exported = _export_at(case, case.exporter, case.export_opset, module, args, n_outputs)
         if case.variant_of is not None and not _has_op(exported.model, case.op, case.domain):
             raise CaseError(f"{label}the {exported.exporter} exporter at opset "
