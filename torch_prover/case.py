@@ -131,6 +131,10 @@ class Case:
         with the reason: their autograd evidence counts as ``unsupported``.
     export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
         each needing a reason in ``notes``.
+    fixed_draw: why the case's sampling op (Bernoulli, Multinomial, Dropout in training,
+        Random*) draws the same values on every run (p in {0, 1}, a one-hot distribution,
+        p=0): its outputs are then compared like any other, not marked as random draws
+        (``engine/test_data.py``).
     float_dtype: float64 by default so numeric checks can be tight; a case whose op the
         runtimes lack in float64 says float32 and why in ``notes``.
     """
@@ -155,6 +159,7 @@ class Case:
     vjp_tol: float | None = None
     notes: str = ""
     seeds: tuple[int, ...] = (0, 1)
+    fixed_draw: str = ""
 
     def __post_init__(self) -> None:
         if self.exporter not in ("dynamo", "torchscript"):

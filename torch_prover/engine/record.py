@@ -5,7 +5,9 @@ Format 2 (DESIGN §3): every parameter carries its two witnesses (``autograd`` a
 (or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
 between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
 model's finite differences, when compared), and, when the latest schema's tag differs
-from the one at the export opset, ``tag_latest`` and ``verdict_latest``.
+from the one at the export opset, ``tag_latest`` and ``verdict_latest``. ``test_data``
+says how to re-run the evidence files (``engine/test_data.py``): the runtime that
+reproduces the outputs, the forward tolerance, and each output's check.
 Nothing in a record is floating-point noise: error magnitudes are bounds
 (``numeric.shown_error``), so any machine writes the same bytes.
 """
@@ -22,6 +24,7 @@ from ..case import Case
 from ..vocab import Evidence, Tag, Verdict
 from . import node_witness
 from . import numeric as numeric_mod
+from . import test_data
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
 from .verdict import Vjp, is_failure
@@ -143,6 +146,10 @@ def record(proof: Proof) -> dict[str, Any]:
             "runtime": w.runtime, "why": w.why or None, "node": w.node_name,
             "reproduces": w.reproduces},
         "model": {"path": "model.onnx", "sha256": proof.sha256},
+        "test_data": test_data.record(
+            proof.case, proof.model, proof.graph_outputs, proof.numeric, proof.parameters,
+            "the case is invalid: no numeric check ran" if proof.invalid
+            else "numeric checks off (--no-numeric): no runtime ran the model"),
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
     }
 
