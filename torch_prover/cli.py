@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
     x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
 
+    e = sub.add_parser("check-evidence", help="re-run a tree of evidence directories and "
+                                              "report match / mismatch / cannot run for each")
+    e.add_argument("dir", metavar="DIR", help="an evidence tree (e.g. models) or one case "
+                                              "directory")
+    e.add_argument("--format", choices=("text", "json"), default="text")
+
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
@@ -275,6 +281,24 @@ def _cmd_script(args: argparse.Namespace) -> int:
     return cmd_script(args)
 
 
+def _cmd_check_evidence(args: argparse.Namespace) -> int:
+    from .output import check_evidence
+    from .vocab import EvidenceStatus
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise UsageError(f"{args.dir}: not a directory; give an evidence tree such as models")
+    if not check_evidence.case_dirs(root):
+        raise UsageError(f"{args.dir}: no evidence directories (model.onnx, proof.json or "
+                         "test_data_set_0) under it")
+    checks = check_evidence.check_tree(root)
+    if args.format == "json":
+        sys.stdout.write(report.to_json(check_evidence.as_json(root, checks)))
+    else:
+        sys.stdout.write(check_evidence.as_text(checks, _terminal_width()))
+    return (EXIT_FINDING if any(c.status == EvidenceStatus.MISMATCH for c in checks)
+            else EXIT_OK)
+
+
 def _cmd_fix_tags(args: argparse.Namespace) -> int:
     from .fix.command import cmd_fix_tags
     return cmd_fix_tags(args, _default_cache_dir())
@@ -282,7 +306,7 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
 
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
-            "fix-tags": _cmd_fix_tags}
+            "fix-tags": _cmd_fix_tags, "check-evidence": _cmd_check_evidence}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

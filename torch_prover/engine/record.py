@@ -27,7 +27,7 @@ from . import numeric as numeric_mod
 from . import test_data
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
-from .verdict import Vjp, is_failure
+from .verdict import Rule, Vjp, is_failure
 from .witnesses import Parameter
 
 RECORD_FORMAT = 2
@@ -79,20 +79,9 @@ class Proof:
 
     @property
     def status(self) -> str:
-        """invalid | failed | disagree | inconclusive | proved -- and exactly ``failed`` or
-        ``invalid`` (or an undeclared ``disagree``) is what makes the exit code 1."""
-        if self.invalid:
-            return "invalid"
-        if any(p.verdict == Verdict.DISAGREE for p in self.failures):
-            return "disagree"
-        if self.failures:
-            return "failed"
-        if self.count(Verdict.DISAGREE):
-            return "disagree"
-        if self.count(Verdict.INCONCLUSIVE) and not (self.count(Verdict.AGREE)
-                                                     or self.count(Verdict.PROPOSED)):
-            return "inconclusive"
-        return "proved"
+        """invalid | failed | disagree | inconclusive | proved (``status_of``)."""
+        return status_of(bool(self.invalid),
+                         [(p.verdict, p.rule, p.expected) for p in self.parameters])
 
     @property
     def failures(self) -> list[Parameter]:
@@ -111,6 +100,26 @@ class Proof:
 
     def record(self) -> dict[str, Any]:
         return record(self)
+
+
+def status_of(invalid: bool, verdicts: list[tuple[Verdict, Rule, Verdict | None]]) -> str:
+    """A proof's status from its parameters' (verdict, rule, declared verdict): invalid |
+    failed | disagree | inconclusive | proved -- and exactly ``failed`` or ``invalid`` (or
+    an undeclared ``disagree``) is what makes the exit code 1. One rule for a proof and
+    for a record read back (``engine/recheck.py``)."""
+    if invalid:
+        return "invalid"
+    failing = [v for v, rule, expected in verdicts if is_failure(v, rule, expected)]
+    if Verdict.DISAGREE in failing:
+        return "disagree"
+    if failing:
+        return "failed"
+    seen = [v for v, _, _ in verdicts]
+    if Verdict.DISAGREE in seen:
+        return "disagree"
+    if Verdict.INCONCLUSIVE in seen and not (Verdict.AGREE in seen or Verdict.PROPOSED in seen):
+        return "inconclusive"
+    return "proved"
 
 
 def expected_verdict(case: Case, p: Parameter) -> Verdict:

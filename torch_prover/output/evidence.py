@@ -237,6 +237,19 @@ def same_evidence(old: Path, new: Path) -> bool:
     return True
 
 
+def evidence_digests(d: Path) -> dict[str, str]:
+    """sha256 of every file of a case directory but proof.json (model.onnx and the data
+    files), by relative path: what the cache stores beside a record, so evidence changed
+    on disk under a warm cache is noticed (batch/pool.py: cache_check)."""
+    import hashlib
+    d = Path(d)
+    found = {}
+    for p in sorted(d.rglob("*")):
+        if p.is_file() and p.name != "proof.json":
+            found[p.relative_to(d).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return found
+
+
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
