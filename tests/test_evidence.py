@@ -159,3 +159,23 @@ def test_bfloat16_data_is_written_as_bfloat16_with_the_same_bits(tmp_path, proof
     x_bits = onnx.numpy_helper.to_array(x).view("uint16")
     y_bits = onnx.numpy_helper.to_array(y).view("uint16")
     assert (x_bits == y_bits).all()
+
+
+@pytest.mark.parametrize("op,case", [("Conv", "conv2d_bias"),
+                                     ("ConvTranspose", "convtranspose_bias")])
+def test_module_parameters_do_not_depend_on_the_cpu_kernel(op, case):
+    """torch's default init draws float32 values whose last bit depends on the CPU kernel
+    (ATEN_CPU_CAPABILITY): the model (its initializers), hence the record's sha256, must
+    be the same with the portable kernel as with this machine's best one."""
+    import os
+    import subprocess
+    import sys
+
+    def sha(env_extra):
+        env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+        out = subprocess.run(
+            [sys.executable, "-m", "torch_prover", "prove", op, "--case", case, "--no-write",
+             "--no-numeric", "--format", "json"], env={**env, **env_extra},
+            capture_output=True, text=True, timeout=300)
+        return json.loads(out.stdout)["model"]["sha256"]
+    assert sha({"ATEN_CPU_CAPABILITY": "default"}) == sha({})
