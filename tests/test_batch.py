@@ -299,3 +299,30 @@ def test_a_tampered_cache_entry_cannot_change_a_verdict(tmp_path, tamper):
     again = run_batch([case], opts)
     assert again.cache_hits == 0
     assert again.records == first.records
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.2, 2.5])
+def test_ctrl_c_in_the_warm_up_stops_the_batch(tmp_path, delay):
+    """Ctrl-C (SIGINT to the whole process group) at moments around the workers' warm-up:
+    the batch stops with exit 130 and one line, reports nothing, and leaves no worker."""
+    import signal
+    import subprocess
+    import sys
+    from conftest import _alive, _children
+    p = subprocess.Popen(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--no-cache", "--jobs", "2",
+         "--out", str(tmp_path / "m")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    first = p.stderr.readline()          # printed once the cases are chosen, before warm-up
+    assert first.startswith("verify-all: 0/")
+    time.sleep(delay)
+    seen = _children(p.pid)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-500:]
+    assert err.strip().splitlines()[-1] == "interrupted" and "error" not in err
+    assert out == ""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in seen):
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in seen)

@@ -14,11 +14,14 @@ what was written, is a miss and the case is proved again.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -215,7 +218,6 @@ def _die_with_parent(parent_pid: int) -> None:
     """Ask the kernel to SIGKILL this worker when its parent dies (Linux prctl
     PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
     import ctypes
-    import signal
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
@@ -234,6 +236,9 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     import resource
     for c in inherited:
         c.close()
+    # Ctrl-C reaches the whole process group: the parent alone answers it (it kills the
+    # workers), so a worker never reports an interrupted export as the case's error
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
     # progress line; whatever matters reaches the parent in the record
@@ -267,6 +272,30 @@ class _Slot:
     started: float = 0.0
 
 
+@contextlib.contextmanager
+def _sigint_after():
+    """Hold a Ctrl-C that arrives inside the block and raise it when the block ends (a
+    second one raises at once). The warm-up runs torch's exporter, which can turn a
+    KeyboardInterrupt raised inside it into an export error and go on; held, it stops
+    the batch before any worker starts (cli: exit 130, one line)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum, frame):
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+
+
 def _warm_up(cases: Sequence[Case]) -> str:
     import gc
 
@@ -294,7 +323,8 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         opts.progress(len(records), len(cases), "cached" if records else "")
     if todo:
         from ..output.evidence import sweep_temporaries
-        result.fast_export = _warm_up(todo)
+        with _sigint_after():
+            result.fast_export = _warm_up(todo)
         ops = {c.op for c in todo}
         if opts.out is not None:
             sweep_temporaries(opts.out, ops)
