@@ -16,7 +16,8 @@ def test_layout_is_loadable(tmp_path, proof_of):
     onnx.checker.check_model(model)
     data = d / "test_data_set_0"
     names = sorted(p.name for p in data.iterdir())
-    assert names == ["grad_input_0.pb", "input_0.pb", "input_1.pb", "output_0.pb"]
+    assert names == ["grad_input_0.pb", "grad_output_0.pb", "input_0.pb", "input_1.pb",
+                     "output_0.pb"]
     t = onnx.TensorProto()
     t.ParseFromString((data / "input_1.pb").read_bytes())
     assert onnx.numpy_helper.to_array(t).dtype.name == "int64"
@@ -179,3 +180,14 @@ def test_module_parameters_do_not_depend_on_the_cpu_kernel(op, case):
             capture_output=True, text=True, timeout=300)
         return json.loads(out.stdout)["model"]["sha256"]
     assert sha({"ATEN_CPU_CAPABILITY": "default"}) == sha({})
+
+
+def test_the_dy_is_saved_beside_the_gradients(tmp_path, proof_of):
+    """grad_output_0.pb is the dy behind grad_input_0.pb: Reshape's vector-Jacobian product
+    is dy reshaped back to the input's shape, value for value."""
+    import numpy as np
+    data = evidence.write_proof(tmp_path, proof_of("reshape_basic")) / "test_data_set_0"
+    x, dy = evidence.load_pb(data / "input_0.pb"), evidence.load_pb(data / "grad_output_0.pb")
+    grad = evidence.load_pb(data / "grad_input_0.pb")
+    assert dy.shape == evidence.load_pb(data / "output_0.pb").shape
+    assert np.array_equal(grad, dy.reshape(x.shape))
