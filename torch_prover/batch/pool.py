@@ -79,6 +79,7 @@ def _digest_files(paths: Sequence[Path]) -> str:
 
 
 _ENGINE_DIGEST: str | None = None
+_VERSIONS: dict[str, str] | None = None
 
 
 def source_files() -> list[Path]:
@@ -110,12 +111,21 @@ def tags_read(case: Case, opts: BatchOptions) -> str:
     return hashlib.sha256("\n".join(read).encode()).hexdigest()
 
 
+def _installed_versions() -> dict[str, str]:
+    """``versions()`` once per process: reading five packages' metadata per case was most
+    of a warm rerun's time."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        _VERSIONS = versions()
+    return _VERSIONS
+
+
 def cache_key(case: Case, opts: BatchOptions) -> str:
     module = sys.modules[module_of(case)]
     source = Path(module.__file__).read_bytes()
     payload = json.dumps({
         "case": case.name, "source": hashlib.sha256(source).hexdigest(),
-        "engine": engine_digest(), "versions": versions(), "numeric": opts.numeric,
+        "engine": engine_digest(), "versions": _installed_versions(), "numeric": opts.numeric,
         "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
         "tags_read": tags_read(case, opts),
         "seeds": list(case.seeds), "opset": case.opset}, sort_keys=True)
