@@ -202,3 +202,127 @@ def test_verify_all_refuses_before_any_work(monkeypatch):
     monkeypatch.setattr(pool, "run_batch", forbidden)
     with pytest.raises(UsageError, match="--jobs"):
         verify.prepare(verify.Request(ops="Relu", jobs=0))
+
+
+def _flip_first_input(tags_of):
+    """A tag source like ``tags_of`` whose Floor input 0 tag is flipped: what an ONNX
+    branch build with a changed tag and the same version string reads."""
+    import dataclasses
+
+    def flipped(op, opset, domain):
+        tags = tags_of(op, opset, domain)
+        if op != "Floor":
+            return tags
+        first = tags.inputs[0]
+        other = "differentiable" if first.tag == "non-differentiable" else "non-differentiable"
+        return dataclasses.replace(tags, inputs=(dataclasses.replace(first, tag=other),)
+                                   + tags.inputs[1:])
+    return flipped
+
+
+def test_the_cache_key_holds_the_tags_read_not_the_onnx_version(tmp_path, monkeypatch):
+    """Same onnx version string, one tag changed in the tag source: the cached verdict is
+    stale and must be a miss; the schema's new tag decides the fresh verdict."""
+    from torch_prover.engine import prove as prove_mod
+    opts = BatchOptions(jobs=1, cache_dir=tmp_path / "c", numeric=False)
+    case = find_case("Floor")
+    first = run_batch([case], opts)
+    tag_before = first.records[0]["parameters"][0]["tag"]
+    monkeypatch.setattr(prove_mod, "default_tags", _flip_first_input(prove_mod.default_tags))
+    second = run_batch([case], opts)
+    assert second.cache_hits == 0
+    assert second.records[0]["parameters"][0]["tag"] != tag_before
+    assert second.records[0]["parameters"][0]["verdict"] == "disagree"
+
+
+def _warm(tmp_path):
+    opts = BatchOptions(jobs=1, out=tmp_path / "m", cache_dir=tmp_path / "c", numeric=False)
+    cases = [find_case("Floor")]
+    first = run_batch(cases, opts)
+    assert first.cache_hits == 0 and first.records[0]["status"] == "proved"
+    return opts, cases, tmp_path / "m" / "Floor" / "floor_basic"
+
+
+@pytest.mark.parametrize("damage", ["flip a byte of model.onnx", "truncate a .pb",
+                                    "delete a .pb", "delete model.onnx"])
+def test_damaged_evidence_is_rewritten_under_a_warm_cache(tmp_path, damage):
+    """The cache holds the record; the evidence on disk must still be what was written,
+    or the case is proved again and its directory rewritten (ours: a valid record of that
+    very case and a subset of our files)."""
+    opts, cases, d = _warm(tmp_path)
+    written = {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    pb = d / "test_data_set_0" / "input_0.pb"
+    if damage == "flip a byte of model.onnx":
+        data = bytearray((d / "model.onnx").read_bytes())
+        data[len(data) // 2] ^= 0x01
+        (d / "model.onnx").write_bytes(bytes(data))
+    elif damage == "truncate a .pb":
+        pb.write_bytes(pb.read_bytes()[:-3])
+    elif damage == "delete a .pb":
+        pb.unlink()
+    else:
+        (d / "model.onnx").unlink()
+    again = run_batch(cases, opts)
+    assert again.cache_hits == 0, "damaged evidence was kept under a warm cache"
+    assert again.records[0]["status"] == "proved"
+    assert {p.relative_to(d).as_posix(): p.read_bytes()
+            for p in d.rglob("*") if p.is_file()} == written
+    assert run_batch(cases, opts).cache_hits == 1     # and the cache is warm again
+
+
+@pytest.mark.parametrize("tamper", ["verdict", "tag", "status", "declared", "rule"])
+def test_a_tampered_cache_entry_cannot_change_a_verdict(tmp_path, tamper):
+    """An entry edited by hand (or written under other tags or rules) is a miss: the
+    verdict comes from a fresh proof, whose tag is the schema's (Floor X: differentiable
+    per onnx.defs, or whatever the installed schema says)."""
+    from torch_prover.tags.schema import schema_tags
+    opts = BatchOptions(jobs=1, cache_dir=tmp_path / "c", numeric=False)
+    case = find_case("Floor")
+    first = run_batch([case], opts)
+    entry_path = next((tmp_path / "c").glob("*.json"))
+    entry = json.loads(entry_path.read_text())
+    rec = entry.get("record", entry)   # today: {"record", "files"}
+    p = rec["parameters"][0]
+    schema_tag = schema_tags("Floor", rec["opset"]).inputs[0].tag
+    assert p["tag"] == schema_tag
+    if tamper == "verdict":
+        p["verdict"] = "disagree" if p["verdict"] != "disagree" else "agree"
+    elif tamper == "tag":
+        p["tag"] = "unknown" if p["tag"] != "unknown" else "differentiable"
+    elif tamper == "status":
+        rec["status"] = "failed" if rec["status"] != "failed" else "proved"
+    elif tamper == "declared":
+        p["expected"] = {"verdict": p["verdict"], "reason": "looks declared"}
+    else:
+        p["rule"] = "numeric witness only"
+    entry_path.write_text(json.dumps(entry))
+    again = run_batch([case], opts)
+    assert again.cache_hits == 0
+    assert again.records == first.records
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.2, 2.5])
+def test_ctrl_c_in_the_warm_up_stops_the_batch(tmp_path, delay):
+    """Ctrl-C (SIGINT to the whole process group) at moments around the workers' warm-up:
+    the batch stops with exit 130 and one line, reports nothing, and leaves no worker."""
+    import signal
+    import subprocess
+    import sys
+    from conftest import _alive, _children
+    p = subprocess.Popen(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--no-cache", "--jobs", "2",
+         "--out", str(tmp_path / "m")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    first = p.stderr.readline()          # printed once the cases are chosen, before warm-up
+    assert first.startswith("verify-all: 0/")
+    time.sleep(delay)
+    seen = _children(p.pid)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-500:]
+    assert err.strip().splitlines()[-1] == "interrupted" and "error" not in err
+    assert out == ""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in seen):
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in seen)

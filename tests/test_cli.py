@@ -67,7 +67,7 @@ def test_disagreement_exits_1(tmp_path, monkeypatch, capsys):
         tags = schema_tags(op, opset, domain)
         return dataclasses.replace(tags, inputs=(
             dataclasses.replace(tags.inputs[0], tag="non-differentiable"),) + tags.inputs[1:])
-    monkeypatch.setattr(prove_mod, "_default_tags", flipped)
+    monkeypatch.setattr(prove_mod, "default_tags", flipped)
     assert cli.main(["prove", "Reshape", "--no-write", "--no-numeric"]) == 1
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("input 0"))

@@ -16,7 +16,8 @@ def test_layout_is_loadable(tmp_path, proof_of):
     onnx.checker.check_model(model)
     data = d / "test_data_set_0"
     names = sorted(p.name for p in data.iterdir())
-    assert names == ["grad_input_0.pb", "input_0.pb", "input_1.pb", "output_0.pb"]
+    assert names == ["grad_input_0.pb", "grad_output_0.pb", "input_0.pb", "input_1.pb",
+                     "output_0.pb"]
     t = onnx.TensorProto()
     t.ParseFromString((data / "input_1.pb").read_bytes())
     assert onnx.numpy_helper.to_array(t).dtype.name == "int64"
@@ -160,3 +161,34 @@ def test_bfloat16_data_is_written_as_bfloat16_with_the_same_bits(tmp_path, proof
     x_bits = onnx.numpy_helper.to_array(x).view("uint16")
     y_bits = onnx.numpy_helper.to_array(y).view("uint16")
     assert (x_bits == y_bits).all()
+
+
+@pytest.mark.parametrize("op,case", [("Conv", "conv2d_bias"),
+                                     ("ConvTranspose", "convtranspose_bias")])
+def test_module_parameters_do_not_depend_on_the_cpu_kernel(op, case):
+    """torch's default init draws float32 values whose last bit depends on the CPU kernel
+    (ATEN_CPU_CAPABILITY): the model (its initializers), hence the record's sha256, must
+    be the same with the portable kernel as with this machine's best one."""
+    import os
+    import subprocess
+    import sys
+
+    def sha(env_extra):
+        env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+        out = subprocess.run(
+            [sys.executable, "-m", "torch_prover", "prove", op, "--case", case, "--no-write",
+             "--no-numeric", "--format", "json"], env={**env, **env_extra},
+            capture_output=True, text=True, timeout=300)
+        return json.loads(out.stdout)["model"]["sha256"]
+    assert sha({"ATEN_CPU_CAPABILITY": "default"}) == sha({})
+
+
+def test_the_dy_is_saved_beside_the_gradients(tmp_path, proof_of):
+    """grad_output_0.pb is the dy behind grad_input_0.pb: Reshape's vector-Jacobian product
+    is dy reshaped back to the input's shape, value for value."""
+    import numpy as np
+    data = evidence.write_proof(tmp_path, proof_of("reshape_basic")) / "test_data_set_0"
+    x, dy = evidence.load_pb(data / "input_0.pb"), evidence.load_pb(data / "grad_output_0.pb")
+    grad = evidence.load_pb(data / "grad_input_0.pb")
+    assert dy.shape == evidence.load_pb(data / "output_0.pb").shape
+    assert np.array_equal(grad, dy.reshape(x.shape))

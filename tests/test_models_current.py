@@ -141,3 +141,28 @@ def test_index_lists_every_op():
     assert [o["op"] for o in index["ops"]] == list(all_ops())
     assert all(o["reason"] for o in index["ops"])
     assert (MODELS / "README.md").read_text().count("\n| ") >= len(all_ops())
+
+
+def test_every_committed_record_is_what_its_witnesses_and_tags_give():
+    """The cache's re-derivation (engine/recheck.py) accepts every record a proof wrote:
+    otherwise a warm cache would miss for nothing. Tags from the installed onnx."""
+    from torch_prover.engine.prove import default_tags
+    from torch_prover.engine.recheck import record_problem
+    problems = {}
+    for case in all_cases():
+        rec = json.loads((MODELS / case.op / case.name / "proof.json").read_text())
+        why = record_problem(rec, case, default_tags)
+        if why:
+            problems[case.name] = why
+    assert not problems
+
+
+def test_every_record_says_how_to_rerun_its_test_data():
+    """Each record names the runtime that reproduced its outputs, and marks each output."""
+    for case in all_cases():
+        d = MODELS / case.op / case.name
+        data = json.loads((d / "proof.json").read_text())["test_data"]
+        assert data["runtime"] in ("onnxruntime", "onnx.reference"), d
+        outputs = sorted(p.name for p in (d / "test_data_set_0").glob("output_*.pb"))
+        assert sorted(o["file"] for o in data["outputs"]) == outputs
+        assert all(o["check"] == "compare" or o["reason"] for o in data["outputs"])

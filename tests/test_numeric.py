@@ -111,7 +111,7 @@ def test_no_runtime_is_recorded_not_skipped(monkeypatch):
     its autograd verdict with the note, a reference case cannot count."""
     def refuse(self, model, kind):
         raise RuntimeError(f"{kind} cannot load this")
-    monkeypatch.setattr(numeric._Runner, "__init__", refuse)
+    monkeypatch.setattr(numeric.Runner, "__init__", refuse)
     proof = prove_case(find_case("Reshape"))
     rec = proof.record()
     assert rec["numeric"]["runtime"] is None

@@ -135,6 +135,10 @@ class Case:
         with the reason: their autograd evidence counts as ``unsupported``.
     export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
         each needing a reason in ``notes``.
+    fixed_draw: why the case's sampling op (Bernoulli, Multinomial, Dropout in training,
+        Random*) draws the same values on every run (p in {0, 1}, a one-hot distribution,
+        p=0): its outputs are then compared like any other, not marked as random draws
+        (``engine/test_data.py``).
     float_dtype: float64 by default so numeric checks can be tight; a case whose op the
         runtimes lack in float64 says float32 and why in ``notes``.
     opsets: (first, last) opsets at which the module computes the op as the schema
@@ -166,6 +170,7 @@ class Case:
     vjp_tol: float | None = None
     notes: str = ""
     seeds: tuple[int, ...] = (0, 1)
+    fixed_draw: str = ""
     opsets: tuple[int, int] | None = None
     variant_of: str | None = None
     origin: tuple[str, int] | None = None

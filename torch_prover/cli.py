@@ -141,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--format", choices=("text", "json"), default="text",
                    help="the summary on stdout as text or as one JSON object")
 
+    e = sub.add_parser("check-evidence", help="re-run a tree of evidence directories and "
+                                              "report match / mismatch / cannot run for each")
+    e.add_argument("dir", metavar="DIR", help="an evidence tree (e.g. models) or one case "
+                                              "directory")
+    e.add_argument("--format", choices=("text", "json"), default="text")
+
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
@@ -278,18 +284,8 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _where_to_look(op: str) -> str:
-    """The hint after "no such case": an op without a case whose types decide it is
-    checked by verify-all, not prove."""
-    from .cases import cases_for
-    from .output.coverage import coverage
-    if not cases_for(op) and any(e["op"] == op and e.get("by_type") for e in coverage()):
-        return (f"its tags are decided by type: `torch-prover coverage {op}` shows them, "
-                f"`torch-prover verify-all --ops {op}` checks them")
-    return "`torch-prover coverage` lists what exists"
-
-
 def _cmd_prove(args: argparse.Namespace) -> int:
+    from .output.coverage import where_to_look
     from .cases import cases_for, find_case
     from .output.evidence import write_proof
     from .engine.prove import prove_case
@@ -298,12 +294,12 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.all:
         cases = cases_for(op)
         if not cases:
-            raise UsageError(f"no case for op {op} in the catalogue; {_where_to_look(op)}")
+            raise UsageError(f"no case for op {op} in the catalogue; {where_to_look(op)}")
     else:
         try:
             cases = [find_case(op, args.case)]
         except CaseError as exc:   # a name that is not in the catalogue: usage, not a bug
-            raise UsageError(f"{exc}; {_where_to_look(op)}") from None
+            raise UsageError(f"{exc}; {where_to_look(op)}") from None
         others = len(cases_for(op)) - 1
         if args.case is None and others:
             print(f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); "
@@ -357,6 +353,10 @@ def _cmd_script(args: argparse.Namespace) -> int:
     return cmd_script(args)
 
 
+def _cmd_check_evidence(args: argparse.Namespace) -> int:
+    from .output.check_evidence import command
+    return command(args.dir, args.format, _terminal_width())
+
 def _cmd_fix_tags(args: argparse.Namespace) -> int:
     from .fix.command import cmd_fix_tags
     return cmd_fix_tags(args, _default_cache_dir())
@@ -364,7 +364,8 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
 
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
-            "fix-tags": _cmd_fix_tags, "merge": _cmd_merge}
+            "fix-tags": _cmd_fix_tags, "merge": _cmd_merge,
+            "check-evidence": _cmd_check_evidence}
 
 
 def _json_requested(argv: Sequence[str]) -> bool:

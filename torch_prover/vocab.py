@@ -96,7 +96,34 @@ class DocKind(StrEnum):
     COVERAGE = "coverage"          # coverage --format json
     TAGS = "tags"                  # tags --format json
     TAGS_VERSIONS = "tags-versions"  # tags OP --all-versions --format json
+    CHECK_EVIDENCE = "check-evidence"  # check-evidence --format json
     PROVE = "prove"                # prove --format json: its proof records
     RUN = "run"                    # run --format json: the script's proof record
     FIX_TAGS = "fix-tags"          # fix-tags --format json
     ERROR = "error"                # any command's --format json when it ends on an error
+
+
+class Runtime(StrEnum):
+    """The ONNX runtime that reproduces a case's outputs from its inputs (the one the
+    numeric check ran): what a reviewer runs to re-check the evidence."""
+
+    ONNXRUNTIME = "onnxruntime"
+    REFERENCE = "onnx.reference"   # onnx.reference.ReferenceEvaluator: onnxruntime lacks
+                                   # the op, the opset or the float64 kernel
+
+
+class OutputCheck(StrEnum):
+    """How a node-test runner should treat one ``output_<j>.pb`` of the evidence."""
+
+    COMPARE = "compare"                   # within the record's forward tolerance
+    RANDOM = "random draw"                # one sample of a random op: shape and dtype only
+    DECLARED = "declared mismatch"        # the case declares the runtime computes otherwise
+
+
+class EvidenceStatus(StrEnum):
+    """What ``check-evidence`` found for one case directory."""
+
+    MATCH = "match"              # every compared output (and re-checked gradient) agrees
+    MISMATCH = "mismatch"        # an output or gradient differs from the record's claim
+    NOT_COMPARED = "not compared"  # ran, but every output is a random draw or declared
+    CANNOT_RUN = "cannot run"    # not evidence, unreadable, or no runtime can run it

@@ -7,15 +7,21 @@ timeout or kills its process becomes that case's error record; the batch goes on
 child writes its own evidence atomically (evidence.py), so nothing is left half-written.
 
 Results are cached by a key over the case's source file, the engine's source, the
-versions and the options; a rerun with nothing changed reuses them.
+versions, the schema tags the case reads and the options; a rerun with nothing changed
+reuses them. A hit counts only if it still holds (``cache_check``): a record whose
+verdicts its own witnesses and today's tags do not give, or evidence on disk that is not
+what was written, is a miss and the case is proved again.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -81,6 +87,7 @@ def _digest_files(paths: Sequence[Path]) -> str:
 
 
 _ENGINE_DIGEST: str | None = None
+_VERSIONS: dict[str, str] | None = None
 
 
 def source_files() -> list[Path]:
@@ -97,14 +104,40 @@ def engine_digest() -> str:
     return _ENGINE_DIGEST
 
 
+def tags_read(case: Case, opts: BatchOptions) -> str:
+    """A digest of the schema tags the case's proof reads (its op at its export opset and
+    at the latest version, types included), as the run's tag source gives them. The onnx
+    version string is not enough: an ONNX branch build can change a tag and keep it."""
+    from ..engine import prove as prove_mod
+    tags = opts.tags or prove_mod.default_tags
+    read = []
+    for opset in (case.export_opset, None):
+        try:
+            read.append(repr(tags(case.op, opset, case.domain)))
+        except Exception as exc:   # --tags-from lacking the op: its own entry, never a crash
+            read.append(f"{type(exc).__name__}: {exc}")
+    return hashlib.sha256("\n".join(read).encode()).hexdigest()
+
+
+def _installed_versions() -> dict[str, str]:
+    """``versions()`` once per process: reading five packages' metadata per case was most
+    of a warm rerun's time."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        _VERSIONS = versions()
+    return _VERSIONS
+
+
 def cache_key(case: Case, opts: BatchOptions) -> str:
     module = sys.modules[module_of(case)]
     source = Path(module.__file__).read_bytes()
     payload = json.dumps({
         "case": case.name, "source": hashlib.sha256(source).hexdigest(),
-        "engine": engine_digest(), "versions": versions(), "numeric": opts.numeric,
+        "engine": engine_digest(), "versions": _installed_versions(), "numeric": opts.numeric,
         "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
-        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter}, sort_keys=True)
+        "tags_read": tags_read(case, opts),
+        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter},
+        sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -115,72 +148,95 @@ def _valid_cached(rec: Any, case: Case) -> bool:
             and isinstance(rec.get("status"), str))
 
 
+def cache_check(entry: Any, case: Case, opts: BatchOptions) -> dict[str, Any] | None:
+    """The record of a cache entry if it still holds, else None (a miss: proved again).
+
+    It holds when it is a record of this very case whose verdicts its own witnesses and
+    today's tags give (``engine/recheck.py``: the cache cannot change a verdict), and,
+    when evidence is written, the case directory on disk is what was written: the same
+    proof.json, and model.onnx and every data file with the digest stored beside the
+    record (a flipped byte, a truncated or deleted file is rewritten)."""
+    from ..engine import prove as prove_mod
+    from ..engine.recheck import record_problem
+    from ..output.evidence import evidence_digests
+    if not isinstance(entry, dict):
+        return None
+    rec, files = entry.get("record"), entry.get("files")
+    if not _valid_cached(rec, case) or record_problem(
+            rec, case, opts.tags or prove_mod.default_tags) is not None:
+        return None   # a damaged, foreign, stale or edited entry is a miss, never a crash
+    if opts.out is not None and rec.get("status") != "error":
+        d = opts.out / case.op / case.name
+        try:
+            if json.loads((d / "proof.json").read_text()) != rec:
+                return None
+        except (OSError, ValueError):
+            return None
+        if not isinstance(files, dict) or evidence_digests(d) != files:
+            return None
+    return rec
+
+
 def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
     if opts.cache_dir is None:
         return None
     path = opts.cache_dir / f"{cache_key(case, opts)}.json"
     try:
-        rec = json.loads(path.read_text())
+        entry = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not _valid_cached(rec, case):
-        return None   # a damaged or foreign entry is a miss, never a crash
-    if opts.out is not None and rec.get("status") != "error":
-        # evidence must be there and current, or the case is recomputed to rewrite it
-        proof = opts.out / case.op / case.name / "proof.json"
-        try:
-            if json.loads(proof.read_text()) != rec:
-                return None
-        except (OSError, ValueError):
-            return None
-    return rec
+    return cache_check(entry, case, opts)
 
 
-def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any]) -> str | None:
-    """Store a record; a cache that cannot be written costs a warning, never the batch."""
+def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any],
+               files: dict[str, str] | None) -> str | None:
+    """Store a record, with the digests of the evidence files written beside it; a cache
+    that cannot be written costs a warning, never the batch."""
     if opts.cache_dir is None or rec.get("status") == "error":
         return None
     from ..output.evidence import dumps, write_text
     try:
-        write_text(opts.cache_dir / f"{cache_key(case, opts)}.json", dumps(rec))
+        write_text(opts.cache_dir / f"{cache_key(case, opts)}.json",
+                   dumps({"record": rec, "files": files}))
     except OSError as exc:
         return f"cache {opts.cache_dir} not written ({exc.strerror or exc}); results are kept"
     return None
 
 
 # ----------------------------------------------------------------------------- one case
-def prove_one(case: Case, opts: BatchOptions) -> dict[str, Any]:
-    """Prove ``case`` and write its evidence; any failure becomes an error record."""
-    from ..output.evidence import write_proof
+def prove_one(case: Case, opts: BatchOptions) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """Prove ``case`` and write its evidence; any failure becomes an error record. Returns
+    the record and the digests of the evidence files on disk (None: none written)."""
+    from ..output.evidence import evidence_digests, write_proof
     from ..engine.prove import prove_case
     try:
         proof = prove_case(case, numeric=opts.numeric, tags=opts.tags,
                            tag_source=opts.tag_source)
+        files = None
         if opts.out is not None:
-            write_proof(opts.out, proof)
-        return proof.record()
+            files = evidence_digests(write_proof(opts.out, proof))
+        return proof.record(), files
     except OutputError as exc:
-        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}")
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}"), None
     except OSError as exc:   # a full or failing disk: this case fails, the batch goes on
         return error_record(case, f"{case.op}/{case.name}: evidence not written: "
                                   f"{exc.strerror or type(exc).__name__}"
-                                  + (f" ({exc.filename})" if exc.filename else ""))
+                                  + (f" ({exc.filename})" if exc.filename else "")), None
     except CaseError as exc:
-        return error_record(case, str(exc))
+        return error_record(case, str(exc)), None
     except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
-        return {**error_record(case, str(exc)), "status": "no-tags"}
+        return {**error_record(case, str(exc)), "status": "no-tags"}, None
     except Exception as exc:  # a crash in one case never stops the batch
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "
                                   f"{first_line(exc)}"
-                                  f" (at {Path(tb.filename).name}:{tb.lineno})")
+                                  f" (at {Path(tb.filename).name}:{tb.lineno})"), None
 
 
 def _die_with_parent(parent_pid: int) -> None:
     """Ask the kernel to SIGKILL this worker when its parent dies (Linux prctl
     PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
     import ctypes
-    import signal
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
@@ -199,6 +255,9 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     import resource
     for c in inherited:
         c.close()
+    # Ctrl-C reaches the whole process group: the parent alone answers it (it kills the
+    # workers), so a worker never reports an interrupted export as the case's error
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
     # progress line; whatever matters reaches the parent in the record
@@ -211,9 +270,10 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
             if index is None:
                 break
             t0 = time.perf_counter()
-            rec = prove_one(todo[index], opts)
+            rec, files = prove_one(todo[index], opts)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            conn.send_bytes(json.dumps({"record": rec, "seconds": time.perf_counter() - t0,
+            conn.send_bytes(json.dumps({"record": rec, "files": files,
+                                        "seconds": time.perf_counter() - t0,
                                         "rss_mib": rss}).encode())
     except (EOFError, OSError):
         pass
@@ -230,6 +290,30 @@ class _Slot:
     conn: Any
     index: int | None = None
     started: float = 0.0
+
+
+@contextlib.contextmanager
+def _sigint_after():
+    """Hold a Ctrl-C that arrives inside the block and raise it when the block ends (a
+    second one raises at once). The warm-up runs torch's exporter, which can turn a
+    KeyboardInterrupt raised inside it into an export error and go on; held, it stops
+    the batch before any worker starts (cli: exit 130, one line)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum, frame):
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _warm_up(cases: Sequence[Case]) -> str:
@@ -259,7 +343,8 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         opts.progress(len(records), len(cases), "cached" if records else "")
     if todo:
         from ..output.evidence import sweep_temporaries
-        result.fast_export = _warm_up(todo)
+        with _sigint_after():
+            result.fast_export = _warm_up(todo)
         ops = {c.op for c in todo}
         if opts.out is not None:
             sweep_temporaries(opts.out, ops)
@@ -317,11 +402,11 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 if sl.index is None:
                     continue
                 case = todo[sl.index]
-                rec, replace = None, False
+                rec, replace, files = None, False, None
                 if sl.conn in ready:
                     try:
                         msg = json.loads(sl.conn.recv_bytes())
-                        rec = msg["record"]
+                        rec, files = msg["record"], msg["files"]
                         result.seconds[case.name] = msg["seconds"]
                         result.peak_rss_mib[case.name] = msg["rss_mib"]
                     except (EOFError, OSError, ValueError):
@@ -340,7 +425,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                     retire(sl, kill=True)
                     slots[k] = spawn()
                 records[case.name] = rec
-                warning = _cache_put(case, opts, rec)
+                warning = _cache_put(case, opts, rec, files)
                 if warning and warning not in result.warnings:
                     result.warnings.append(warning)
                 done += 1

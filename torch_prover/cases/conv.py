@@ -18,6 +18,14 @@ class Conv2dBias(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(2, 3, kernel_size=3, bias=True)
+        # torch's default init draws in float32, and the last bit of its uniform draw
+        # depends on the CPU kernel (FMA or not): draw in float64 on [0, 1) and scale in
+        # separate steps, which round the same on every machine (machine-independent
+        # evidence, README "Design")
+        gen = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in self.conv.parameters():
+                p.copy_((torch.rand(p.shape, generator=gen, dtype=torch.float64) * 2 - 1) / 4)
 
     def forward(self, x):
         return self.conv(x)
@@ -35,6 +43,14 @@ class ConvTranspose2dBias(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.deconv = torch.nn.ConvTranspose2d(2, 3, kernel_size=3, stride=2, bias=True)
+        # torch's default init draws in float32, and the last bit of its uniform draw
+        # depends on the CPU kernel (FMA or not): draw in float64 on [0, 1) and scale in
+        # separate steps, which round the same on every machine (machine-independent
+        # evidence, README "Design")
+        gen = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in self.deconv.parameters():
+                p.copy_((torch.rand(p.shape, generator=gen, dtype=torch.float64) * 2 - 1) / 4)
 
     def forward(self, x):
         return self.deconv(x)

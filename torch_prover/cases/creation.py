@@ -141,12 +141,14 @@ CASES = [
          expect={"input 0": Expect("inconclusive", _BERNOULLI_FD),
                  "output 0": Expect("inconclusive", _BERNOULLI_FD)},
          surrogate={"input 0": _BERNOULLI_SURROGATE, "output 0": _BERNOULLI_SURROGATE},
+         fixed_draw="p in {0, 1}: every draw is p itself",
          notes="p in {0, 1} makes the draw deterministic. onnxruntime 1.31 has no "
                "Bernoulli-22 kernel, so the reference evaluator runs it; at opset 21 "
                "onnxruntime's Bernoulli-15 kernel samples 1 with probability 1 - p (p=0 gives "
                "all ones, p=0.1 a mean of 0.90), contradicting the spec and torch"),
     Case("Multinomial", "multinomial_one_hot", multinomial_one,
          (Fixed([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),), ("probs",), float_dtype=torch.float32, opset=21,
+         fixed_draw="one-hot probabilities: every draw picks the one class of weight 1",
          notes="one-hot probabilities make the draw deterministic; the exporter feeds "
                "Log(probs) (-inf for the zeros) as logits. onnxruntime 1.31 has no kernel "
                "for Multinomial-22 (nor the reference evaluator for any version), hence "

@@ -165,6 +165,7 @@ CASES = [
     Case("Dropout", "dropout_train_p0", dropout_train_p0, (Float(3, 4),), ("x",),
          exporter="torchscript",
          unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
+         fixed_draw="p=0: the mask keeps every element",
          notes="training mode with p=0: any p > 0 draws a random mask, so the ONNX forward "
                "could never match PyTorch's; p=0 keeps training_mode=True and the mask output "
                "deterministic. TorchScript: the dynamo exporter folds p=0 dropout to Identity "

@@ -79,13 +79,14 @@ class NumericResult:
     vjp_tol: float | None = None
     fwd_bound: float | None = None   # fwd_tol scaled by the outputs' magnitude
     vjp_all: dict[str, tuple[VjpCheck, ...]] = field(default_factory=dict)  # every seed
+    outputs_ok: tuple[bool, ...] = ()   # per graph output: within the forward bound
 
     def vjp_ok(self, source: str) -> bool | None:
         c = self.vjp.get(source)
         return None if c is None else c.ok
 
 
-class _Runner:
+class Runner:
     """Runs the model with optional initializer overrides, through one runtime."""
 
     def __init__(self, model: onnx.ModelProto, kind: str):
@@ -127,19 +128,19 @@ class _Runner:
         return self._session(m)(feeds)
 
 
-_RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-               "Bernoulli", "Multinomial"}
+RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+              "Bernoulli", "Multinomial"}
 
 
 def _seeded(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy whose unseeded random nodes carry seed=0: the reference evaluator otherwise
     draws from OS entropy and a record would differ on every run. Only which samples are
     drawn changes; random outputs are never differentiated."""
-    if not any(n.op_type in _RANDOM_OPS for n in model.graph.node):
+    if not any(n.op_type in RANDOM_OPS for n in model.graph.node):
         return model
     model = copy.deepcopy(model)
     for n in model.graph.node:
-        if n.op_type in _RANDOM_OPS and not any(a.name == "seed" for a in n.attribute):
+        if n.op_type in RANDOM_OPS and not any(a.name == "seed" for a in n.attribute):
             n.attribute.append(onnx.helper.make_attribute("seed", 0.0))
     return model
 
@@ -151,14 +152,21 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
-def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, bool]:
-    """Max abs error over float outputs; exact match required for integer/bool outputs."""
+def _forward_error(got: list, want: list[torch.Tensor]
+                   ) -> tuple[float, str, bool, tuple[float, ...]]:
+    """Max abs error over float outputs; exact match required for integer/bool outputs.
+    Also each output's own error (inf: wrong shape or an inexact integer output), so a
+    record can say which outputs a runtime reproduces."""
     worst, detail, exact_ok = 0.0, "", True
+    errs: list[float] = []
     for j, (g, w) in enumerate(zip(got, want)):
         w = _np(w)
         g = np.asarray(g)
         if g.shape != w.shape:
-            return float("inf"), f"output {j}: shape {g.shape} vs PyTorch {w.shape}", False
+            errs += [float("inf")] * (len(want) - j)
+            return float("inf"), f"output {j}: shape {g.shape} vs PyTorch {w.shape}", False, \
+                tuple(errs)
+        err = 0.0
         if np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.complexfloating):
             if w.size:
                 both_nan = np.isnan(g) & np.isnan(w)
@@ -167,17 +175,26 @@ def _forward_error(got: list, want: list[torch.Tensor]) -> tuple[float, str, boo
                 if err > worst:
                     worst, detail = err, f"output {j}"
         elif not np.array_equal(g, w):
-            exact_ok = False
+            exact_ok, err = False, float("inf")
             detail = f"output {j} ({w.dtype}) differs in {int((g != w).sum())} of {w.size} elements"
-    return worst, detail, exact_ok
+        errs.append(err)
+    return worst, detail, exact_ok, tuple(errs)
 
 
-def choose_runtime(model, feeds) -> tuple[_Runner | None, list, str]:
+def forward_bound(fwd_tol: float, outputs: Sequence[np.ndarray]) -> float:
+    """The forward check's absolute bound: ``fwd_tol`` scaled by the largest real float
+    output's magnitude (at least 1). One formula for the proof and for check-evidence."""
+    mags = [float(np.abs(o).max()) for o in map(np.asarray, outputs)
+            if np.issubdtype(o.dtype, np.floating) and o.size]
+    return fwd_tol * max(1.0, max(mags, default=1.0))
+
+
+def choose_runtime(model, feeds) -> tuple[Runner | None, list, str]:
     """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
     reasons = []
     for kind in ("onnxruntime", "reference"):
         try:
-            runner = _Runner(model, kind)
+            runner = Runner(model, kind)
             got = runner.run(feeds)
             return runner, got, "; ".join(reasons)
         except Exception as exc:
@@ -202,10 +219,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
     fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
     vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)
     h = STEP.get(float_dtype, 1e-3)
-    err, where, exact_ok = _forward_error(got, expected_outputs)
-    bound = fwd_tol * max(1.0, max(
-        (float(t.abs().max()) for t in expected_outputs if t.is_floating_point() and t.numel()),
-        default=1.0))
+    err, where, exact_ok, errs = _forward_error(got, expected_outputs)
+    bound = forward_bound(fwd_tol, [_np(t) for t in expected_outputs])
     fwd_ok = exact_ok and err <= bound
     detail = f"max abs error {shown_error(err, bound)}" + (f" ({where})" if where and not fwd_ok
                                                            else "")
@@ -215,18 +230,19 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
                    if t.name in initializers}
     every: dict[str, list[VjpCheck]] = {}
     for point in [SeedPoint(seed, feeds, dy, grads)] + list(more):
-        checks, trouble = _vjp_checks(runner, point, init_values, zero_grads, h, vjp_tol,
-                                      _EPS.get(float_dtype, 1e-7))
+        checks, trouble = vjp_checks(runner, point, init_values, zero_grads, h, vjp_tol,
+                                     EPS.get(float_dtype, 1e-7))
         for c in checks:
             every.setdefault(c.source, []).append(c)
         if trouble:
             detail += trouble
     worst = {k: max(v, key=lambda c: (not c.ok, c.rel_err)) for k, v in every.items()}
     return NumericResult(runner.kind, why, err, fwd_ok, detail, worst, h, fwd_tol, vjp_tol,
-                         bound, {k: tuple(v) for k, v in every.items()})
+                         bound, {k: tuple(v) for k, v in every.items()},
+                         tuple(e <= bound for e in errs))
 
 
-_EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
+EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
         "float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7}
 NOISE_FACTOR = 4.0
 """Rounding puts at most ~eps*|y| into each output of f(x +- hv); contracted with dy and
@@ -235,7 +251,7 @@ that (plus the relative tolerance) is rounding, not a mismatch -- which matters 
 float32, where a small directional derivative of large outputs is below resolution."""
 
 
-def _vjp_checks(runner: _Runner, point: SeedPoint, init_values: dict[str, np.ndarray],
+def vjp_checks(runner: Runner, point: SeedPoint, init_values: dict[str, np.ndarray],
                 zero_grads: set[str], h: float, vjp_tol: float,
                 eps: float) -> tuple[list[VjpCheck], str]:
     feeds, dy = point.feeds, point.dy

@@ -30,7 +30,7 @@ __all__ = ["Proof", "prove", "prove_case", "expected_verdict", "versions", "RECO
 TagSource = Callable[[str, int | None, str], SchemaTags]
 
 
-def _default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
+def default_tags(op: str, opset: int | None, domain: str) -> SchemaTags:
     return schema_tags(op, opset, domain)
 
 
@@ -109,7 +109,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     ``exported``: a model exported elsewhere (a proof script's own file) to prove instead
     of exporting the case here; everything else is the same.
     """
-    tags = tags or _default_tags
+    tags = tags or default_tags
     pr = probe(case)
     run = pr.runs[0]
     if exported is None:

@@ -7,7 +7,9 @@ evidence ``supports``
 (or null), the ``rule`` of the verdict table that decided, ``through`` (computing ops
 between the PyTorch tensor and the node, when any), ``vjp`` (PyTorch's VJP against the
 model's finite differences, when compared), and, when the latest schema's tag differs
-from the one at the export opset, ``tag_latest`` and ``verdict_latest``.
+from the one at the export opset, ``tag_latest`` and ``verdict_latest``. ``test_data``
+says how to re-run the evidence files (``engine/test_data.py``): the runtime that
+reproduces the outputs, the forward tolerance, and each output's check.
 Nothing in a record is floating-point noise: error magnitudes are bounds
 (``numeric.shown_error``), so any machine writes the same bytes.
 """
@@ -25,9 +27,10 @@ from ..vocab import DocKind, Evidence, Tag, Verdict
 from . import node_witness
 from . import numeric as numeric_mod
 from .function_body import BodyResult
+from . import test_data
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
-from .verdict import Vjp, is_failure
+from .verdict import Rule, Vjp, is_failure
 from .witnesses import Parameter
 
 RECORD_FORMAT = 3
@@ -88,20 +91,9 @@ class Proof:
 
     @property
     def status(self) -> str:
-        """invalid | failed | disagree | inconclusive | proved -- and exactly ``failed`` or
-        ``invalid`` (or an undeclared ``disagree``) is what makes the exit code 1."""
-        if self.invalid:
-            return "invalid"
-        if any(p.verdict == Verdict.DISAGREE for p in self.failures):
-            return "disagree"
-        if self.failures:
-            return "failed"
-        if self.count(Verdict.DISAGREE):
-            return "disagree"
-        if self.count(Verdict.INCONCLUSIVE) and not (self.count(Verdict.AGREE)
-                                                     or self.count(Verdict.PROPOSED)):
-            return "inconclusive"
-        return "proved"
+        """invalid | failed | disagree | inconclusive | proved (``status_of``)."""
+        return status_of(bool(self.invalid),
+                         [(p.verdict, p.rule, p.expected) for p in self.parameters])
 
     @property
     def failures(self) -> list[Parameter]:
@@ -120,6 +112,26 @@ class Proof:
 
     def record(self) -> dict[str, Any]:
         return record(self)
+
+
+def status_of(invalid: bool, verdicts: list[tuple[Verdict, Rule, Verdict | None]]) -> str:
+    """A proof's status from its parameters' (verdict, rule, declared verdict): invalid |
+    failed | disagree | inconclusive | proved -- and exactly ``failed`` or ``invalid`` (or
+    an undeclared ``disagree``) is what makes the exit code 1. One rule for a proof and
+    for a record read back (``engine/recheck.py``)."""
+    if invalid:
+        return "invalid"
+    failing = [v for v, rule, expected in verdicts if is_failure(v, rule, expected)]
+    if Verdict.DISAGREE in failing:
+        return "disagree"
+    if failing:
+        return "failed"
+    seen = [v for v, _, _ in verdicts]
+    if Verdict.DISAGREE in seen:
+        return "disagree"
+    if Verdict.INCONCLUSIVE in seen and not (Verdict.AGREE in seen or Verdict.PROPOSED in seen):
+        return "inconclusive"
+    return "proved"
 
 
 def expected_verdict(case: Case, p: Parameter) -> Verdict:
@@ -156,6 +168,10 @@ def record(proof: Proof) -> dict[str, Any]:
             "reproduces": w.reproduces},
         "function_body": body_record(proof.body),
         "model": {"path": "model.onnx", "sha256": proof.sha256},
+        "test_data": test_data.record(
+            proof.case, proof.model, proof.graph_outputs, proof.numeric, proof.parameters,
+            "the case is invalid: no numeric check ran" if proof.invalid
+            else "numeric checks off (--no-numeric): no runtime ran the model"),
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
         **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
         **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),

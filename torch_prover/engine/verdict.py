@@ -196,6 +196,36 @@ def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
     return done(None, Rule.NOT_EXERCISED, f"not exercised: {both}")
 
 
+_RULE_WITNESSES: dict[Rule, tuple[Tag | None, Tag | None] | None] = {
+    Rule.CONFLICT: (Tag.DIFF, Tag.NONDIFF),
+    Rule.NUMERIC_OVER_AUTOGRAD: (Tag.NONDIFF, Tag.DIFF),
+    Rule.VJP_FAILED: (Tag.DIFF, Tag.DIFF),
+    Rule.NOT_EXERCISED: (None, None),
+    Rule.BY_TYPE: None, Rule.AMBIGUOUS: None, Rule.FORWARD: None,
+}
+
+
+def rule_holds(rule: Rule, autograd: A, numeric: N, supports: Tag | None) -> bool:
+    """Whether ``rule`` and ``supports`` are what ``decide``'s table gives for these two
+    witness outcomes: how a record read back (a cache entry) is re-derived from its own
+    witnesses, so an edited verdict, rule or support does not pass for a proof."""
+    a, n = AUTOGRAD_SAYS[autograd], NUMERIC_SAYS[numeric]
+    if rule == Rule.BOTH:
+        return a is not None and a == n == supports
+    if rule == Rule.NUMERIC_ONLY:
+        return a is None and n is not None and supports == n
+    if rule == Rule.AUTOGRAD_ONLY:
+        return n is None and a is not None and supports == a
+    if rule == Rule.NEEDS_NUMERIC:
+        return n is None and a is not None and supports is None
+    if rule == Rule.BY_TYPE:
+        return supports == Tag.NONDIFF
+    want = _RULE_WITNESSES[rule]
+    if rule == Rule.NUMERIC_OVER_AUTOGRAD:
+        return want == (a, n) and supports == Tag.DIFF
+    return (want is None or want == (a, n)) and supports is None
+
+
 def is_failure(verdict: Verdict, rule: Rule, expected: Verdict | None) -> bool:
     """Whether one verdict fails a run: a disagreement, or an inconclusive verdict where
     evidence should have decided (witnesses in conflict, a failed check) -- unless the

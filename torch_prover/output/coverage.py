@@ -180,3 +180,13 @@ def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) ->
         if n > 1:
             lines.append(f"  all {n}: torch-prover prove {e['op']} --all")
     return "\n".join(lines) + "\n"
+
+
+def where_to_look(op: str) -> str:
+    """The hint after "no such case": an op without a case whose types decide it is
+    checked by verify-all, not prove."""
+    from ..cases import cases_for
+    if not cases_for(op) and any(e["op"] == op and e.get("by_type") for e in coverage()):
+        return (f"its tags are decided by type: `torch-prover coverage {op}` shows them, "
+                f"`torch-prover verify-all --ops {op}` checks them")
+    return "`torch-prover coverage` lists what exists"

@@ -1,0 +1,90 @@
+"""A proof record read back (a cache entry) checked against the rules that make one.
+
+The cache must not be able to change a verdict (README "Cache"). A cached record is used
+only if, re-derived here, it says what a proof would: each parameter's tag is the tag
+the run's tag source gives today (at the record's opset, and the latest one), its rule
+and support are what the verdict table gives for its own recorded witnesses
+(``verdict.rule_holds``), its verdict is that support judged against that tag
+(``verdict.judge``), its declared verdict is the case's ``expect=``, and the record's
+status follows from all of them (``record.status_of``). What it defends against: a stale
+or hand-edited entry, an entry made under other tags or rules. Not against a deliberate
+forger who writes self-consistent false witness outcomes: whoever can write the cache can
+as well edit the package; ``--no-cache`` proves everything afresh.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..case import Case
+from ..vocab import AutogradOutcome, NumericOutcome, Tag, Verdict
+from .record import status_of
+from .verdict import Rule, judge, rule_holds
+
+TagsOf = Callable[[str, "int | None", str], Any]
+
+
+def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | None:
+    label = f"{p['io']} {p['index']}"
+    formal = schema.formal(p["io"], p["index"])
+    if formal is None or formal.tag != p["tag"]:
+        return (f"{label}: the record says {p['tag']}, the tag source "
+                f"{formal.tag if formal else 'has no such parameter'}")
+    newest = latest.formal(p["io"], p["index"])
+    newest_tag = newest.tag if newest is not None else None
+    if newest_tag is not None and newest_tag != formal.tag:
+        if p.get("tag_latest") != newest_tag:
+            return f"{label}: the latest schema's tag is {newest_tag}, not {p.get('tag_latest')}"
+        supports = _tag(p["supports"])
+        want = None if supports is None else judge(supports, Tag(newest_tag))
+        # an ambiguous case's parameters keep the verdict_latest their evidence gave
+        if p.get("verdict_latest") != want and p["rule"] != Rule.AMBIGUOUS:
+            return f"{label}: verdict_latest does not follow from its support"
+    elif "tag_latest" in p:
+        return f"{label}: tag_latest {p['tag_latest']} but the latest schema's tag is the same"
+    supports = _tag(p["supports"])
+    w = p["witnesses"]
+    if not rule_holds(Rule(p["rule"]), AutogradOutcome(w["autograd"]["outcome"]),
+                      NumericOutcome(w["numeric"]["outcome"]), supports):
+        return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
+    if Verdict(p["verdict"]) != judge(supports, Tag(p["tag"])):
+        return f"{label}: verdict {p['verdict']} does not follow from its support and tag"
+    declared = case.expect.get(label)
+    recorded = (p.get("expected") or {}).get("verdict")
+    if (declared.verdict if declared else None) != recorded:
+        return f"{label}: declared verdict {recorded}, the case declares " \
+               f"{declared.verdict if declared else 'none'}"
+    return None
+
+
+def _tag(value: Any) -> Tag | None:
+    return None if value is None else Tag(value)
+
+
+def record_problem(rec: dict[str, Any], case: Case, tags: TagsOf) -> str | None:
+    """Why ``rec`` is not what a proof of ``case`` under ``tags`` would say (None: it is).
+    Any malformed field is a problem too, never a crash."""
+    try:
+        if rec.get("status") == "no-tags":
+            try:
+                tags(case.op, rec.get("opset"), case.domain)
+            except LookupError:
+                return None
+            return "a no-tags record, but the tag source has the op"
+        schema = tags(case.op, rec["opset"], case.domain)
+        latest = tags(case.op, None, case.domain)
+        if rec.get("schema_version") != schema.since_version:
+            return f"schema version {rec.get('schema_version')}, the tag source " \
+                   f"{schema.since_version}"
+        for p in rec["parameters"]:
+            why = _parameter_problem(p, case, schema, latest)
+            if why:
+                return why
+        want = status_of(bool(rec.get("invalid")), [
+            (Verdict(p["verdict"]), Rule(p["rule"]),
+             Verdict(p["expected"]["verdict"]) if p.get("expected") else None)
+            for p in rec["parameters"]])
+        if rec.get("status") != want:
+            return f"status {rec.get('status')}, its verdicts give {want}"
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return f"malformed record ({type(exc).__name__}: {exc})"
+    return None

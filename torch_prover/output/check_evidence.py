@@ -1,0 +1,270 @@
+"""check-evidence: re-run a tree of evidence directories and say, per directory, whether the
+files still show what their record claims.
+
+For each case directory (one holding ``proof.json``, ``model.onnx`` or ``test_data_set_0``)
+it loads ``model.onnx`` (its sha256 must be the record's), runs the runtime the record's
+``test_data`` names on ``input_<j>.pb``, and compares each output marked ``compare`` with
+``output_<j>.pb`` within the record's forward tolerance (``numeric.forward_bound``); a
+``random draw`` or ``declared mismatch`` output is checked for its shape only, and the
+record's reason is repeated. Gradients are re-checked where the record's own VJP check
+passed for that input: a central finite difference of the model along a seeded direction
+``v``, contracted with the saved dy (``grad_output_<j>.pb``), against ``<grad_input, v>``
+(``numeric.vjp_checks``, the check the proof ran); every other gradient is named as not
+re-checked. Nothing here trusts the record's verdicts: it only re-runs files.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine import numeric, test_data
+from ..errors import describe
+from ..vocab import EvidenceStatus, OutputCheck, Runtime
+from .evidence import OWN_ENTRIES, load_pb, read_record
+
+KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "reference"}
+"""A record's runtime -> numeric.Runner's kind."""
+
+
+@dataclass(frozen=True)
+class DirCheck:
+    """What re-running one case directory showed."""
+
+    path: str                      # relative to the tree checked
+    status: EvidenceStatus
+    detail: str                    # one line: what was compared, or why not / what differs
+    runtime: str | None = None
+    outputs_compared: int = 0
+    gradients_rechecked: int = 0
+    not_rechecked: tuple[str, ...] = ()   # grad_input files not re-checked, with why
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "status": self.status, "detail": self.detail,
+                "runtime": self.runtime, "outputs_compared": self.outputs_compared,
+                "gradients_rechecked": self.gradients_rechecked,
+                "gradients_not_rechecked": list(self.not_rechecked)}
+
+
+@dataclass
+class _Findings:
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def case_dirs(root: Path) -> list[Path]:
+    """Every directory under ``root`` (itself included) that holds an evidence entry;
+    symlinks and dot-directories are not followed."""
+    found = []
+    stack = [Path(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue
+        if any(e.name in OWN_ENTRIES for e in entries):
+            found.append(d)
+            continue
+        stack += [e for e in reversed(entries) if e.is_dir() and not e.is_symlink()
+                  and not e.name.startswith(".")]
+    return sorted(found)
+
+
+def _as_number(a: np.ndarray) -> np.ndarray:
+    """Values to compare: complex stays complex, any other type (bfloat16, bool) float64."""
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
+def _compare(got: np.ndarray, want: np.ndarray, bound: float) -> str | None:
+    """None when ``got`` reproduces ``want`` (floats within ``bound``, others exactly)."""
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, the file has {want.shape}"
+    if not want.size:
+        return None
+    if want.dtype.kind in "fc" or str(want.dtype) == "bfloat16":
+        g, w = _as_number(got), _as_number(want)
+        both_nan = np.isnan(g) & np.isnan(w)
+        err = float(np.nan_to_num(np.where(both_nan, 0, np.abs(g - w)), nan=np.inf).max())
+        return None if err <= bound else (
+            f"max abs error {numeric.shown_error(err, bound)} > {bound:.3g}")
+    diff = int((got != want).sum())
+    return None if diff == 0 else f"{diff} of {want.size} elements differ"
+
+
+def check_dir(d: Path, root: Path) -> DirCheck:
+    """Re-run one case directory (module docstring)."""
+    import onnx
+    rel = d.relative_to(root).as_posix() if d != root else d.name
+
+    def result(status: EvidenceStatus, detail: str, **kw: Any) -> DirCheck:
+        return DirCheck(rel, status, detail, **kw)
+
+    rec = read_record(d / "proof.json")
+    if rec is None:
+        return result(EvidenceStatus.CANNOT_RUN, "no torch-prover record here (proof.json "
+                                                 "missing or not a proof record)")
+    if rec.get("status") == "error":
+        return result(EvidenceStatus.CANNOT_RUN, f"the record is a failed case: "
+                                                 f"{rec.get('error')}")
+    data = rec.get("test_data")
+    if not isinstance(data, dict) or "outputs" not in data:
+        return result(EvidenceStatus.CANNOT_RUN, "the record has no test_data (written by "
+                                                 "an older torch-prover): rerun verify-all")
+    try:
+        model_bytes = (d / "model.onnx").read_bytes()
+    except OSError as exc:
+        return result(EvidenceStatus.MISMATCH, f"model.onnx: {exc.strerror or describe(exc)}")
+    if hashlib.sha256(model_bytes).hexdigest() != rec.get("model", {}).get("sha256"):
+        return result(EvidenceStatus.MISMATCH, "model.onnx is not the model the record "
+                                               "names (sha256 differs)")
+    runtime = data.get("runtime")
+    if runtime not in KIND_OF:
+        return result(EvidenceStatus.CANNOT_RUN, f"the record names no runtime "
+                                                 f"({data.get('why') or 'none ran'})")
+    model = onnx.load_from_string(model_bytes)
+    files = d / "test_data_set_0"
+    try:
+        feeds = {i.name: load_pb(files / test_data.input_file(j))
+                 for j, i in enumerate(model.graph.input)}
+        wants = [load_pb(files / o["file"]) for o in data["outputs"]]
+    except Exception as exc:   # a missing, truncated or foreign .pb
+        return result(EvidenceStatus.MISMATCH, f"test data unreadable: {describe(exc)}",
+                      runtime=runtime)
+    try:
+        runner = numeric.Runner(model, KIND_OF[Runtime(runtime)])
+        got = runner.run(feeds)
+    except Exception as exc:
+        return result(EvidenceStatus.CANNOT_RUN, f"{runtime} cannot run the model: "
+                                                 f"{describe(exc)}", runtime=runtime)
+    found = _Findings()
+    bound = numeric.forward_bound(data.get("fwd_tol") or 0.0,
+                                  [w.astype(np.float64) if str(w.dtype) == "bfloat16" else w
+                                   for w in wants])
+    compared = 0
+    for o, want, g in zip(data["outputs"], wants, got):
+        check = OutputCheck(o["check"])
+        if check == OutputCheck.COMPARE:
+            compared += 1
+            why = _compare(g, want, bound)
+        else:
+            why = (None if np.asarray(g).shape == want.shape else
+                   f"shape {np.asarray(g).shape}, the file has {want.shape}")
+            found.notes.append(f"{o['file']}: {check} ({o.get('reason')})")
+        if why:
+            found.problems.append(f"{o['file']}: {why}")
+    if len(got) != len(wants):
+        found.problems.append(f"{runtime} gives {len(got)} outputs, the record {len(wants)}")
+    checked, skipped = _gradients(rec, model, feeds, runner, files, found)
+    parts = [f"{compared} of {len(wants)} outputs compared",
+             f"gradients: {checked} re-checked" + (f", {len(skipped)} not" if skipped else "")]
+    if found.problems:
+        status, detail = EvidenceStatus.MISMATCH, "; ".join(found.problems)
+    elif compared == 0:
+        status, detail = EvidenceStatus.NOT_COMPARED, "; ".join(found.notes)
+    else:
+        status, detail = EvidenceStatus.MATCH, "; ".join(parts + found.notes)
+    return result(status, detail, runtime=runtime, outputs_compared=compared,
+                  gradients_rechecked=checked, not_rechecked=tuple(skipped))
+
+
+def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
+               runner: numeric.Runner, files: Path, found: _Findings) -> tuple[int, list[str]]:
+    """Re-check each saved input gradient whose VJP check the record says passed; returns
+    (how many were re-checked, the others with why)."""
+    import torch
+    num = rec.get("numeric") or {}
+    passed = {k for k, v in (num.get("vjp") or {}).items() if v.get("ok")}
+    dy: list[torch.Tensor | None] = []
+    for j in range(len(model.graph.output)):
+        path = files / test_data.grad_output_file(j)
+        dy.append(torch.from_numpy(np.array(load_pb(path))) if path.exists() else None)
+    grads, skipped = {}, []
+    for j, i in enumerate(model.graph.input):
+        path = files / test_data.grad_input_file(j)
+        if not path.exists():
+            continue
+        if i.name not in passed or not num.get("step"):
+            skipped.append(f"{path.name}: the record's VJP check did not pass for {i.name}")
+        elif not any(d is not None for d in dy):
+            skipped.append(f"{path.name}: no grad_output file holds the dy")
+        else:
+            grads[i.name] = torch.from_numpy(np.array(load_pb(path)))
+    if not grads:
+        return 0, skipped
+    zero = {k for k, g in grads.items() if not bool(g.ne(0).any())}
+    dtype = str(next(iter(grads.values())).dtype).removeprefix("torch.")
+    point = numeric.SeedPoint(int(rec.get("seeds", [0])[0]), feeds, dy, grads)
+    checks, trouble = numeric.vjp_checks(runner, point, {}, zero, float(num["step"]),
+                                         float(num["vjp_tol"]),
+                                         numeric.EPS.get(dtype, 1e-7))
+    for c in checks:
+        if not c.ok:
+            found.problems.append(f"gradient of {c.source}: finite differences along the "
+                                  f"saved dy give {numeric.shown_value(c.fd)}, the saved "
+                                  f"gradient {numeric.shown_value(c.analytic)} (rel err "
+                                  f"{numeric.shown_error(c.rel_err, float(num['vjp_tol']))})")
+    if trouble:
+        found.problems.append(trouble.lstrip("; "))
+    return len(checks), skipped
+
+
+def check_tree(root: Path, progress=None) -> list[DirCheck]:
+    dirs = case_dirs(root)
+    out = []
+    for k, d in enumerate(dirs):
+        out.append(check_dir(d, root))
+        if progress:
+            progress(k + 1, len(dirs), out[-1].path)
+    return out
+
+
+def totals(checks: list[DirCheck]) -> dict[str, int]:
+    return {"directories": len(checks),
+            **{s.value: sum(c.status == s for c in checks) for s in EvidenceStatus}}
+
+
+def as_json(root: Path, checks: list[DirCheck]) -> dict[str, Any]:
+    from ..errors import EXIT_FINDING, EXIT_OK
+    from ..vocab import DocKind
+    from .documents import head
+    t = totals(checks)
+    code = EXIT_FINDING if t[EvidenceStatus.MISMATCH.value] else EXIT_OK
+    reason = f"{t['directories']} directories: " + ", ".join(
+        f"{t[s.value]} {s.value}" for s in EvidenceStatus)
+    return {**head(DocKind.CHECK_EVIDENCE, code, reason), "root": str(root), "summary": t,
+            "directories": [c.as_json() for c in checks]}
+
+
+def command(directory: str, fmt: str, width: int | None) -> int:
+    """``torch-prover check-evidence DIR``: the report on stdout; exit 1 on a mismatch."""
+    from ..errors import EXIT_FINDING, EXIT_OK, UsageError
+    from .report import to_json
+    import sys
+    root = Path(directory)
+    if not root.is_dir():
+        raise UsageError(f"{directory}: not a directory; give an evidence tree such as models")
+    if not case_dirs(root):
+        raise UsageError(f"{directory}: no evidence directories (model.onnx, proof.json or "
+                         "test_data_set_0) under it")
+    checks = check_tree(root)
+    sys.stdout.write(to_json(as_json(root, checks)) if fmt == "json"
+                     else as_text(checks, width))
+    return (EXIT_FINDING if any(c.status == EvidenceStatus.MISMATCH for c in checks)
+            else EXIT_OK)
+
+
+def as_text(checks: list[DirCheck], width: int | None) -> str:
+    from .report import wrap_line
+    lines = []
+    for c in checks:
+        lines += wrap_line(f"{c.path}: {c.status}"
+                           + (f" ({c.runtime})" if c.runtime else "") + f": {c.detail}", width)
+    t = totals(checks)
+    lines.append(f"check-evidence: {t['directories']} directories: "
+                 + ", ".join(f"{t[s.value]} {s.value}" for s in EvidenceStatus))
+    return "\n".join(lines) + "\n"
