@@ -99,12 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
     x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
+    x.add_argument("--include-conventions", action="store_true",
+                   help="also edit parameters a named convention decides (left out by "
+                        "default; the PR text labels them in their own section)")
     x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
 
     t = sub.add_parser("tags", help="print an op's schema tags")
     t.add_argument("op")
     t.add_argument("--opset", type=int, help="schema in force at this opset (default: latest)")
     t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--explain", action="store_true",
+                   help="per parameter: the tag, each witness's outcome and the convention, "
+                        "from the op's catalogue cases (served by verify-all's cache, proved "
+                        "when not cached)")
     return parser
 
 
@@ -250,10 +257,37 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
     tags = schema_tags(op, args.opset)
+    if getattr(args, "explain", False):
+        return _explain_tags(op, tags, args)
     if args.format == "json":
         sys.stdout.write(report.to_json(report.tags_json(tags)))
     else:
         sys.stdout.write(report.tags_text(tags, schema_tags(op), _terminal_width()))
+    return EXIT_OK
+
+
+def _explain_tags(op: str, tags, args: argparse.Namespace) -> int:
+    """tags --explain: the op's cases' records (verify-all's cache, or proved now in one
+    worker; nothing is written under models/), or its by-type rows when it has no case."""
+    from .batch.pool import BatchOptions, run_batch
+    from .cases import cases_for
+    from .engine.by_type import decide_op, row_record
+    from .output.explain import explain, explain_text
+    cases = [c for c in cases_for(op)
+             if args.opset is None or c.export_opset <= args.opset]
+    records, cached, by_type = [], 0, None
+    if cases:
+        result = run_batch(cases, BatchOptions(jobs=1, cache_dir=_default_cache_dir()))
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        records, cached = result.records, result.cache_hits
+    else:
+        by_type = [row_record(r) for r in decide_op(tags) if r.decision is not None]
+    data = explain(tags, records, cached, by_type)
+    if args.format == "json":
+        sys.stdout.write(report.to_json(data))
+    else:
+        sys.stdout.write(explain_text(data, _terminal_width()))
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ from ..errors import CaseError
 from .export import Exported, export_case
 from .mapping import ABSENT, NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
+from .pytorch_source import aten_target, autograd_source
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
@@ -140,9 +141,12 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
         off = None
     keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
             else "optimize=False")
+    node = (exported.model.graph.node[mapping.node_index]
+            if mapping.node_index is not None else None)
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
-                        {t.name for t in exported.model.graph.initializer}, keep)
+                        {t.name for t in exported.model.graph.initializer}, keep,
+                        autograd_source(case.kind, exported.exporter, node), aten_target(node))
     problems = mapping.problems
     invalid = None
     if problems:

@@ -24,7 +24,7 @@ from . import node_witness
 from . import numeric as numeric_mod
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
-from .verdict import Vjp, is_failure
+from .verdict import Vjp, is_failure, judge
 from .witnesses import Parameter
 
 RECORD_FORMAT = 2
@@ -118,6 +118,8 @@ def expected_verdict(case: Case, p: Parameter) -> Verdict:
     key = f"{p.io} {p.index}"
     if key in case.expect:
         return Verdict(case.expect[key].verdict)
+    if key in case.conventions:   # the declared convention's tag against the schema's
+        return judge(case.conventions[key].rule.implies, p.tag)
     if p.by_type:   # decided by the schema's types alone: non-differentiable
         return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
                                                                            Verdict.PROPOSED)
@@ -178,7 +180,9 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         "io": p.io, "index": p.index, "name": p.name, "source": p.source,
         "evidence": p.evidence, "tag": p.tag, "verdict": p.verdict,
         "supports": p.supports, "rule": p.rule,
-        "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail},
+        "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail,
+                                   **({"source": p.autograd.source} if p.autograd.source
+                                      else {})},
                       "numeric": {"outcome": p.numeric.outcome, "detail": p.numeric.detail}},
         "reason": p.reason}
     if p.tag_latest is not None:
@@ -190,6 +194,8 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         rec["through"] = list(p.through)
     if p.vjp != Vjp.NOT_RUN:
         rec["vjp"] = p.vjp
+    if p.convention is not None:
+        rec["convention"] = p.convention
     if p.expected is not None:
         rec["expected"] = {"verdict": p.expected, "reason": p.expected_reason}
     return rec

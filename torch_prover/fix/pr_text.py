@@ -51,7 +51,17 @@ def pr_markdown(plan: Plan, patch_name: str) -> str:
            "differences), one witness where the other could not apply, or the schema's "
            "types alone (no gradient-carrying type allowed).", ""]
     for e in plan.edits:
-        out += _edit_section(e)
+        if not any(f.conventions for f in e.findings):
+            out += _edit_section(e)
+    by_convention = [e for e in plan.edits if any(f.conventions for f in e.findings)]
+    if by_convention:
+        out += ["## Decided by a convention, not the math", "",
+                "Each of these follows a named convention (`torch-prover tags OP --explain` "
+                "shows the math and the convention side by side); they are here because "
+                "`--include-conventions` was given.", ""]
+        for e in by_convention:
+            names = sorted({c for f in e.findings for c in f.conventions})
+            out += [f"Convention: **{', '.join(names)}**", ""] + _edit_section(e)
     if plan.unlocated or plan.withheld:
         out += ["## Left out", ""]
         out += [f"- {f.label}: not located ({why.value}): {detail}"
@@ -66,13 +76,16 @@ def pr_markdown(plan: Plan, patch_name: str) -> str:
 def summary(plan: Plan) -> str:
     acted = Counter(f.verdict for f in plan.acted)
     edited = Counter(f.verdict for e in plan.edits for f in e.findings)
+    conv = sum(bool(f.conventions) for f in plan.acted)
     lines = [f"fix-tags: {len(plan.acted)} parameters considered "
-             f"({acted[Verdict.DISAGREE]} disagreements, {acted[Verdict.PROPOSED]} proposals): "
+             f"({acted[Verdict.DISAGREE]} disagree, {acted[Verdict.PROPOSED]} proposed; "
+             f"{conv} of them decided by a convention): "
              f"{sum(len(e.findings) for e in plan.edits)} edited, {len(plan.withheld)} "
              f"withheld, {len(plan.unlocated)} not located",
              f"  hunks: {len(plan.edits)} call sites edited "
              f"({sum(e.shared for e in plan.edits)} in shared generators), from "
-             f"{edited[Verdict.DISAGREE]} disagreements and {edited[Verdict.PROPOSED]} proposals"]
+             f"{edited[Verdict.DISAGREE]} disagreeing and {edited[Verdict.PROPOSED]} proposed "
+             f"parameters"]
     for title, items in (("not located", plan.unlocated), ("withheld", plan.withheld)):
         counts = Counter(why.value for _, why, _ in items)
         shown = "; ".join(f"{why}: {n}" for why, n in sorted(counts.items()))
