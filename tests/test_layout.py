@@ -26,6 +26,8 @@ LAYERS = [
 """Lowest first. A module may import its own layer or a lower one, never a higher one."""
 
 LONG = {
+    "output/report.py": "the text and Markdown renderings of a proof and of a batch, which share "
+                        "the wrapping, table layout and count words (units) of every format",
     "cases/reference_ops.py": "catalogue cases of ops PyTorch lacks, each a small reference "
                               "function beside its cases (onnx's one-file-per-family style)",
 }
