@@ -195,3 +195,17 @@ def test_explain_cli_for_an_op_without_a_case(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["cases"] == [] and all(
         c["rule"] == "by type" for p in data["parameters"] for c in p["cases"])
+
+
+def test_explain_cli_proves_or_reuses_the_cases_of_the_op(capsys, tmp_path, monkeypatch):
+    """`tags Hardmax --explain`: one screen, the convention and the witnesses of both cases
+    (the catalogue declares piecewise-constant for both; nothing written under models/)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cli.main(["tags", "Hardmax", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "explained from 2 cases (0 from the cache)" in out
+    assert out.count("convention: piecewise-constant") == 4   # 2 parameters x 2 cases
+    assert "hardmax_last: autograd: reference implementation (case code)" in out
+    assert len(out.splitlines()) <= 40
+    assert cli.main(["tags", "Hardmax", "--explain"]) == 0     # the second run: the cache
+    assert "explained from 2 cases (2 from the cache)" in capsys.readouterr().out

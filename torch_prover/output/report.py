@@ -139,6 +139,14 @@ def numeric_line(rec: dict[str, Any]) -> str:
             f"VJP rel err: {vjp} (step {n['step']:g})")
 
 
+def autograd_source_line(rec: dict[str, Any]) -> str:
+    """Whose autograd the autograd witness reports (a PyTorch operator, or the case's own
+    reference implementation), once per case; empty for a record that does not say."""
+    sources = sorted({p.get("witnesses", {}).get("autograd", {}).get("source", "")
+                      for p in rec.get("parameters") or ()} - {""})
+    return f"autograd witness: {', '.join(sources)}" if sources else ""
+
+
 def md_cell(text: Any) -> str:
     """``text`` as one Markdown table cell: ``|`` escaped (GitHub renders ``\\|`` as ``|``,
     code spans included), line breaks as ``<br>``; the words themselves unchanged."""
@@ -170,6 +178,9 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
             lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
     lines += wrap_line(numeric_line(rec), width)
+    source = autograd_source_line(rec)
+    if source:
+        lines += wrap_line(source, width)
     lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
@@ -190,7 +201,8 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
         verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
         lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
                             p["evidence"], p["tag"], verdict, p["reason"]))
-    lines += ["", numeric_line(rec), "",
+    source = autograd_source_line(rec)
+    lines += ["", numeric_line(rec), ""] + ([source, ""] if source else []) + [
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
