@@ -132,6 +132,8 @@ def test_counts_name_their_units_the_same_everywhere():
     assert "case results: 0 agree" not in text and "case results: 2 agree, 2 disagree" in text
     assert "1 parameter (1 case result, in 1 op) by the math" in text
     assert "1 parameter (1 case result, in 1 op) decided by a convention" in text
+    dis = [line for line in text.splitlines() if line.startswith("  disagree (")]
+    assert "convention" not in dis[0] and "convention: piecewise-constant" in dis[1]
     md = report.batch_markdown(rep)
     assert "## Disagreements (1 parameter (1 case result, in 1 op))" in md
     assert "## Disagreements decided by a convention (1 parameter" in md

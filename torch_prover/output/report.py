@@ -404,18 +404,21 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
         elif r["status"] == "invalid":
             lines += wrap_line(f"  INVALID  {r['invalid']}", width, "    ")
     waived = {(w["case"], w["parameter"]) for w in s["waived"]}
-    for r in report["cases"]:
-        for p in r["parameters"]:
-            if p["verdict"] == "disagree":
-                mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
-                        "declared by the case" if expected_of(p) == "disagree"
-                        else "NEW, needs a decision")
-                if p.get("convention"):
-                    mark += f"; convention: {p['convention']}"
-                lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
-                               f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
-                               f"{p['reason']}", width, "    ")
-                lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
+    # the math's disagreements first, then those a convention decides (issue 21)
+    ordered = sorted(((r, p) for r in report["cases"] for p in r["parameters"]),
+                     key=lambda rp: bool(rp[1].get("convention")))
+    for r, p in ordered:
+        if p["verdict"] != "disagree":
+            continue
+        mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
+                "declared by the case" if expected_of(p) == "disagree"
+                else "NEW, needs a decision")
+        if p.get("convention"):
+            mark += f"; convention: {p['convention']}"
+        lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
+                       f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
+                       f"{p['reason']}", width, "    ")
+        lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
     for o, p in by_type_rows(report):
         if p["verdict"] == "disagree":
             mark = "waived" if _by_type_mark(report, o, p) else "NEW, needs a decision"
