@@ -67,9 +67,13 @@ def test_the_named_findings_of_the_audit(full_run):
         p = by[(case, io, i)]
         return p["verdict"], p["supports"]
     D, N = "differentiable", "non-differentiable"
-    # Unique's Y is X gathered: a refusal in PyTorch is no evidence of a flat function
-    assert v("unique_sorted", "input", 0) == ("disagree", D)
-    assert v("unique_sorted", "output", 0) == ("disagree", D)
+    # Unique's Y is X gathered: a refusal in PyTorch is no evidence of a flat function; the
+    # math (the numeric witness) says differentiable, the data-dependent-shape convention
+    # the case declares decides non-differentiable (issue 21): both halves in the reason
+    for key in (("unique_sorted", "input", 0), ("unique_sorted", "output", 0)):
+        p = by[key]
+        assert v(*key) == ("agree", N) and p["convention"] == "data-dependent shape"
+        assert p["reason"].startswith("math: numeric witness only") and "smooth" in p["reason"]
     # Range: output = start + i * delta; limit only sets the length (a jump)
     assert v("range_float", "input", 0) == ("proposed", D)
     assert v("range_float", "input", 2) == ("proposed", D)

@@ -22,7 +22,7 @@ def d(a, n, tag=D, **kw):
     (A.GRAD, N.SMOOTH, D, Rule.BOTH),
     (A.ZERO, N.FLAT, ND, Rule.BOTH),
     (A.NONE, N.JUMP, ND, Rule.BOTH),
-    (A.DETACHED, N.NONE, ND, Rule.BOTH),
+    (A.DETACHED, N.NONE, ND, Rule.NOTHING_TO_MEASURE),   # nothing measured: not "both"
     (A.GRAD, N.FLAT, None, Rule.CONFLICT),
     (A.ZERO, N.SMOOTH, D, Rule.NUMERIC_OVER_AUTOGRAD),
     (A.UNSUPPORTED, N.SMOOTH, D, Rule.NUMERIC_ONLY),

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from .conventions import Applies
 from .errors import CaseError
 from .vocab import Verdict
 
@@ -133,6 +134,8 @@ class Case:
     surrogate: parameters whose PyTorch backward is a surrogate, not the op's derivative
         (bernoulli's zero gradient in p, a straight-through estimator), keyed like expect,
         with the reason: their autograd evidence counts as ``unsupported``.
+    conventions: parameters whose tag a named convention decides (``conventions.py``:
+        ``Applies(Convention.STATE_UPDATE, "the math it sets aside")``), keyed like expect.
     export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
         each needing a reason in ``notes``.
     fixed_draw: why the case's sampling op (Bernoulli, Multinomial, Dropout in training,
@@ -164,6 +167,7 @@ class Case:
     expect: Mapping[str, Expect] = field(default_factory=dict)
     unexercised: Mapping[str, str] = field(default_factory=dict)
     surrogate: Mapping[str, str] = field(default_factory=dict)
+    conventions: Mapping[str, Applies] = field(default_factory=dict)
     kind: str = "natural"
     translation: Mapping[Any, Any] | None = None
     fwd_tol: float | None = None
@@ -183,10 +187,14 @@ class Case:
         if self.input_names is not None and len(self.input_names) != len(self.inputs):
             raise CaseError(f"{self.name}: {len(self.input_names)} input_names for "
                             f"{len(self.inputs)} inputs")
-        for key in list(self.expect) + list(self.unexercised) + list(self.surrogate):
+        for key in (list(self.expect) + list(self.unexercised) + list(self.surrogate)
+                    + list(self.conventions)):
             io, _, idx = key.partition(" ")
             if io not in ("input", "output") or not idx.isdigit():
                 raise CaseError(f"{self.name}: key {key!r} must look like 'input 1' or 'output 0'")
+        for key, applies in self.conventions.items():
+            if not isinstance(applies, Applies):
+                raise CaseError(f"{self.name}: conventions[{key!r}] must be an Applies")
         if len(self.seeds) < 2:
             raise CaseError(f"{self.name}: needs at least two seeds")
         if self.opsets is not None and not (

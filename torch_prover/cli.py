@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
     x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
+    x.add_argument("--include-conventions", action="store_true",
+                   help="also edit parameters a named convention decides (left out by "
+                        "default; the PR text labels them in their own section)")
     x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
     x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
                    help="without --report: the schema versions verify-all proves (default: "
@@ -153,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--all-versions", action="store_true",
                    help="every schema version's tags: one row per parameter, a column a version")
     t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--explain", action="store_true",
+                   help="per parameter: the tag, each witness's outcome and the convention, "
+                        "from the op's catalogue cases (served by verify-all's cache, proved "
+                        "when not cached)")
     return parser
 
 
@@ -277,6 +284,10 @@ def _cmd_tags(args: argparse.Namespace) -> int:
                          else tags_all_versions_text(doc))
         return EXIT_OK
     tags = schema_tags(op, args.opset)
+    if getattr(args, "explain", False):
+        from .batch.tags_explain import explain_tags
+        return explain_tags(op, tags, args.opset, args.format, _terminal_width(),
+                            _default_cache_dir())
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.tags_doc(tags)))
     else:

@@ -11,7 +11,8 @@ from typing import Any
 from ..engine.verdict import VERDICTS, Rule, is_failure
 from ..output.coverage import COVERED, case_less_entry
 from ..output.documents import head
-from ..output.report import BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, expected_of
+from ..output.report import (BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, PARTLY, count,
+                             disagreement_tally, expected_of)
 from ..tags.schema import UnknownOpError, schema_tags
 from ..vocab import DocKind, Verdict
 from .waivers import waiver_key
@@ -43,11 +44,25 @@ def op_status(records: list[dict[str, Any]], waived: dict | None = None) -> tupl
                 (f"{p['io']} {p['index']} {p['name']}: {p['reason']}" for p in r["parameters"]
                  if p["verdict"] == "disagree"), "")
             return label, why
+    params = {(p["io"], p["index"]): p["name"] for r in records for p in r["parameters"]}
+    decided = {(p["io"], p["index"]) for r in records for p in r["parameters"]
+               if p["verdict"] != "inconclusive"}
+    open_ = [f"{io} {i} ({params[io, i]})" for io, i in params if (io, i) not in decided]
+    by_convention = sum(bool(p.get("convention")) and p["verdict"] != "inconclusive"
+                        for r in records for p in r["parameters"])
+    conv = (f"; {count(by_convention, 'case result')} decided by a convention"
+            if by_convention else "")
+    undecided = (f"; {count(len(open_), 'parameter')} inconclusive in every case: "
+                 f"{', '.join(open_)}" if open_ else "")
     if any(p["verdict"] == "proposed" for r in records for p in r["parameters"]):
-        return "proposed", f"evidence proposes tags for unknown parameters ({names})"
+        return "proposed", (f"evidence proposes tags for unknown parameters ({names})"
+                            f"{undecided}{conv}")
     if all(s == "inconclusive" for s in statuses):
-        return "inconclusive", f"no parameter decided ({names})"
-    return "proved", f"every tag agrees ({names})"
+        return "inconclusive", f"no parameter decided ({names}){conv}"
+    if open_:   # "proved" only when every parameter is decided (issue 21)
+        return PARTLY, (f"partly decided ({len(open_)} inconclusive): every decided tag "
+                        f"agrees ({names}){undecided}{conv}")
+    return "proved", f"every parameter decided, every tag agrees ({names}){conv}"
 
 
 def case_less(coverage_entries: list[dict[str, Any]], selected: set[str] | None,
@@ -147,6 +162,10 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
         "cases": len(records), "cache_hits": cache_hits,
         "parameters": counts,
         "disagreements": len(disagreements), "declared_disagreements": len(declared),
+        "disagreement_units": disagreement_tally(records),
+        "convention_results": {v: sum(p["verdict"] == v and bool(p.get("convention"))
+                                      for r in records for p in r["parameters"])
+                               for v in VERDICTS},
         "unwaived_disagreements": len(unwaived),
         "unexpected_inconclusive": sum(
             1 for r in records for p in r["parameters"]

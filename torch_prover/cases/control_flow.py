@@ -7,6 +7,10 @@ import torch
 from torch._higher_order_ops import scan, while_loop
 
 from ..case import Bool, Case, Float, Fixed
+from ..conventions import Applies, Convention
+
+_BODY = ("differentiable through this case's smooth body (both witnesses); the same node with "
+         "a Floor body would be flat")
 
 
 def if_cond_input(pred, x, y):
@@ -40,9 +44,12 @@ def scan_running_sum(init, xs):
 
 CASES = [
     Case("If", "if_torch_cond", if_cond_input, (Bool(), Float(2, 3), Float(2, 3)), ("pred", "x", "y"),
+         conventions={"output 0": Applies(Convention.BODY_DEPENDENT, _BODY)},
          notes="torch.cond on a bool graph input; x and y are captured by both branches, "
                "so If's only formal input is cond"),
     Case("Loop", "loop_while_loop", loop_while, (Float(2, 3),), ("x",),
+         conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
+                      for k in ("input 3", "output 1")},
          unexercised={"input 2": "the first loop-carried value is the int64 counter; x, the "
                                  "second, is variadic input 3",
                       "output 0": "the final int64 counter, which no graph output uses"},
@@ -50,9 +57,13 @@ CASES = [
                "are constants, x is the second loop-carried value"),
     Case("Loop", "loop_scripted_for", loop_for_scripted, (Float(2, 3), Fixed(3)), ("x", "n"),
          exporter="torchscript",
+         conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
+                      for k in ("input 2", "output 0")},
          notes="a scripted for-loop (torch.jit.script) over range(int(n)) exports Loop with "
                "the trip count M = graph input n; tracing, or a constant range, unrolls it"),
     Case("Scan", "scan_running_sum", scan_running_sum, (Float(3), Float(4, 3)), ("init", "xs"),
+         conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
+                      for k in ("input 0", "input 1", "output 0", "output 1")},
          notes="torch scan: one state (init) and one scan input (xs); outputs are the final "
                "state and the stacked per-step outputs"),
 ]

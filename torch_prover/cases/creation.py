@@ -12,7 +12,8 @@ or allow the forward check the full range of the distribution (see each case's n
 """
 import torch
 
-from ..case import Case, Expect, Float, Fixed
+from ..case import Case, Float, Fixed
+from ..conventions import Applies, Convention
 
 
 # ----------------------------------------------------------------------------- Cast
@@ -90,6 +91,8 @@ _BERNOULLI_FD = ("neither witness can speak: PyTorch's zero gradient for p is a 
                  "(bernoulli has no derivative to give), and finite differences of one random "
                  "realization are not the op's derivative (the numeric witness refuses sampling "
                  "ops)")
+_BERNOULLI_MATH = ("one draw is 0 or 1, flat in p between jumps; the average E[output] = p has "
+                   "derivative 1; " + _BERNOULLI_FD)
 _BERNOULLI_SURROGATE = "torch.bernoulli's backward returns zeros for p by definition"
 _RANDOM = ("torch and the ONNX runtime draw different samples; fwd_tol covers the whole range, "
            "so the forward check only confirms shape and dtype")
@@ -138,8 +141,8 @@ CASES = [
          notes="arange(1, 3 * x.shape[1], 2): int64 start and delta constants"),
     Case("Bernoulli", "bernoulli_deterministic", bernoulli,
          (Fixed([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]),), ("p",),
-         expect={"input 0": Expect("inconclusive", _BERNOULLI_FD),
-                 "output 0": Expect("inconclusive", _BERNOULLI_FD)},
+         conventions={"input 0": Applies(Convention.SAMPLING, _BERNOULLI_MATH),
+                      "output 0": Applies(Convention.SAMPLING, _BERNOULLI_MATH)},
          surrogate={"input 0": _BERNOULLI_SURROGATE, "output 0": _BERNOULLI_SURROGATE},
          fixed_draw="p in {0, 1}: every draw is p itself",
          notes="p in {0, 1} makes the draw deterministic. onnxruntime 1.31 has no "

@@ -9,12 +9,14 @@ tensor. Variances are drawn from [0.5, 1.5) so the normalizations stay smooth.
 import torch
 import torch.nn.functional as F
 
-from ..case import Case, Expect, Float
+from ..case import Case, Float
+from ..conventions import Applies, Convention
 from .reference import reference_op
 
 _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
-            "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero; the "
-            "schema tags {0} non-differentiable")
+            "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero")
+_DROPOUT_RATIO = ("for one draw (mask m fixed) output = data * m / (1 - ratio), smooth in ratio; "
+                  "averaged over draws E[output] = data, constant in ratio")
 _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
             "float32 even for float64 inputs; float64 finite differences (step 1e-6) then drown "
             "in float32 rounding (GroupNormalization's x VJP: rel err 3.5e-3 in onnxruntime)")
@@ -122,8 +124,10 @@ CASES = [
          (Float(2, 3, 2, 2), Float(3), Float(3), Float(3), Float(3, low=0.5, high=1.5)),
          ("x", "scale", "bias", "mean", "var"), kind="reference",
          translation=batch_normalization_train.translation,
-         expect={"output 1": Expect("disagree", _RUNNING.format("running_mean", "mean")),
-                 "output 2": Expect("disagree", _RUNNING.format("running_var", "var"))},
+         conventions={"output 1": Applies(Convention.STATE_UPDATE,
+                                          _RUNNING.format("running_mean", "mean")),
+                      "output 2": Applies(Convention.STATE_UPDATE,
+                                          _RUNNING.format("running_var", "var"))},
          notes="reference: the dynamo exporter turns F.batch_norm(training=True) into an "
                "inference-mode node (Y off by ~1 from PyTorch's) and returns the running stats "
                "unchanged (Identity), and PyTorch's running_var uses the unbiased batch "
@@ -166,6 +170,7 @@ CASES = [
          exporter="torchscript",
          unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
          fixed_draw="p=0: the mask keeps every element",
+         conventions={"input 1": Applies(Convention.SAMPLING, _DROPOUT_RATIO)},
          notes="training mode with p=0: any p > 0 draws a random mask, so the ONNX forward "
                "could never match PyTorch's; p=0 keeps training_mode=True and the mask output "
                "deterministic. TorchScript: the dynamo exporter folds p=0 dropout to Identity "

@@ -15,6 +15,7 @@ import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401  registers quantized_decomposed ops
 
 from ..case import Case, Float, Int
+from ..conventions import Applies, Convention
 
 _STE = ("fake_quantize's backward is a straight-through estimator (dy passed through where x "
         "is in range), not the derivative of the piecewise-constant quantizer")
@@ -45,6 +46,10 @@ def dequantize_decomposed(q):
 
 
 _FQ = dict(float_dtype=torch.float32)
+_FLOAT8_X = {"input 0": Applies(
+    Convention.QUANTIZED_STORAGE,
+    "x allows integer types, which carry no gradient, and float8/float4 ones: for a float8 x, "
+    "y = (x - x_zero_point) * x_scale is linear in x (dy/dx = x_scale)")}
 
 CASES = [
     Case("QuantizeLinear", "quantizelinear_fake_quant_int8", fake_quant_int8, (Float(2, 3),),
@@ -59,10 +64,10 @@ CASES = [
          notes="quantized_decomposed.quantize_per_tensor: QuantizeLinear alone, int8 output",
          **_FQ),
     Case("DequantizeLinear", "dequantizelinear_fake_quant_uint8", fake_quant_uint8,
-         (Float(2, 3),), ("x",),
+         (Float(2, 3),), ("x",), conventions=_FLOAT8_X,
          notes="DequantizeLinear reads QuantizeLinear's uint8 output (zero point 128)", **_FQ),
     Case("DequantizeLinear", "dequantizelinear_decomposed", dequantize_decomposed,
-         (Int(2, 3, low=-128, high=128, dtype=torch.int8),), ("q",),
+         (Int(2, 3, low=-128, high=128, dtype=torch.int8),), ("q",), conventions=_FLOAT8_X,
          notes="quantized_decomposed.dequantize_per_tensor: DequantizeLinear alone on an "
                "int8 graph input", **_FQ),
 ]

@@ -30,6 +30,7 @@ import onnx.helper
 import torch
 
 from ..case import DEFAULT_OPSET, Case, Float
+from ..conventions import Applies, Convention
 from .reference import onnx_opset, reference_op
 
 Tensor = torch.Tensor
@@ -128,6 +129,9 @@ CASES = [
                               "axis"),
     Case("SequenceMap", "sequencemap_scale", sequencemap_scale, (Float(2, 3), Float(1, 3), Float(3)),
          ("a", "b", "w"), kind="reference", translation=sequence_map_scale.translation,
+         conventions={k: Applies(Convention.BODY_DEPENDENT, "differentiable through this "
+                                 "case's body x * w (both witnesses); a Floor body would be "
+                                 "flat") for k in ("input 0", "input 1", "output 0")},
          notes="the sequence SequenceConstruct(a, b) (so input 0 is a and b together) mapped "
                "by the body x * w, w the additional input 1; float64 only (the body is typed "
                "double)"),

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..case import Case, Expect, Float, Fixed
+from ..conventions import Applies, Convention
 from .reference import reference_op
 
 
@@ -106,8 +107,8 @@ _SCALES = ("F.interpolate takes scale_factor only as a Python float: it exports 
            "constant")
 _SCALES_MOVE = ("linear interpolation samples X at (y + 0.5) / scale - 0.5: at a fixed output "
                 "size the sampling points, hence Y, move continuously with scales (the Resize "
-                "node's own finite differences in the lifted scales are nonzero); the schema "
-                "tags scales non-differentiable")
+                "node's own finite differences in the lifted scales are nonzero); with "
+                "mode=nearest or align_corners the derivative is zero")
 _ROI_MOVES = ("tf_crop_and_resize samples X at start*(L-1) + i*(end-start)*(L-1)/(size-1): at a "
               "fixed output size the linear weights move with roi, dY/dstart = (x1 - x0)*(L-1)"
               "*(1 - i/(size-1)) between the two neighbours x0, x1 (nonzero); the schema tags "
@@ -127,7 +128,8 @@ CASES = [
          notes="the dynamo exporter decomposes affine_grid into MatMul/Reshape; the "
                "TorchScript exporter emits AffineGrid (opset 20)"),
     Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (Float(1, 2, 2, 3),), ("x",),
-         expect={"input 2": Expect("disagree", _SCALES_MOVE)}, unexercised={"input 1": _ROI}),
+         conventions={"input 2": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE)},
+         unexercised={"input 1": _ROI}),
     Case("Resize", "resize_bicubic_size", resize_bicubic_size, (Float(1, 1, 3, 4),), ("x",),
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_nearest_size", resize_nearest_size, (Float(1, 1, 2, 3),), ("x",),

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..case import Case, Expect, Float, Int, Fixed
+from ..conventions import Applies, Convention
 from .reference import onnx_opset, reference_op
 
 
@@ -116,9 +117,11 @@ _ONEHOT_OUTPUT = ("output is values[0] or values[1] at every position, so its dy
 _UNIQUE_X = ("Y holds X's distinct values, each a copy of one element of X (a gather, like "
              "TopK's Values): dY/dX selects; PyTorch refuses ('derivative for _unique2 is not "
              "implemented'), a gap in PyTorch, and the Unique node's own finite differences are "
-             "nonzero; the schema tags X non-differentiable")
-_UNIQUE_Y = ("Y = X gathered at the first occurrences: dy flows back to X (see input 0); the "
-             "schema tags Y non-differentiable")
+             "nonzero away from ties")
+_UNIQUE_Y = ("Y = X gathered at the first occurrences: dy flows back to X (see input 0); where "
+             "two values of X meet, Y loses an element")
+_UNIQUE = {"input 0": Applies(Convention.DATA_DEPENDENT_SHAPE, _UNIQUE_X),
+           "output 0": Applies(Convention.DATA_DEPENDENT_SHAPE, _UNIQUE_Y)}
 
 CASES = [
     Case("GatherElements", "gatherelements_dim1", gather_elements_dim1,
@@ -197,11 +200,11 @@ CASES = [
                "float-indices kernel is float32 only"),
     Case("Unique", "unique_sorted", unique_sorted,
          (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
-         expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
+         conventions=_UNIQUE,
          notes="fixed input so there are repeated values; torch.unique has no derivative"),
     Case("Unique", "unique_inverse_counts", unique_inverse_counts,
          (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
-         expect={"input 0": Expect("disagree", _UNIQUE_X), "output 0": Expect("disagree", _UNIQUE_Y)},
+         conventions=_UNIQUE,
          unexercised={"output 1": "torch.unique never returns first-occurrence indices"},
          notes="outputs Y, inverse_indices (through a Reshape) and counts; ONNX output 1 "
                "(indices) is left unused by the exporter"),

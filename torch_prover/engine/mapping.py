@@ -163,19 +163,26 @@ class _Graph:
             return memo[value]
         node = self.graph.node[self.producer[value]]
         found: set[str] = set()
-        path: list[str] = []
+        carried: list[str] = []     # glue on the paths that carry the value itself
+        computed: list[str] = []    # the paths of slots the node computes from (Shape...)
         computing: list[str] = []
+        carries = False
         for slot, name in enumerate(_node_inputs(node)):
             if float_only and not self.is_float(name):
                 continue
             r, p, c = self.roots(name, tracked, memo, float_only)
             found |= r
             if r:
-                path.extend(p)
                 computing.extend(c)
-                if not self._passes(node, slot, name):
+                if self._passes(node, slot, name):
+                    carries = True
+                    carried.extend(p)
+                else:
+                    computed.extend(p)
                     computing.append(node.op_type)
-        path.append(node.op_type)
+        # the source column lists the glue on the value's own path: Reshape(updates,
+        # Concat(Slice(Shape(updates)))) is "updates via Reshape", not via Shape/Slice/Concat
+        path = (carried if carries else computed) + [node.op_type]
         memo[value] = (frozenset(found), tuple(dict.fromkeys(path)),
                        tuple(dict.fromkeys(computing)))
         return memo[value]

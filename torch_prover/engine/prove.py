@@ -18,6 +18,7 @@ from ..errors import CaseError
 from .export import Exported, export_case
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
+from .pytorch_source import aten_target, autograd_source
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
@@ -144,9 +145,12 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             else "optimize=False")
     body = (None if mapping.node_index is None
             else function_body.for_node(exported.model, mapping.node_index))
+    node = (exported.model.graph.node[mapping.node_index]
+            if mapping.node_index is not None else None)
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
-                        {t.name for t in exported.model.graph.initializer}, keep, body)
+                        {t.name for t in exported.model.graph.initializer}, keep, body,
+                        autograd_source(case.kind, exported.exporter, node), aten_target(node))
     problems = mapping.problems
     invalid = None
     if problems:

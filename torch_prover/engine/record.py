@@ -30,7 +30,7 @@ from .function_body import BodyResult
 from . import test_data
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
-from .verdict import Rule, Vjp, is_failure
+from .verdict import Rule, Vjp, is_failure, judge
 from .witnesses import Parameter
 
 RECORD_FORMAT = 3
@@ -142,6 +142,8 @@ def expected_verdict(case: Case, p: Parameter) -> Verdict:
     key = f"{p.io} {p.index}"
     if key in case.expect:
         return Verdict(case.expect[key].verdict)
+    if key in case.conventions:   # the declared convention's tag against the schema's
+        return judge(case.conventions[key].rule.implies, p.tag)
     if p.by_type:   # decided by the schema's types alone: non-differentiable
         return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
                                                                            Verdict.PROPOSED)
@@ -217,7 +219,9 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         "io": p.io, "index": p.index, "name": p.name, "source": p.source,
         "evidence": p.evidence, "tag": p.tag, "verdict": p.verdict,
         "supports": p.supports, "rule": p.rule,
-        "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail},
+        "witnesses": {"autograd": {"outcome": p.autograd.outcome, "detail": p.autograd.detail,
+                                   **({"source": p.autograd.source} if p.autograd.source
+                                      else {})},
                       "numeric": {"outcome": p.numeric.outcome, "detail": p.numeric.detail},
                       "function_body": {"outcome": p.function_body.outcome,
                                         "detail": p.function_body.detail,
@@ -233,6 +237,8 @@ def parameter_record(p: Parameter) -> dict[str, Any]:
         rec["through"] = list(p.through)
     if p.vjp != Vjp.NOT_RUN:
         rec["vjp"] = p.vjp
+    if p.convention is not None:
+        rec["convention"] = p.convention
     if p.expected is not None:
         rec["expected"] = {"verdict": p.expected, "reason": p.expected_reason}
     return rec

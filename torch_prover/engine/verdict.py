@@ -11,9 +11,11 @@ autograd   numeric    supports        reason starts with
 =========  =========  ==============  ============================================
 D          D          D               both witnesses (a failed VJP check: inconclusive)
 N          N          N               both witnesses
+N          none       N               autograd; nothing floating to measure
 D          N          --              inconclusive: a surrogate / straight-through gradient?
 N          D          D               numeric witness: PyTorch does not track a derivative
-None       D or N     the numeric's   numeric witness only (PyTorch has no derivative here)
+None       D or N     the numeric's   numeric witness only (PyTorch has no derivative for it /
+                                          this case's module does not track it)
 D or N     None       the autograd's  autograd only (a reference case: inconclusive)
 None       None       --              inconclusive: not exercised
 =========  =========  ==============  ============================================
@@ -30,12 +32,19 @@ NMS) -- the schema alone decides those (``engine.by_type``, which also decides t
 parameters of ops without a case); then an ambiguous attribution or a forward
 mismatch makes the verdict inconclusive.
 ``agree`` therefore always rests on evidence that could have said ``disagree``.
+
+After the table: a parameter its case declares under a named convention
+(``conventions.py``) is decided by that convention's tag, its reason keeping both halves
+(what the witnesses found, what the convention decides) and its rule ``convention`` --
+unless the evidence itself is unusable (ambiguous, a forward mismatch, a failed VJP check,
+witnesses in conflict), which stays inconclusive.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..conventions import Applies, decides
 from ..vocab import AutogradOutcome as A
 from ..vocab import BodyOutcome as B
 from ..vocab import NumericOutcome as N
@@ -65,6 +74,7 @@ class Rule(StrEnum):
     FORWARD = "forward mismatch"
     BY_TYPE = "by type"
     BOTH = "both witnesses"
+    NOTHING_TO_MEASURE = "autograd; nothing floating to measure"
     CONFLICT = "witnesses conflict"
     WITNESSES_DISAGREE = "witnesses disagree"   # the function body against the other two
     NUMERIC_OVER_AUTOGRAD = "numeric witness over autograd"
@@ -73,6 +83,7 @@ class Rule(StrEnum):
     VJP_FAILED = "VJP check failed"
     NEEDS_NUMERIC = "reference case without numeric confirmation"
     NOT_EXERCISED = "not exercised"
+    CONVENTION = "convention"
 
 
 class Vjp(StrEnum):
@@ -90,6 +101,7 @@ class Witness:
     outcome: A | N | B
     detail: str
     path: tuple[str, ...] = ()   # the function body's path (``X -> Sub -> Div -> Y``)
+    source: str = ""     # autograd: whose autograd (``engine.pytorch_source``)
 
     @property
     def says(self) -> Tag | None:
@@ -109,12 +121,15 @@ class Decision:
     supports: Tag | None
     rule: Rule
     reason: str
+    finding: str = ""    # the reason before the schema's tag is named (what was found)
 
 
 def judge(supports: Tag | None, tag: Tag) -> Verdict:
     """What the supported tag means against the schema's tag."""
     if supports is None:
         return INCONCLUSIVE
+    if supports == Tag.UNKNOWN:   # only a convention supports unknown (body-dependent)
+        return AGREE if tag == Tag.UNKNOWN else DISAGREE
     if tag == Tag.UNKNOWN:
         return PROPOSED
     return AGREE if supports == tag else DISAGREE
@@ -123,11 +138,12 @@ def judge(supports: Tag | None, tag: Tag) -> Verdict:
 def _decision(supports: Tag | None, rule: Rule, reason: str, tag: Tag) -> Decision:
     """A row of the table against the schema's tag, its reason completed for a reader."""
     verdict = judge(supports, tag)
+    finding = reason
     if supports is not None and verdict == DISAGREE and rule != Rule.BY_TYPE:
         reason += f", but the schema says {tag}"
     elif verdict == PROPOSED:
         reason += f" -> propose {supports}"
-    return Decision(verdict, supports, rule, reason)
+    return Decision(verdict, supports, rule, reason, finding)
 
 
 def by_type_decision(tag: Tag, reason: str) -> Decision:
@@ -175,6 +191,9 @@ def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
                 return done(None, Rule.VJP_FAILED, f"{both}; but {vjp_detail}")
             extra = f"; {vjp_detail}" if vjp_detail else ""
             return done(Tag.DIFF, Rule.BOTH, f"{both}{extra}")
+        if a == n and numeric.outcome == N.NONE:   # a fact of the case's types, not a measurement
+            return done(a, Rule.NOTHING_TO_MEASURE, f"autograd: {autograd.detail}; numeric: "
+                                                    f"nothing to measure ({numeric.detail})")
         if a == n:
             return done(a, Rule.BOTH, both)
         if a == Tag.DIFF:
@@ -184,8 +203,10 @@ def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
                     f"numeric witness: the ONNX function has a derivative that PyTorch does "
                     f"not track ({both})")
     if n is not None:
-        return done(n, Rule.NUMERIC_ONLY, f"numeric witness only (PyTorch has no derivative "
-                                          f"here: {autograd.detail}): {numeric.detail}")
+        why = ("PyTorch has no derivative for it" if autograd.outcome == A.UNSUPPORTED
+               else "this case's module does not track it")
+        return done(n, Rule.NUMERIC_ONLY, f"numeric witness only ({why}: {autograd.detail}): "
+                                          f"{numeric.detail}")
     if a is not None:
         if reference:
             return done(None, Rule.NEEDS_NUMERIC,
@@ -224,6 +245,21 @@ def rule_holds(rule: Rule, autograd: A, numeric: N, supports: Tag | None) -> boo
     if rule == Rule.NUMERIC_OVER_AUTOGRAD:
         return want == (a, n) and supports == Tag.DIFF
     return (want is None or want == (a, n)) and supports is None
+UNUSABLE = frozenset({Rule.AMBIGUOUS, Rule.FORWARD, Rule.VJP_FAILED, Rule.CONFLICT})
+"""Evidence no convention may decide over: the case itself is in question."""
+
+
+def under_convention(d: Decision, applies: Applies, tag: Tag) -> Decision:
+    """The verdict of a parameter its case declares under a convention: the convention's
+    tag against the schema's, the reason saying both halves -- what the witnesses found
+    and the mathematics (``applies.math``), then what the convention decides. Unusable
+    evidence stays as it is (inconclusive, its own rule)."""
+    if d.rule in UNUSABLE:
+        return d
+    rule = applies.rule
+    reason = (f"math: {d.finding or d.reason}; {applies.math}; convention '{rule.name}' ({rule.statement}): "
+              f"{decides(rule)}")
+    return _decision(rule.implies, Rule.CONVENTION, reason, tag)
 
 
 def is_failure(verdict: Verdict, rule: Rule, expected: Verdict | None) -> bool:
@@ -234,4 +270,4 @@ def is_failure(verdict: Verdict, rule: Rule, expected: Verdict | None) -> bool:
     if expected == verdict:
         return False
     return verdict == DISAGREE or (verdict == INCONCLUSIVE and rule not in (
-        Rule.NOT_EXERCISED, Rule.AMBIGUOUS))
+        Rule.NOT_EXERCISED, Rule.AMBIGUOUS, Rule.CONVENTION))

@@ -8,6 +8,7 @@ decides nothing alone), then ``verdict.decide``. Nothing here branches on messag
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,7 +21,9 @@ from ..tags.markdown import MissingFromDocs
 from ..tags.schema import Formal, SchemaTags
 from .by_type import type_reason
 from .function_body import BodyResult
-from .verdict import NO_BODY, Decision, Rule, Vjp, Witness, decide, judge
+from .pytorch_source import DerivativeFact, derivative_fact
+from .verdict import NO_BODY, Decision, Rule, Vjp, Witness, decide, judge, under_convention
+from ..conventions import Convention
 from ..vocab import AutogradOutcome as A
 from ..vocab import Evidence as E
 from ..vocab import NumericOutcome as N
@@ -52,6 +55,7 @@ class Parameter:
     expected: Verdict | None = None          # verdict the case declares
     expected_reason: str | None = None
     function_body: Witness = NO_BODY          # the third witness: the op's ONNX function body
+    convention: Convention | None = None     # the case declares it under this convention
 
 
 _AUTOGRAD_OF = {E.GRAD: A.GRAD, E.ZERO_GRAD: A.ZERO, E.NO_GRAD: A.NONE,
@@ -214,12 +218,24 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
                         f"{shown_error(max(c.rel_err for c in checks), numeric.vjp_tol)})")
 
 
+def _sourced(autograd: Witness, source: str, fact: DerivativeFact | None) -> Witness:
+    """The autograd witness naming whose autograd it is; where the case's module does not
+    track the tensor, what PyTorch's derivatives.yaml says of it (does PyTorch itself have
+    a derivative there?)."""
+    detail = autograd.detail
+    if fact is not None and autograd.outcome in (A.NOT_EXERCISED, A.UNSUPPORTED):
+        detail += f"; {fact.words()}"
+    return Witness(autograd.outcome, detail, source)
+
+
 def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTags,
                latest: SchemaTags, numeric: NumericResult | None, witness,
                witness_off: str | None, evidence_of: dict[str, TensorEvidence],
                output_names: Sequence[str], initializers: set[str],
-               keep_option: str, body: BodyResult | None = None) -> tuple[Parameter, ...]:
-    """Every node input and output as a Parameter with its witnesses and its verdict."""
+               keep_option: str, body: BodyResult | None = None, autograd_source: str = "",
+               aten: tuple[str, str] | None = None) -> tuple[Parameter, ...]:
+    """Every node input and output as a Parameter with its witnesses and its verdict
+    (``autograd_source``, ``aten``: ``engine.pytorch_source``)."""
     params = set(pr.params)
     folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == E.GRAD]
     n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
@@ -263,6 +279,11 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 if f"output {i}" in case.surrogate:
                     autograd = Witness(A.UNSUPPORTED, "PyTorch's backward here is a surrogate: "
                                                       + case.surrogate[f"output {i}"])
+            if io == "input":
+                autograd = _sourced(autograd, autograd_source, None if evidence == E.ABSENT
+                                    else derivative_fact(aten, formal.name))
+            else:
+                autograd = _sourced(autograd, autograd_source, None)
             num, moved = _numeric(witness, io, i, witness_off)
             if io == "input":
                 moved_inputs[i] = moved
@@ -281,6 +302,14 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                               problem=a.problem if a is not None else None, forward=forward,
                               vjp=vjp, vjp_detail=vjp_detail,
                               reference=case.kind == "reference", body=third)
+            declared = case.expect.get(f"{io} {i}")
+            if decision.rule == Rule.FORWARD and declared is not None and \
+                    declared.verdict == decision.verdict:   # the case knows why: say it
+                decision = dataclasses.replace(decision,
+                                               reason=f"{decision.reason}: {declared.reason}")
+            applies = case.conventions.get(f"{io} {i}")
+            if applies is not None:
+                decision = under_convention(decision, applies, formal.tag)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
                                   autograd, num, decision, a, why is not None, vjp, third))
     return tuple(out)
@@ -302,4 +331,5 @@ def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | Non
         path=a.path if a is not None else (),
         by_type=by_type, through=a.through if a is not None else (), vjp=vjp,
         expected=Verdict(exp.verdict) if exp else None,
-        expected_reason=exp.reason if exp else None, function_body=body)
+        expected_reason=exp.reason if exp else None, function_body=body,
+        convention=case.conventions[key].convention if key in case.conventions else None)

@@ -55,7 +55,8 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     for error in tree.errors:
         print(f"warning: cannot read {error}; its schemas count as not located", file=sys.stderr)
     only = Verdict(args.only) if args.only else None
-    the_plan = plan(tree, findings(records), ops, only, reached)
+    the_plan = plan(tree, findings(records), ops, only, reached,
+                    include_conventions=getattr(args, "include_conventions", False))
     diff = patch_mod.unified_diff(patch_mod.edited_texts(tree, the_plan.edits))
     patch_mod.check(tree, the_plan.edits, diff)   # CheckFailed: exit 1, nothing written
     text = summary(the_plan)

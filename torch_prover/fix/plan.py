@@ -28,6 +28,7 @@ class Withheld(Enum):
     SHARED_WITHOUT_VERDICT = "a schema sharing the generator has no decided verdict"
     SHARED_CONTRADICTED = "a schema sharing the generator has a verdict for another tag"
     ALREADY_IN_SOURCES = "the sources already carry the tag"
+    CONVENTION = "a named convention decides it, not the math (--include-conventions edits it)"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class CaseVerdict:
     numeric: tuple[str, str]
     rule: str                   # which verdict rule decided it: both witnesses, by type, ...
     reason: str
+    convention: str | None = None   # the named convention that decided it (conventions.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ class Finding:
         """DISAGREE or PROPOSED when some case says so (the group is acted on), else None."""
         found = {c.verdict for c in self.cases}
         return next((v for v in ACTED if v in found), None)
+
+    @property
+    def conventions(self) -> tuple[str, ...]:
+        """The conventions its case verdicts name (empty: the math alone decides)."""
+        return tuple(sorted({c.convention for c in self.cases if c.convention}))
 
     @property
     def label(self) -> str:
@@ -155,7 +162,8 @@ def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:
             groups.setdefault(key, [p.get("name", ""), tag, []])[2].append(CaseVerdict(
                 str(rec.get("case")), verdict, supports,
                 *((w.get(s, {}).get("outcome", ""), w.get(s, {}).get("detail", ""))
-                  for s in ("autograd", "numeric")), p.get("rule", ""), p.get("reason", "")))
+                  for s in ("autograd", "numeric")), p.get("rule", ""), p.get("reason", ""),
+                p.get("convention")))
     return {k: Finding(*k, name, tag, tuple(cs)) for k, (name, tag, cs) in groups.items()}
 
 
@@ -170,12 +178,18 @@ def reached_versions(records: list[dict[str, Any]]) -> dict[str, set[int]]:
 
 
 def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = None,
-         only: Verdict | None = None, reached: dict[str, set[int]] | None = None) -> Plan:
+         only: Verdict | None = None, reached: dict[str, set[int]] | None = None,
+         include_conventions: bool = False) -> Plan:
+    """The edits. A parameter a convention decides is withheld (``Withheld.CONVENTION``)
+    unless ``include_conventions``: the math alone does not support the change."""
     acted = [f for f in found.values() if f.verdict is not None
              and (ops is None or f.op in ops) and (only is None or f.verdict is only)]
     acted.sort(key=lambda f: f.key)
     unlocated, withheld, by_site = [], [], {}
     for f in acted:
+        if f.conventions and not include_conventions:
+            withheld.append((f, Withheld.CONVENTION, f"convention: {', '.join(f.conventions)}"))
+            continue
         if len(f.supports) > 1:
             sides = "; ".join(f"{c.case}: {c.supports}" for c in f.cases)
             withheld.append((f, Withheld.CONFLICTING_CASES, sides))
@@ -200,7 +214,8 @@ def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = N
                              f"report compared with {f.tag}, so its tags did not come from "
                              f"these sources"))
             continue
-        why = _shared_problem(tree, found, block, decl.site, f, tag, reached)
+        why = _shared_problem(tree, found, block, decl.site, f, tag, reached,
+                              include_conventions)
         if why is not None:
             withheld.append((f, *why))
             continue
@@ -223,7 +238,8 @@ def plan(tree: SourceTree, found: dict[tuple, Finding], ops: set[str] | None = N
 
 def _shared_problem(tree: SourceTree, found: dict[tuple, Finding], block: Block,
                     site: CallSite, f: Finding, tag: Tag,
-                    reached: dict[str, set[int]] | None) -> tuple[Withheld, str] | None:
+                    reached: dict[str, set[int]] | None,
+                    include_conventions: bool = False) -> tuple[Withheld, str] | None:
     """None when every other schema the call declares a parameter of has a decided verdict
     supporting ``tag`` for it; else why not, naming the first that does not and, given
     ``reached``, whether its op was not run or its cases never reach that version."""
@@ -236,6 +252,9 @@ def _shared_problem(tree: SourceTree, found: dict[tuple, Finding], block: Block,
         if theirs is None:
             return Withheld.SHARED_WITHOUT_VERDICT, f"{shared}, which has no decided verdict" \
                 + _why_no_verdict(other.op, other.version, reached)
+        if theirs.conventions and not include_conventions:
+            return Withheld.CONVENTION, (f"{shared}, which a convention decides "
+                                         f"({', '.join(theirs.conventions)})")
         if theirs.supports != {tag}:
             sides = ", ".join(sorted(theirs.supports))
             return Withheld.SHARED_CONTRADICTED, f"{shared}, whose verdicts support {sides}"

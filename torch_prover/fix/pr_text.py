@@ -69,10 +69,25 @@ def _ordered(plan: Plan) -> tuple[list[Edit], list[Edit]]:
     def key(e: Edit) -> tuple:
         f = e.findings[0]
         return f.op, f.version, f.io, f.index
-    corrections = [e for e in plan.edits if any(f.verdict is Verdict.DISAGREE
-                                                for f in e.findings)]
-    proposals = [e for e in plan.edits if e not in corrections]
+    math = [e for e in plan.edits if not any(f.conventions for f in e.findings)]
+    corrections = [e for e in math if any(f.verdict is Verdict.DISAGREE for f in e.findings)]
+    proposals = [e for e in math if e not in corrections]
     return sorted(corrections, key=key), sorted(proposals, key=key)
+
+
+def _by_convention(plan: Plan) -> list[str]:
+    """Edits a named convention decides (only with ``--include-conventions``), labelled."""
+    edits = [e for e in plan.edits if any(f.conventions for f in e.findings)]
+    if not edits:
+        return []
+    out = ["## Decided by a convention, not the math", "",
+           "Each of these follows a named convention (`torch-prover tags OP --explain` "
+           "shows the math and the convention side by side); they are here because "
+           "`--include-conventions` was given.", ""]
+    for e in edits:
+        names = sorted({c for f in e.findings for c in f.conventions})
+        out += [f"Convention: **{', '.join(names)}**", ""] + _edit_section(e)
+    return out
 
 
 def _intro(plan: Plan, patch_name: str) -> list[str]:
@@ -96,6 +111,7 @@ def _sections(plan: Plan) -> list[str]:
         out += [f"## {title}: {len(edits)} call sites", ""]
         for e in edits:
             out += _edit_section(e)
+    out += _by_convention(plan)
     if plan.unlocated or plan.withheld:
         out += ["## Left out", ""]
         out += [f"- {f.label}: not located ({why.value}): {detail}"
@@ -110,7 +126,9 @@ def _summary_table(plan: Plan, room: int) -> list[str]:
     """One row per edited parameter, corrections first, within ``room`` characters."""
     corrections, proposals = _ordered(plan)
     rows = ["| | parameter | tag | call site |", "|---|---|---|---|"]
-    for kind, edits in (("correction", corrections), ("proposal", proposals)):
+    conventional = [e for e in plan.edits if any(f.conventions for f in e.findings)]
+    for kind, edits in (("correction", corrections), ("proposal", proposals),
+                        ("convention", conventional)):
         for e in edits:
             for f in e.findings:
                 was = "unknown" if f.verdict is Verdict.PROPOSED else str(f.tag)
@@ -160,13 +178,16 @@ def counts(plan: Plan) -> dict[str, int]:
 def summary(plan: Plan) -> str:
     acted = Counter(f.verdict for f in plan.acted)
     edited = Counter(f.verdict for e in plan.edits for f in e.findings)
+    conv = sum(bool(f.conventions) for f in plan.acted)
     lines = [f"fix-tags: {len(plan.acted)} parameters considered "
-             f"({acted[Verdict.DISAGREE]} disagreements, {acted[Verdict.PROPOSED]} proposals): "
+             f"({acted[Verdict.DISAGREE]} disagree, {acted[Verdict.PROPOSED]} proposed; "
+             f"{conv} of them decided by a convention): "
              f"{sum(len(e.findings) for e in plan.edits)} edited, {len(plan.withheld)} "
              f"withheld, {len(plan.unlocated)} not located",
              f"  hunks: {len(plan.edits)} call sites edited "
              f"({sum(e.shared for e in plan.edits)} in shared generators), from "
-             f"{edited[Verdict.DISAGREE]} disagreements and {edited[Verdict.PROPOSED]} proposals"]
+             f"{edited[Verdict.DISAGREE]} disagreeing and {edited[Verdict.PROPOSED]} proposed "
+             f"parameters"]
     for title, items in (("not located", plan.unlocated), ("withheld", plan.withheld)):
         counts = Counter(why.value for _, why, _ in items)
         shown = "; ".join(f"{why}: {n}" for why, n in sorted(counts.items()))

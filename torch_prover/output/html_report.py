@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from .body_text import body_summary
-from .report import OP_STATUSES, numeric_line
+from .report import OP_STATUSES, UNITS, count, disagreement_tally, numeric_line, tally_words
 
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
 # evidence -> (stroke colour, dash pattern, width, legend text)
@@ -150,6 +150,8 @@ def _param_table(rec: dict) -> str:
         exp = p.get("expected")
         note = (f'<div class="declared">declared by the case: {_e(exp.get("verdict"))} — '
                 f'{_e(exp.get("reason"))}</div>' if isinstance(exp, dict) else "")
+        if p.get("convention"):
+            note += f'<div class="declared">convention: {_e(p["convention"])}</div>'
         latest = (f' <span class="muted">(latest: {_e(p["tag_latest"])})</span>'
                   if p.get("tag_latest") else "")
         rows.append(
@@ -242,11 +244,11 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
         ("cases", _e(s.get("cases", len(cases))),
          f'<div class="muted small">{_e(s.get("failed_cases", 0))} failed · '
          f'{_e(s.get("invalid_cases", 0))} invalid</div>'),
-        ("parameters", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
+        ("case results", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
          f'<div class="bar">{pbar}</div><div class="chips">' + "".join(
              _verdict_chip(v, int(params.get(v, 0) or 0)) for v in VERDICTS) + "</div>"),
         ("wall time", f"{float(wall):.0f}<small> s</small>" if isinstance(wall, (int, float))
-         else "–", ""),
+         else "–", f'<div class="muted small cache">{_e(_cache_words(s, len(cases)))}</div>'),
     ]
     card_html = "".join(f'<div class="card"><div class="label">{k}</div><div class="big">{v}</div>'
                         f"{extra}</div>" for k, v, extra in cards)
@@ -259,19 +261,49 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
             f'<div class="legend">{slegend}</div></div></header>')
 
 
+def _cache_words(s: dict, n_cases: int) -> str:
+    """How much of the run the cache served: a wall time alone misleads for a cached run."""
+    hits = s.get("cache_hits")
+    if not isinstance(hits, int):
+        return "cache use not recorded"
+    total = s.get("cases", n_cases)
+    return f"{hits} of {count(total, 'case')} from the cache, {total - hits} proved in this run"
+
+
 def _declared(p: dict) -> bool:
     exp = p.get("expected")
     return isinstance(exp, dict) and exp.get("verdict") == "disagree"
 
 
 def _disagreements(cases: list[dict]) -> str:
+    """The disagreements by the math, then those a convention decides, each counted in units."""
+    tally = disagreement_tally([c for c in cases if c.get("case") != "by type"])
+    math = _disagreement_blocks(cases, convention=False)
+    conv = _disagreement_blocks(cases, convention=True)
+    if not math and not conv:
+        return ('<section id="disagreements"><h2>Disagreements</h2><p class="ok">No parameter disagrees with its '
+                'schema tag.</p></section>')
+    new = sum(not _declared(p) for rec in cases for p in rec.get("parameters") or ()
+              if p.get("verdict") == "disagree")
+    out = (f'<section id="disagreements"><h2>Disagreements <span class="count">'
+           f'{_e(tally_words(tally["math"]))}; {_e(count(new, "case result"))} not declared by '
+           f'their case</span></h2><p class="muted small">{_e(UNITS)}</p>{"".join(math)}')
+    if conv:
+        out += (f'<h3 id="convention-disagreements">Decided by a convention <span class="count">'
+                f'{_e(tally_words(tally["convention"]))}</span></h3><p class="muted small">The '
+                f'math alone does not decide these: each parameter names the convention that '
+                f'does.</p>{"".join(conv)}')
+    return out + "</section>"
+
+
+def _disagreement_blocks(cases: list[dict], convention: bool) -> list[str]:
     blocks = []
-    bad_cases = [(rec, [p for p in rec.get("parameters") or () if p.get("verdict") == "disagree"])
+    bad_cases = [(rec, [p for p in rec.get("parameters") or () if p.get("verdict") == "disagree"
+                        and bool(p.get("convention")) is convention])
                  for rec in cases]
     bad_cases = [(rec, bad) for rec, bad in bad_cases if bad]
     # a disagreement no case declares needs a decision: those first
     bad_cases.sort(key=lambda rb: all(_declared(p) for p in rb[1]))
-    new = sum(not _declared(p) for _, bad in bad_cases for p in bad)
     for rec, bad in bad_cases:
         items = []
         for p in bad:
@@ -280,6 +312,8 @@ def _disagreements(cases: list[dict]) -> str:
                     else _badge("new", "not declared: needs a decision"))
             declared = (f'<div class="declared">case says: {_e(exp.get("reason"))}</div>'
                         if exp else "")
+            if p.get("convention"):
+                flag += " " + _badge("convention", f"convention: {p['convention']}")
             items.append(
                 f'<li><div class="dtitle"><span class="mono">{_e(p.get("io"))} {_e(p.get("index"))} '
                 f'<b>{_e(p.get("name"))}</b></span> ← <span class="mono">{_e(p.get("source"))}</span> '
@@ -293,12 +327,7 @@ def _disagreements(cases: list[dict]) -> str:
             f'<span class="muted small">{_case_meta(rec)}</span></div><div class="disbody">'
             f'<div class="caseflow">{diagram_svg(str(rec.get("op")), rec["parameters"])}'
             f'</div><ul>{"".join(items)}</ul></div></article>')
-    if not blocks:
-        return ('<section id="disagreements"><h2>Disagreements</h2><p class="ok">No parameter disagrees with its '
-                'schema tag.</p></section>')
-    return (f'<section id="disagreements"><h2>Disagreements <span class="count">{len(blocks)} '
-            f'case(s); {new} parameter(s) not declared by their case</span></h2>'
-            f'{"".join(blocks)}</section>')
+    return blocks
 
 
 def _broken(cases: list[dict]) -> str:

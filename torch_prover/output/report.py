@@ -18,12 +18,12 @@ from ..vocab import ExportRoute
 
 NOT_RUN, MISSING, BY_TYPE, NO_TAGS = "not run", "missing", "by type", "no tags"
 DECLARED = "declared"   # every disagreement declared by its case (expect=) or waived
+PARTLY = "partly decided"   # an op some of whose parameters no case decides
 # Every status an op can have in a batch report, most urgent first. The one list every
 # rendering sorts, colours and explains statuses by (op_status and batch_report produce them;
 # ``by type``: an op without a case whose schema's types decide every parameter).
-OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", "proposed", DECLARED,
-               "proved",
-               BY_TYPE, NOT_RUN, MISSING)
+OP_STATUSES = ("disagrees", "error", NO_TAGS, "invalid", "inconclusive", PARTLY, "proposed",
+               DECLARED, "proved", BY_TYPE, NOT_RUN, MISSING)
 DEFAULT_WIDTH = 100   # text width when the caller does not know a terminal's
 _GAP = "  "           # between text table columns
 _FLEX_MIN = 30        # narrower than this, a table's reason goes under its row instead
@@ -105,6 +105,12 @@ def _table(rows: list[list[str]], header: list[str], width: int | None = None,
     return out
 
 
+def table(rows: list[list[str]], header: list[str], width: int | None = None,
+          flex: int | None = None) -> list[str]:
+    """The plain-text table every text rendering uses (see ``_table``)."""
+    return _table(rows, header, width, flex)
+
+
 def _stacked(rows: list[list[str]], header: list[str], width: int, flex: int,
              natural: list[int], minimum: list[int]) -> list[str]:
     """The narrow layout of _table: column ``flex`` on lines of its own under each row."""
@@ -134,6 +140,14 @@ def numeric_line(rec: dict[str, Any]) -> str:
     return (f"numeric check ({n['runtime']}{via}): forward max abs err "
             f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}); "
             f"VJP rel err: {vjp} (step {n['step']:g})")
+
+
+def autograd_source_line(rec: dict[str, Any]) -> str:
+    """Whose autograd the autograd witness reports (a PyTorch operator, or the case's own
+    reference implementation), once per case; empty for a record that does not say."""
+    sources = sorted({p.get("witnesses", {}).get("autograd", {}).get("source", "")
+                      for p in rec.get("parameters") or ()} - {""})
+    return f"autograd witness: {', '.join(sources)}" if sources else ""
 
 
 def md_cell(text: Any) -> str:
@@ -168,6 +182,9 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
     lines += wrap_line(numeric_line(rec), width)
     lines += wrap_line(body_summary(rec), width)
+    source = autograd_source_line(rec)
+    if source:
+        lines += wrap_line(source, width)
     lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
@@ -188,7 +205,9 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
         verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
         lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
                             p["evidence"], p["tag"], verdict, p["reason"]))
-    lines += ["", numeric_line(rec), "", body_summary(rec), "",
+    source = autograd_source_line(rec)
+    lines += ["", numeric_line(rec), ""] + ([source, ""] if source else []) + [
+        body_summary(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
@@ -230,6 +249,45 @@ _CPP = {"differentiable": "OpSchema::Differentiable",
         "non-differentiable": "OpSchema::NonDifferentiable"}
 
 
+_PLURAL = {"op": "ops", "case": "cases", "parameter": "parameters", "case result": "case results"}
+UNITS = ("ops: ai.onnx operators; cases: catalogue cases; parameters: one input or output of "
+         "one schema version; case results: one parameter's verdict in one case")
+"""The units every count names, the same words in every format (text, Markdown, HTML,
+fix-tags): a count without its unit was read as 19, 30, 34, 39 and 57 'disagreements'."""
+
+
+def count(n: int, unit: str) -> str:
+    """``3 parameters``, ``1 case result``: a number with its unit (``_PLURAL``)."""
+    return f"{n} {unit if n == 1 else _PLURAL[unit]}"
+
+
+def param_key(rec: dict[str, Any], p: dict[str, Any]) -> tuple:
+    """What one *parameter* is, for every count: one input or output of one schema version
+    (fix-tags edits at this grain)."""
+    return rec["op"], rec.get("schema_version"), p["io"], p["index"]
+
+
+def disagreement_tally(cases: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Disagreements counted in every unit, those a convention decides (the parameter's
+    record names one) apart from the math ones: ``{"math": {...}, "convention": {...}}``,
+    each with ``case_results``, ``parameters``, ``cases`` and ``ops``."""
+    out = {}
+    for kind, want in (("math", False), ("convention", True)):
+        hits = [(r, p) for r in cases for p in r.get("parameters") or ()
+                if p.get("verdict") == "disagree" and bool(p.get("convention")) is want]
+        out[kind] = {"case_results": len(hits),
+                     "parameters": len({param_key(r, p) for r, p in hits}),
+                     "cases": len({(r["op"], r.get("case")) for r, _ in hits}),
+                     "ops": len({r["op"] for r, _ in hits})}
+    return out
+
+
+def tally_words(t: dict[str, int]) -> str:
+    """``3 parameters (5 case results, in 2 ops)``."""
+    return (f"{count(t['parameters'], 'parameter')} ({count(t['case_results'], 'case result')}, "
+            f"in {count(t['ops'], 'op')})")
+
+
 def expected_of(p: dict[str, Any]) -> str | None:
     """The verdict a record's parameter declares (``expect=``), or None."""
     return p.get("expected", {}).get("verdict")
@@ -256,6 +314,7 @@ def proposals(report: dict[str, Any]) -> list[dict[str, Any]]:
         seen.setdefault(key, {"op": r["op"], "version": version,
                               "io": p["io"], "index": p["index"], "name": p["name"],
                               "tag": tag, "cpp": _CPP.get(tag, tag), "case": case,
+                              "convention": p.get("convention"),
                               "evidence": evidence, "source": source})
     return list(seen.values())
 
@@ -313,21 +372,26 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                        f"{', '.join(missing)} (`torch-prover coverage OP` says why)", width)
     lines.append("")
     by_type_ops = (s.get("by_type") or {}).get("ops", 0)
-    for line in (f"ops: {s['ops_covered']} of {s['ops_total']} ai.onnx ops have a case"
-                 + (f" ({by_type_ops} more decided by type)" if by_type_ops else "")
-                 + f", {s['ops_run']} run in {s['cases']} cases ({s['cache_hits']} from cache)",
-                 f"parameters: {c['agree']} agree, {c['disagree']} disagree "
+    tally = disagreement_tally(report["cases"])
+    for line in (f"ops: {s['ops_covered']} of {count(s['ops_total'], 'op')} (ai.onnx) have a "
+                 f"case" + (f" ({by_type_ops} more decided by type)" if by_type_ops else "")
+                 + f", {s['ops_run']} run in {count(s['cases'], 'case')} "
+                 f"({s['cache_hits']} from the cache)",
+                 f"case results: {c['agree']} agree, {c['disagree']} disagree "
                  f"({s['declared_disagreements']} declared by their cases, "
                  f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
                  f"{c['inconclusive']} inconclusive",
+                 f"disagreements: {tally_words(tally['math'])} by the math; "
+                 f"{tally_words(tally['convention'])} decided by a convention",
                  f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
                  f"wall time {s['wall_time_s']:.1f} s"):
         lines += wrap_line(line, width)
     t = s.get("by_type")
     if t and (t["ops"] or t["partly"]):
         b = t["parameters"]
-        lines += wrap_line(f"by type (ops without a case): {t['ops']} ops decided, {t['partly']} "
-                           f"partly; parameters: {b['agree']} agree, {b['disagree']} disagree "
+        lines += wrap_line(f"by type (ops without a case): {count(t['ops'], 'op')} decided, "
+                           f"{t['partly']} partly; parameters: {b['agree']} agree, "
+                           f"{b['disagree']} disagree "
                            f"({t['unwaived_disagreements']} new), {b['proposed']} proposed", width)
     for r in report["cases"]:
         if r["status"] == "error":
@@ -337,16 +401,21 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
         elif r["status"] == "invalid":
             lines += wrap_line(f"  INVALID  {r['invalid']}", width, "    ")
     waived = {(w["case"], w["parameter"]) for w in s["waived"]}
-    for r in report["cases"]:
-        for p in r["parameters"]:
-            if p["verdict"] == "disagree":
-                mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
-                        "declared by the case" if expected_of(p) == "disagree"
-                        else "NEW, needs a decision")
-                lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
-                               f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
-                               f"{p['reason']}", width, "    ")
-                lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
+    # the math's disagreements first, then those a convention decides (issue 21)
+    ordered = sorted(((r, p) for r in report["cases"] for p in r["parameters"]),
+                     key=lambda rp: bool(rp[1].get("convention")))
+    for r, p in ordered:
+        if p["verdict"] != "disagree":
+            continue
+        mark = ("waived" if (r["case"], f"{p['io']} {p['index']}") in waived else
+                "declared by the case" if expected_of(p) == "disagree"
+                else "NEW, needs a decision")
+        if p.get("convention"):
+            mark += f"; convention: {p['convention']}"
+        lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
+                       f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
+                       f"{p['reason']}", width, "    ")
+        lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
     for o, p in by_type_rows(report):
         if p["verdict"] == "disagree":
             mark = "waived" if _by_type_mark(report, o, p) else "NEW, needs a decision"
@@ -376,19 +445,22 @@ def batch_markdown(report: dict[str, Any]) -> str:
     """A PR or issue description: disagreements first, then proposals, then the op table."""
     s = report["summary"]
     c = s["parameters"]
+    tally = disagreement_tally(report["cases"])
     out = ["# ONNX differentiability tags, checked by torch_prover", "",
-           f"{s['ops_covered']} of {s['ops_total']} ai.onnx operators have a proof case; "
-           f"{s['cases']} cases ran. Parameters: **{c['disagree']} disagree**, {c['agree']} agree, "
+           f"{s['ops_covered']} of {count(s['ops_total'], 'op')} (ai.onnx) have a proof case; "
+           f"{count(s['cases'], 'case')} ran. Case results (one parameter in one case): "
+           f"**{c['disagree']} disagree**, {c['agree']} agree, "
            f"{c['proposed']} proposed for unknown tags, {c['inconclusive']} inconclusive. "
+           f"Disagreements: {tally_words(tally['math'])} by the math, "
+           f"{tally_words(tally['convention'])} decided by a convention. "
            f"{s['invalid_cases']} invalid and {s['failed_cases']} failed cases."
-           + _by_type_sentence(s), ""]
-    dis = [(r, p) for r in report["cases"] for p in r["parameters"] if p["verdict"] == "disagree"]
-    groups: dict[tuple, list] = {}
-    for r, p in dis:  # one entry per ONNX parameter, every case that shows it listed
-        groups.setdefault((r["op"], p["io"], p["index"], p["name"], p["tag"]), []).append((r, p))
+           + _by_type_sentence(s), "", f"Units: {UNITS}.", ""]
+    dis = [(r, p) for r in report["cases"] for p in r["parameters"]
+           if p["verdict"] == "disagree" and not p.get("convention")]
     type_dis = [(o, p) for o, p in by_type_rows(report) if p["verdict"] == "disagree"]
-    out += [f"## Disagreements ({len(groups)} parameters, {len(dis)} case results"
-            + (f"; {len(type_dis)} by type, in ops without a case" if type_dis else "") + ")", ""]
+    out += [f"## Disagreements ({tally_words(tally['math'])}"
+            + (f"; {count(len(type_dis), 'parameter')} by type, in ops without a case"
+               if type_dis else "") + ")", ""]
     if not dis and not type_dis:
         out += ["None: every exercised tag agrees with the evidence.", ""]
     for o, p in type_dis:
@@ -398,33 +470,23 @@ def batch_markdown(report: dict[str, Any]) -> str:
                 f"- by type, no case (schema {o['op']}-{o.get('schema_version')}): {p['reason']}",
                 f"- reproduce: `{by_type_command(report, o['op'])}`"]
         out += [f"- waived: {w}", ""] if w else [""]
-    waived = {(w["case"], w["parameter"]): w["reason"] for w in s["waived"]}
-    for (op, io, index, name, tag), hits in groups.items():
-        r, p = hits[0]
-        w = waived.get((r["case"], f"{io} {index}"))
-        out += [f"### `{op}` {io} {index} `{name}`: tagged {tag}, evidence says "
-                f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
-                + (" (waived)" if w else ""), "",
-                f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
-                f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
-                f"schema {op}-{r.get('schema_version')})",
-                f"- {p['reason']}"]
-        if len(hits) > 1:
-            out.append("- also shown by: " + ", ".join(
-                f"`{h[0]['case']}` ({h[1]['evidence']})" for h in hits[1:]))
-        out.append(f"- reproduce: `{reproduce(report, r)}`")
-        if w:
-            out.append(f"- waived: {w}")
-        if expected_of(p) == "disagree":
-            out.append(f"- known, declared by the case: {p['expected']['reason']}")
-        out.append("")
+    out += _md_disagreements(report, dis)
+    conv = [(r, p) for r in report["cases"] for p in r["parameters"]
+            if p["verdict"] == "disagree" and p.get("convention")]
+    if conv:
+        out += [f"## Disagreements decided by a convention ({tally_words(tally['convention'])})",
+                "", "The math alone does not decide these: each names the convention that "
+                "does (`torch-prover tags OP --explain` shows both halves).", ""]
+        out += _md_disagreements(report, conv)
     props = proposals(report)
-    out += [f"## Proposed tags for unknown parameters ({len(props)})", ""]
+    out += [f"## Proposed tags for unknown parameters ({count(len(props), 'parameter')})", ""]
     if props:
-        out += ["| op | version | parameter | proposed tag | evidence (case) |", "|---|---|---|---|---|"]
+        out += ["| op | version | parameter | proposed tag | evidence (case) | convention |",
+                "|---|---|---|---|---|---|"]
         for q in props:
             out.append(md_row(f"`{q['op']}`", q["version"], f"{q['io']} {q['index']} `{q['name']}`",
-                              f"`{q['cpp']}`", f"{q['evidence']} from `{q['source']}` ({q['case']})"))
+                              f"`{q['cpp']}`", f"{q['evidence']} from `{q['source']}` ({q['case']})",
+                              q.get("convention") or ""))
         out.append("")
     bad = [r for r in report["cases"] if r["status"] in ("error", "invalid")]
     if bad:
@@ -441,3 +503,35 @@ def batch_markdown(report: dict[str, Any]) -> str:
     if skipped:
         out.append(_not_run_line(skipped, True) + ".")
     return "\n".join(out) + "\n"
+
+
+def _md_disagreements(report: dict[str, Any], dis: list[tuple[dict, dict]]) -> list[str]:
+    """One entry per parameter (``param_key``), every case that shows it listed."""
+    groups: dict[tuple, list] = {}
+    for r, p in dis:
+        groups.setdefault(param_key(r, p), []).append((r, p))
+    out: list[str] = []
+    waived = {(w["case"], w["parameter"]): w["reason"] for w in report["summary"]["waived"]}
+    for (op, version, io, index), hits in groups.items():
+        r, p = hits[0]
+        name, tag = p["name"], p["tag"]
+        w = waived.get((r["case"], f"{io} {index}"))
+        said = "its convention" if p.get("convention") else "evidence"
+        out += [f"### `{op}`-{version} {io} {index} `{name}`: tagged {tag}, {said} says "
+                f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
+                + (f" (convention: {p['convention']})" if p.get("convention") else "")
+                + (" (waived)" if w else ""), "",
+                f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
+                f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
+                f"schema {op}-{r.get('schema_version')})",
+                f"- {p['reason']}"]
+        if len(hits) > 1:
+            out.append("- also shown by: " + ", ".join(
+                f"`{h[0]['case']}` ({h[1]['evidence']})" for h in hits[1:]))
+        out.append(f"- reproduce: `{reproduce(report, r)}`")
+        if w:
+            out.append(f"- waived: {w}")
+        if expected_of(p) == "disagree":
+            out.append(f"- known, declared by the case: {p['expected']['reason']}")
+        out.append("")
+    return out

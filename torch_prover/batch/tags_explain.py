@@ -1,0 +1,31 @@
+"""``tags OP --explain``: per parameter, the tag, each witness's outcome and the convention,
+from the op's cases' records (verify-all's cache, or proved now in one worker; nothing is
+written under models/), or its by-type rows when it has no case."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import EXIT_OK
+
+
+def explain_tags(op: str, tags: Any, opset: int | None, fmt: str, width: int,
+                 cache_dir: Path) -> int:
+    from ..cases import cases_for
+    from ..engine.by_type import decide_op, row_record
+    from ..output.explain import explain, explain_text
+    from ..output.report import to_json
+    from .pool import BatchOptions, run_batch
+    cases = [c for c in cases_for(op) if opset is None or c.export_opset <= opset]
+    records, cached, by_type = [], 0, None
+    if cases:
+        result = run_batch(cases, BatchOptions(jobs=1, cache_dir=cache_dir))
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        records, cached = result.records, result.cache_hits
+    else:
+        by_type = [row_record(r) for r in decide_op(tags) if r.decision is not None]
+    data = explain(tags, records, cached, by_type)
+    sys.stdout.write(to_json(data) if fmt == "json" else explain_text(data, width))
+    return EXIT_OK
