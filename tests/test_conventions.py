@@ -18,7 +18,7 @@ from torch_prover.engine.verdict import (Decision, Rule, Witness, decide, is_fai
 from torch_prover.fix import patch
 from torch_prover.fix.locate import read_tree
 from torch_prover.fix.plan import Withheld, findings, plan
-from torch_prover.fix.pr_text import pr_markdown, summary
+from torch_prover.fix.pr_text import pr_texts, summary
 from torch_prover.vocab import AutogradOutcome as A
 from torch_prover.vocab import NumericOutcome as N
 from torch_prover.vocab import Tag, Verdict
@@ -191,7 +191,7 @@ def test_fix_tags_include_conventions_labels_them_in_their_own_section():
     p = plan(tree, findings(_records()), include_conventions=True)
     assert sorted(f.op for e in p.edits for f in e.findings) == [
         "Hardmax", "LogSoftmax", "ReduceSum", "Softmax"]
-    text = pr_markdown(p, "fix.patch")
+    text, _ = pr_texts(p, "fix.patch", "fix-evidence.md")
     head, _, section = text.partition("## Decided by a convention, not the math")
     assert section, text
     assert "ReduceSum" in head and "Hardmax" not in head

@@ -194,10 +194,10 @@ def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any],
     that cannot be written costs a warning, never the batch."""
     if opts.cache_dir is None or rec.get("status") == "error":
         return None
-    from ..output.evidence import dumps, write_text
+    from ..output.evidence import write_text
     try:
         write_text(opts.cache_dir / f"{cache_key(case, opts)}.json",
-                   dumps({"record": rec, "files": files}))
+                   json.dumps({"record": rec, "files": files}, indent=2) + "\n")  # internal
     except OSError as exc:
         return f"cache {opts.cache_dir} not written ({exc.strerror or exc}); results are kept"
     return None

@@ -192,8 +192,10 @@ def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection:
             decided_by, basis = EXPLAINED, None
             if recs:
                 cells = _proof_cells(t, recs, fails)
-                decided_by = PROVED if any(r.get("status") != "invalid" and not unrunnable(r)
-                                           for r in recs) else EXPLAINED
+                decided_by = PROVED if any(
+                    r.get("status") != "invalid" and not unrunnable(r) for r in recs) or any(
+                    c.get("supports") and c["rule"] != "by type" and c.get("cases")
+                    for c in cells.values()) else EXPLAINED
             elif v.band is Band.BELOW_RUNTIME:
                 w = version_at(op, MIN_RUNTIME_OPSET)
                 base = decided_cells.get(w.version) if w else None

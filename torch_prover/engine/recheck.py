@@ -46,6 +46,10 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
     if not rule_holds(Rule(p["rule"]), AutogradOutcome(w["autograd"]["outcome"]),
                       NumericOutcome(w["numeric"]["outcome"]), supports):
         return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
+    applies = case.conventions.get(label)
+    if Rule(p["rule"]) == Rule.CONVENTION and (applies is None
+                                               or supports != applies.rule.implies):
+        return f"{label}: its convention is not the case's declaration"
     if Verdict(p["verdict"]) != judge(supports, Tag(p["tag"])):
         return f"{label}: verdict {p['verdict']} does not follow from its support and tag"
     declared = case.expect.get(label)

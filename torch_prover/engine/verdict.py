@@ -241,10 +241,18 @@ def rule_holds(rule: Rule, autograd: A, numeric: N, supports: Tag | None) -> boo
         return n is None and a is not None and supports is None
     if rule == Rule.BY_TYPE:
         return supports == Tag.NONDIFF
+    if rule == Rule.NOTHING_TO_MEASURE:
+        return numeric == N.NONE and a is not None and a == n == supports
+    if rule == Rule.WITNESSES_DISAGREE:   # both agreed; the function body said otherwise
+        return a is not None and a == n and supports is None
+    if rule == Rule.CONVENTION:   # the case's declaration decides: recheck compares it
+        return True
     want = _RULE_WITNESSES[rule]
     if rule == Rule.NUMERIC_OVER_AUTOGRAD:
         return want == (a, n) and supports == Tag.DIFF
     return (want is None or want == (a, n)) and supports is None
+
+
 UNUSABLE = frozenset({Rule.AMBIGUOUS, Rule.FORWARD, Rule.VJP_FAILED, Rule.CONFLICT})
 """Evidence no convention may decide over: the case itself is in question."""
 
