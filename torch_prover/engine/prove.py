@@ -154,7 +154,8 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             for p in params)
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
-                 gout, tag_source, witness=witness, helper_nodes=mapping.others)
+                 gout, tag_source, witness=witness, helper_nodes=mapping.others,
+                 notes=tuple(mapping.shared_notes))
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,

@@ -58,6 +58,7 @@ class Proof:
     versions: dict[str, str] = field(default_factory=versions)
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
     helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
+    notes: tuple[str, ...] = ()          # what the mapping cost, with the stricter proof
 
     @property
     def op(self) -> str:
@@ -144,6 +145,7 @@ def record(proof: Proof) -> dict[str, Any]:
             "reproduces": w.reproduces},
         "model": {"path": "model.onnx", "sha256": proof.sha256},
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
+        **({"notes": list(proof.notes)} if proof.notes else {}),
     }
 
 

@@ -13,7 +13,7 @@ D          D          D               both witnesses (a failed VJP check: inconc
 N          N          N               both witnesses
 D          N          --              inconclusive: a surrogate / straight-through gradient?
 N          D          D               numeric witness: PyTorch does not track a derivative
-None       D or N     the numeric's   numeric witness only (PyTorch has no derivative here)
+None       D or N     the numeric's   numeric witness only (no autograd evidence here)
 D or N     None       the autograd's  autograd only (a reference case: inconclusive)
 None       None       --              inconclusive: not exercised
 =========  =========  ==============  ============================================
@@ -151,8 +151,12 @@ def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
                     f"numeric witness: the ONNX function has a derivative that PyTorch does "
                     f"not track ({both})")
     if n is not None:
-        return done(n, Rule.NUMERIC_ONLY, f"numeric witness only (PyTorch has no derivative "
-                                          f"here: {autograd.detail}): {numeric.detail}")
+        # not exercised: PyTorch may well differentiate here, but nothing it says is about
+        # this node (a constant, a computing op before it, a tensor shared by two inputs)
+        why = ("no autograd evidence about this node" if autograd.outcome == A.NOT_EXERCISED
+               else "PyTorch has no derivative here")
+        return done(n, Rule.NUMERIC_ONLY, f"numeric witness only ({why}: {autograd.detail}): "
+                                          f"{numeric.detail}")
     if a is not None:
         if reference:
             return done(None, Rule.NEEDS_NUMERIC,

@@ -142,9 +142,11 @@ def md_row(*cells: Any) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
+               model_label: str = "model") -> str:
     """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
-    versions and status."""
+    versions and status. ``model_label``: what the proved model is called (``run`` proves
+    an evidence copy of the script's file, and says so)."""
     head = (f"{rec['op']} / {rec['case']}  ({rec['kind']}, {rec['exporter']} exporter, "
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
@@ -162,8 +164,10 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
         if p.get("expected"):
             lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+    for note in rec.get("notes", ()):
+        lines += wrap_line(f"note: {note}", width, "  ")
     lines += wrap_line(numeric_line(rec), width)
-    lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
+    lines += wrap_line(f"{model_label} sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
     return "\n".join(lines) + "\n"
@@ -183,7 +187,8 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
         verdict = f"**{p['verdict']}**" if p["verdict"] == "disagree" else p["verdict"]
         lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
                             p["evidence"], p["tag"], verdict, p["reason"]))
-    lines += ["", numeric_line(rec), "",
+    lines += [""] + [x for n in rec.get("notes", ()) for x in (f"Note: {n}", "")] + [
+        numeric_line(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
