@@ -243,8 +243,10 @@ class _Graph:
         return {o for o in self.outputs if o in seen}
 
 
-def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> NodeMapping:
-    """Attribute the inputs and outputs of the single ``op`` node of ``model``.
+def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str],
+             node: int | None = None) -> NodeMapping:
+    """Attribute the inputs and outputs of the single ``op`` node of ``model`` (or of node
+    number ``node``, which must be an ``op`` node: ``run --all-ops`` proves each one).
 
     ``tracked`` names the graph inputs and initializers that are PyTorch tensors with
     an identity of their own (case inputs, module parameters); everything else that
@@ -254,6 +256,8 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
     targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
     helpers: tuple[str, ...] = ()
+    if node is not None:
+        targets = [node] if node in targets else []
     if len(targets) > 1:
         # an exporter may add a helper node of the same type (MaxPool's indices come from a
         # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph

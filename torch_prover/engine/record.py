@@ -59,6 +59,7 @@ class Proof:
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
     helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
     notes: tuple[str, ...] = ()          # what the mapping cost, with the stricter proof
+    node: int | None = None              # the proved node's index in the graph (not recorded)
 
     @property
     def op(self) -> str:

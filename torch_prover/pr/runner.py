@@ -79,15 +79,26 @@ class ScriptProof:
     proof: Any          # torch_prover.engine.prove.Proof
     record: dict[str, Any]
     output: Output
+    more: tuple[Any, ...] = ()      # --all-ops: the other computing nodes' proofs, in order
+
+    @property
+    def proofs(self) -> tuple[Any, ...]:
+        return (self.proof,) + self.more
+
+    @property
+    def failed(self) -> bool:
+        return any(p.failures for p in self.proofs)
 
 
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
-                 echo: TextIO | None = None, debug: bool = False) -> ScriptProof:
+                 echo: TextIO | None = None, debug: bool = False,
+                 all_ops: bool = False) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
-    prove; the script's (capped) output goes to ``echo`` either way."""
+    prove; the script's (capped) output goes to ``echo`` either way. ``all_ops``: prove
+    every other computing node of the graph too, in context (``ScriptProof.more``)."""
     from ..engine.prove import prove_case
     from .case import directives, prepare, usable
     from .module import ModuleLoadError, load_module, ready_loader
@@ -118,13 +129,16 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     try:
         proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
                            tag_source=tag_source)
+        more = tuple(prove_case(prep.case_for(i, other), exported=prep.exported,
+                                numeric=numeric, tags=tags, tag_source=tag_source, node=i)
+                     for i, other in (prep.others(proof.node) if all_ops else ()))
     except CaseError as exc:
         raise _usage(f"cannot prove the script's export: {exc}") from exc
     rec = proof.record()
     rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
                                   declared=declared.set(), output=child.output,
-                                  timeout=timeout)
-    return ScriptProof(source, cap, prep, proof, rec, child.output)
+                                  timeout=timeout, module=module, all_ops=all_ops)
+    return ScriptProof(source, cap, prep, proof, rec, child.output, more)
 
 
 def cmd_run(args) -> int:
@@ -136,26 +150,35 @@ def cmd_run(args) -> int:
     tags, label = _tags(args.tags_from)
     fmt = args.format
     echo = sys.stdout if fmt == "text" else sys.stderr   # stdout stays pure JSON / Markdown
+    all_ops = getattr(args, "all_ops", False)
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
-                        debug=getattr(args, "debug", False))
-    proof, rec = done.proof, done.record
+                        debug=getattr(args, "debug", False), all_ops=all_ops)
+    rec = done.record
+    more = [p.record() for p in done.more]
     if args.out is not None and not args.no_write:
         from ..output.evidence import write_proof
-        where = write_proof(Path(args.out), proof)
-        print(f"evidence written to {where}", file=sys.stderr)
+        for proof in done.proofs:
+            where = write_proof(Path(args.out), proof)
+            print(f"evidence written to {where}", file=sys.stderr)
     elif fmt == "text":
         print("evidence not written (pass --out DIR to keep model.onnx, test data and "
               "proof.json)", file=sys.stderr)
     if fmt == "json":
-        sys.stdout.write(report.to_json(rec))
+        sys.stdout.write(report.to_json(rec) if not all_ops else report.to_json(
+            {"format": rec["format"], "script": rec["script"],
+             "proofs": [{k: v for k, v in rec.items() if k != "script"}] + more}))
     elif fmt == "markdown":
         sys.stdout.write(report.proof_markdown(rec, script=done.source) + "\n"
+                         + "".join(report.proof_markdown(r) + "\n" for r in more)
                          + script_markdown(rec))
     else:
         if done.output.text and not done.output.text.endswith("\n"):
             print()
         import shutil
         width = shutil.get_terminal_size((100, 24)).columns
-        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec, width))
-    return EXIT_FINDING if proof.failures else EXIT_OK
+        file_sha = rec["script"]["export"]["file_sha256"]
+        model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
+        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + "\n".join(
+            report.proof_text(r, width, model_label=model) for r in [rec] + more))
+    return EXIT_FINDING if done.failed else EXIT_OK
