@@ -195,15 +195,26 @@ def _as_written(real: Callable, module: Any, args: Any, f: Any, legacy: tuple,
     return returned, None, returned.model_proto
 
 
+def _dangling(model: onnx.ModelProto) -> list[str]:
+    """Values the graph's nodes read that nothing provides (parameters left out by
+    ``export_params=False``; torch 2.13's dynamo exporter keeps them when writing to an
+    io.BytesIO and leaves them out when writing to a path)."""
+    g = model.graph
+    known = {i.name for i in g.input} | {t.name for t in g.initializer}
+    known |= {o for n in g.node for o in n.output}
+    return sorted({i for n in g.node for i in n.input if i and i not in known})
+
+
 def _copy_options(options: dict[str, Any], model: onnx.ModelProto, call: ExportCall
                   ) -> dict[str, Any] | None:
     """Options for the evidence copy when the script's model cannot be proved as is (and
     what differs, in ``call.copy``), else None."""
     copy = dict(options)
-    if options.get("export_params") is False:
+    left_out = _dangling(model)
+    if options.get("export_params") is False and left_out:
         copy["export_params"] = True
-        call.copy.append("export_params=True: the script's export_params=False leaves the "
-                         "parameters out of its model, so no runtime can run it")
+        call.copy.append(f"export_params=True: the script's export_params=False left "
+                         f"{', '.join(left_out)} out of its model, so no runtime can run it")
     asked, got = options.get("opset_version"), model_opset(model)
     if asked is not None and got != asked and options.get("dynamo", True):
         why = (f"torch {torch.__version__.split('+')[0]}'s dynamo exporter, asked for opset "

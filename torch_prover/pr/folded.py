@@ -81,7 +81,6 @@ def _called(graph_module: Any) -> list[tuple[str, bool]]:
     return found
 
 
-
 def _first_version(op: str) -> int | None:
     """The first opset at which ai.onnx has ``op``."""
     try:
