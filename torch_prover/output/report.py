@@ -164,8 +164,7 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
         if p.get("expected"):
             lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
-    for note in rec.get("notes", ()):
-        lines += wrap_line(f"note: {note}", width, "  ")
+    lines += [x for n in rec.get("notes", ()) for x in wrap_line(f"note: {n}", width, "  ")]
     lines += wrap_line(numeric_line(rec), width)
     lines += wrap_line(f"{model_label} sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)

@@ -20,10 +20,12 @@ The script is untrusted code, so it never runs in the prover's process:
    the autograd probe on its module. A script that patched torch_prover patched only its
    own process.
 
-Old habits keep working: when the script's own export would fail on current PyTorch (an
-open file object, an opset below the dynamo exporter's minimum, legacy positional
-arguments, options torch no longer accepts), the runner exports in a way that works,
-writes the file the script asked for, and says what it did (:mod:`export`).
+The proof is about the script's model: its export call runs as written, so its file is what
+``python script.py`` writes; where that model cannot be proved as is, an evidence copy is
+exported in memory and the report says what differs and why; where the call as written
+raises on current PyTorch (an open file object, legacy positional arguments, options torch
+no longer accepts), the runner exports in a way that works and says so (:mod:`export`).
+With ``--all-ops`` every other computing node of the graph is proved too, in context.
 """
 from __future__ import annotations
 
