@@ -66,7 +66,8 @@ def _fresh(args: Any) -> Any:
 
 def _plans(options: dict[str, Any], holds_grad: bool = False
            ) -> list[tuple[dict[str, Any], str | None]]:
-    """Ways to export, in order: (options, what the runner changed or None)."""
+    """Ways to export once the call as written raised, in order: (options, what the runner
+    changed or None)."""
     opset = options.get("opset_version")
     asked_dynamo = options.get("dynamo", True)      # torch 2.13's default
 
