@@ -80,7 +80,7 @@ def test_text_and_markdown_reports(tmp_path, monkeypatch, capsys):
     for piece in ("```python", "class FloorModel(nn.Module):",
                   "| parameter | PyTorch tensor | evidence | tag | verdict |",
                   "| input 0 `X` | `x` | zero-grad | non-differentiable | agree |",
-                  "numeric check (onnxruntime)", "model sha256 `", "torch 2.", "onnxruntime",
+                  "numeric check (onnxruntime)", "evidence copy sha256 `", "torch 2.", "onnxruntime",
                   "How torch-prover ran the script", "script output"):
         assert piece in md, piece
 

@@ -145,8 +145,7 @@ def md_row(*cells: Any) -> str:
 def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
                model_label: str = "model") -> str:
     """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
-    versions and status. ``model_label``: what the proved model is called (``run`` proves
-    an evidence copy of the script's file, and says so)."""
+    versions and status; ``model_label`` names the proved model (``run``: evidence copy)."""
     head = (f"{rec['op']} / {rec['case']}  ({rec['kind']}, {rec['exporter']} exporter, "
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
@@ -172,7 +171,8 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
     return "\n".join(lines) + "\n"
 
 
-def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
+def proof_markdown(rec: dict[str, Any], script: str | None = None,
+                   model_label: str = "model") -> str:
     """A PR-ready comment: the per-parameter table, numeric check, versions, sha256."""
     lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", ""]
     if rec.get("invalid"):
@@ -191,7 +191,7 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
-              + "); model sha256 "
+              + f"); {model_label} sha256 "
               f"`{rec['model']['sha256']}`; " + ", ".join(
                   f"{k} {v}" for k, v in rec["versions"].items()), ""]
     return "\n".join(lines)

@@ -109,9 +109,11 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     s = rec["script"]
     e = s["export"]
     iso = s["isolation"]
-    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): exported with the "
-             f"{e['exporter']} exporter at opset {e['opset']}"
-             + (f" to {shown_path(e['file'])}" if e["file"] else "")]
+    how = f"the {e['exporter']} exporter at opset {e['opset']}"
+    to = f" to {shown_path(e['file'])}" if e["file"] else ""
+    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
+        f"exported{to}; the proof runs an evidence copy made with {how}"
+        if e.get("evidence_copy") else f"exported with {how}{to}")]
     lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
                  f"the probe ran in the prover on its module saved by {iso['module_how']}"
                  + (f" ({iso['module_why']})" if iso["module_why"] else ""))

@@ -166,21 +166,22 @@ def cmd_run(args) -> int:
     elif fmt == "text":
         print("evidence not written (pass --out DIR to keep model.onnx, test data and "
               "proof.json)", file=sys.stderr)
+    file_sha = rec["script"]["export"]["file_sha256"]
+    model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
     if fmt == "json":
         sys.stdout.write(report.to_json(rec) if not all_ops else report.to_json(
             {"format": rec["format"], "script": rec["script"],
              "proofs": [{k: v for k, v in rec.items() if k != "script"}] + more}))
     elif fmt == "markdown":
-        sys.stdout.write(report.proof_markdown(rec, script=done.source) + "\n"
-                         + "".join(report.proof_markdown(r) + "\n" for r in more)
+        sys.stdout.write(report.proof_markdown(rec, script=done.source, model_label=model)
+                         + "\n" + "".join(report.proof_markdown(r, model_label=model) + "\n"
+                                           for r in more)
                          + script_markdown(rec))
     else:
         if done.output.text and not done.output.text.endswith("\n"):
             print()
         import shutil
         width = shutil.get_terminal_size((100, 24)).columns
-        file_sha = rec["script"]["export"]["file_sha256"]
-        model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
         sys.stdout.write("\n".join(script_lines(rec)) + "\n" + "\n".join(
             report.proof_text(r, width, model_label=model) for r in [rec] + more))
     return EXIT_FINDING if done.failed else EXIT_OK
