@@ -48,9 +48,15 @@ def test_clean_binary_mapping():
     assert [a.source for a in m.outputs] == ["y0"]
 
 
-def test_one_tensor_feeding_two_inputs_is_ambiguous():
+def test_one_tensor_feeding_two_inputs_costs_only_their_autograd_witness():
+    """a + a: a's gradient is the sum over both inputs, so neither input can claim it; but
+    a reaches the output only through Add, so nothing is mis-credited: not a problem, and
+    the mapping names the stricter proof (a tensor per input)."""
     m = _map(Case("Add", "m_self", add_self, (Float(3),), ("a",)))
-    assert len(m.problems) == 2 and "feeds inputs 0, 1" in m.problems[0]
+    assert not m.problems
+    assert [a.shared for a in m.inputs] == [("a", (0, 1))] * 2
+    (note,) = m.shared_notes
+    assert "feeds inputs 0, 1" in note and "a.detach().clone()" in note
 
 
 def test_bypass_around_the_node_is_ambiguous():
@@ -82,8 +88,22 @@ def add_then_mix(a, b):
 
 
 def test_output_reached_around_the_node_is_ambiguous():
-    """y = (a + b) * f(b): the graph output depends on b other than through Add's output."""
+    """y = (a + b) * f(b): b reaches the graph output other than through Add, so b's
+    gradient is not Add's input 1's alone; Add's output reaches y through Mul, so its
+    autograd witness is not used and makes nothing ambiguous."""
     m = _map(Case("Add", "m_mix", add_then_mix, (Float(3), Float(3)), ("a", "b")))
+    assert "without passing through the Add node" in m.inputs[1].problem
+    assert m.outputs[0].problem is None and m.outputs[0].through == ("Mul",)
+
+
+def cat_with_b(a, b):
+    return torch.cat([a + b, b])
+
+
+def test_output_reached_around_the_node_through_glue_is_ambiguous():
+    """cat(a + b, b): the graph output holds Add's output and b side by side (glue only),
+    so the output's dy reaching b is not only Add's."""
+    m = _map(Case("Add", "m_cat", cat_with_b, (Float(3), Float(3)), ("a", "b")))
     assert m.outputs[0].problem and "also depends on b" in m.outputs[0].problem
 
 

@@ -70,11 +70,29 @@ def test_same_seed_same_record():
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+def add_and_bypass(a, b):
+    return a + b, torch.exp(a)
+
+
 def test_ambiguous_wrapper_is_invalid_never_agree():
-    proof = prove_case(Case("Add", "add_self", add_self, (Float(3, 4),), ("a",)))
-    assert proof.status == "invalid" and "feeds inputs 0, 1" in proof.invalid
+    """a reaches the second output around Add: its gradient mixes Add's and exp's."""
+    proof = prove_case(Case("Add", "add_bypass", add_and_bypass, (Float(3, 4), Float(3, 4)),
+                            ("a", "b")))
+    assert proof.status == "invalid" and "without passing through the Add node" in proof.invalid
     assert all(p.verdict == "inconclusive" for p in proof.parameters)
     assert proof.failures
+
+
+def test_a_tensor_feeding_both_inputs_is_decided_by_the_numeric_witness():
+    """a + a: A and B are both a, so autograd cannot credit either; Add is smooth in each
+    (the node's own differences), and its output's dy reaches a, which reaches the output
+    only through Add."""
+    proof = prove_case(Case("Add", "add_self", add_self, (Float(3, 4),), ("a",)))
+    assert proof.status == "proved" and proof.invalid is None
+    assert [(p.verdict, p.rule) for p in proof.parameters] == [
+        ("agree", "numeric witness only"), ("agree", "numeric witness only"),
+        ("agree", "both witnesses")]
+    assert "pass a and a.detach().clone()" in proof.notes[0]
 
 
 def test_injected_wrong_tag_disagrees():

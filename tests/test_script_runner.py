@@ -80,7 +80,7 @@ def test_text_and_markdown_reports(tmp_path, monkeypatch, capsys):
     for piece in ("```python", "class FloorModel(nn.Module):",
                   "| parameter | PyTorch tensor | evidence | tag | verdict |",
                   "| input 0 `X` | `x` | zero-grad | non-differentiable | agree |",
-                  "numeric check (onnxruntime)", "model sha256 `", "torch 2.", "onnxruntime",
+                  "numeric check (onnxruntime)", "evidence copy sha256 `", "torch 2.", "onnxruntime",
                   "How torch-prover ran the script", "script output"):
         assert piece in md, piece
 
@@ -158,14 +158,25 @@ TWO_OPS = """\
 """
 
 
+TWO_OUTPUTS = """\
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.sigmoid(x), torch.tanh(y)
+    x, y = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3, requires_grad=True)
+    torch.autograd.backward(list(M()(x, y)), grad_tensors=[torch.ones(2, 3)] * 2)
+    torch.onnx.export(M(), (x, y), "m.onnx", dynamo=False, input_names=["x", "y"])
+"""
+
+
 @pytest.mark.parametrize("body, message, shown", [
     (NO_BACKWARD, "never calls torch.autograd.backward", "forward only: torch.Size([3])"),
     (NO_EXPORT, "never calls torch.onnx.export", "grad: torch.Size([3])"),
     (RAISES, "raised ZeroDivisionError: division by zero (line 3 of script.py)",
      "about to fail"),
-    (TWO_OPS, "cannot tell which op the script proves: the graph computes with Sigmoid, Mul; "
-              "pass --op (Sigmoid or Mul)", ""),
-], ids=["no-backward", "no-export", "raises", "two-ops"])
+    (TWO_OUTPUTS, "cannot tell which op the script proves: the graph computes with Sigmoid, "
+                  "Tanh; pass --op (Sigmoid or Tanh)", ""),
+], ids=["no-backward", "no-export", "raises", "two-outputs"])
 def test_nothing_to_prove_exits_2(tmp_path, monkeypatch, capsys, body, message, shown):
     code, _, out = run(tmp_path, monkeypatch, capsys, write(tmp_path, "script.py", body),
                        fmt="text")
@@ -179,6 +190,9 @@ def test_nothing_to_prove_exits_2(tmp_path, monkeypatch, capsys, body, message, 
 
 def test_op_option_decides_and_is_checked(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "script.py", TWO_OPS)
+    code, rec, out = run(tmp_path, monkeypatch, capsys, script)
+    assert (code, rec["op"], rec["script"]["op_from"]) == (0, "Mul", "graph")  # the output's
+    assert rec["script"]["other_ops"] == [{"op": "Sigmoid", "node": 0}]
     code, rec, out = run(tmp_path, monkeypatch, capsys, script, "--op", "mul")
     assert code == 0, out.err
     p = params(rec)
@@ -192,8 +206,13 @@ def test_script_directive_names_the_op(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "script.py", TWO_OPS + "    # torch-prover: op=Sigmoid\n")
     code, rec, _ = run(tmp_path, monkeypatch, capsys, script)
     assert (rec["op"], rec["script"]["op_from"]) == ("Sigmoid", "script directive")
-    # y reaches the output around Sigmoid: the engine refuses to attribute, exit 1
-    assert code == 1 and rec["status"] == "invalid"
+    # Sigmoid in context: x reaches it directly (both witnesses); its output reaches the
+    # script's output through Mul, so only the numeric witness speaks for Y; y, which
+    # reaches the output around Sigmoid, feeds no input of it: nothing is ambiguous
+    assert code == 0 and rec["status"] == "proved" and rec["invalid"] is None
+    p = params(rec)
+    assert (p["input", 0]["rule"], p["output", 0]["rule"]) == ("both witnesses",
+                                                              "numeric witness only")
     with pytest.raises(cli.UsageError, match="unknown script directive"):
         directives("# torch-prover: opp=Sigmoid\n")
 
@@ -252,7 +271,14 @@ def test_infer_op_skips_glue_and_shape_arithmetic():
     only_glue = _graph(("Constant", [], ["s"]), ("Reshape", ["x", "s"], ["y"]))
     assert infer_op(only_glue, {"x"})[0] == "Reshape"
     two = _graph(("Sigmoid", ["x"], ["s"]), ("Mul", ["s", "z"], ["y"]), inputs=("x", "z"))
-    assert infer_op(two, {"x", "z"}) == (None, ["Sigmoid", "Mul"])
+    assert infer_op(two, {"x", "z"}) == ("Mul", ["Sigmoid", "Mul"])   # computes the output
+    reshaped = _graph(("Sigmoid", ["x"], ["s"]), ("Mul", ["s", "z"], ["m"]),
+                      ("Constant", [], ["shape"]), ("Reshape", ["m", "shape"], ["y"]),
+                      inputs=("x", "z"))
+    assert infer_op(reshaped, {"x", "z"})[0] == "Mul"                   # past glue
+    side_by_side = _graph(("Sigmoid", ["x"], ["y"]), ("Tanh", ["z"], ["w"]),
+                          inputs=("x", "z"), outputs=("y", "w"))
+    assert infer_op(side_by_side, {"x", "z"}) == (None, ["Sigmoid", "Tanh"])
 
 
 def test_placeholder_export_input_and_export_params_false(tmp_path, monkeypatch, capsys):
@@ -269,7 +295,8 @@ def test_placeholder_export_input_and_export_params_false(tmp_path, monkeypatch,
     code, rec, out = run(tmp_path, monkeypatch, capsys, script)
     assert code == 0, out.err
     notes = " ".join(rec["script"]["runner_notes"])
-    assert "placeholder input(s) (input)" in notes and "export_params=True" in notes
+    assert "placeholder input(s) (input)" in notes
+    assert "export_params=True" in rec["script"]["export"]["evidence_copy"][0]
     p = params(rec)
     assert [p["input", i]["evidence"] for i in range(3)] == ["grad"] * 3
     assert rec["script"]["consistency"] == []

@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "change the verdicts.")
     r.add_argument("script", help="path of the proof script (the style of ONNX's Method 1)")
     r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
+    r.add_argument("--all-ops", action="store_true",
+                   help="also prove every other computing node of the script's graph")
     r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")

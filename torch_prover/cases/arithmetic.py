@@ -9,7 +9,7 @@ def add(a, b):
 
 
 def add_self(a):
-    """Deliberately ambiguous: one tensor feeds both inputs of Add."""
+    """One tensor feeding both inputs of Add (tests: autograd cannot credit either input)."""
     return a + a
 
 

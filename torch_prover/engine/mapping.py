@@ -3,7 +3,17 @@
 Attribution is by data dependency, not by trusting names or positions: each node input
 is traced back to the graph inputs and module parameters (initializers) it depends on,
 through any glue nodes; each node output forward to the graph outputs it reaches.
-Anything that cannot be attributed cleanly makes the case *invalid* (docs/design.md §1.3).
+An attribution that would let a gradient be credited to the wrong parameter makes the case
+*invalid* (docs/design.md §1.3): a tensor that reaches a graph output around the node, or a node
+output whose graph output other tensors also reach.
+
+A node in context is not invalid for that: an input computed by another op from several
+tensors (``through`` names it) or an output that reaches the graph outputs through
+computing ops has no autograd witness about this node, so nothing can be mis-credited;
+the numeric witness speaks for it. A tensor feeding several inputs of the node
+(``x @ x.T``) costs those inputs their autograd witness (``shared``; its gradient is the
+sum over them), not the case: the outputs keep theirs, since the tensor reaches the graph
+outputs only through the node.
 
 Each attribution also says which nodes on its path *compute* (``through``): a tensor that
 reaches the node via ``Shape``, ``Floor``, a comparison or a quantizer is still attributed,
@@ -57,7 +67,9 @@ class Attribution:
     path: tuple[str, ...]   # op types of glue nodes between source and the node
     problem: str | None = None   # set when the attribution is ambiguous
     through: tuple[str, ...] = ()   # computing (not value-preserving) ops on the path
-    sources: tuple[str, ...] = ()   # several tensors assembled by glue alone (source None)
+    sources: tuple[str, ...] = ()   # several tensors (source None): assembled by glue alone,
+    # or computed from by an op before the node (``through`` then names it)
+    shared: tuple[str, tuple[int, ...]] | None = None   # (tensor, the node inputs it feeds)
 
     @property
     def all_sources(self) -> tuple[str, ...]:
@@ -72,6 +84,16 @@ class NodeMapping:
     invalid: str | None = None    # whole-case problem (no / several target nodes)
     node_index: int | None = None  # the target node's index in graph.node
     others: tuple[str, ...] = ()   # helper nodes of the same type, not the target
+
+    @property
+    def shared_notes(self) -> list[str]:
+        """One line per tensor feeding several node inputs: what it costs, and the stricter
+        proof (each input its own tensor)."""
+        seen = dict.fromkeys(a.shared for a in self.inputs if a.shared)
+        return [f"{src} feeds inputs {', '.join(map(str, idxs))} of the node, so autograd "
+                f"cannot credit its gradient to one of them (the numeric witness decides each); "
+                f"for a stricter proof give each input its own tensor: pass {src} and "
+                f"{src}.detach().clone()" for src, idxs in seen]
 
     @property
     def problems(self) -> list[str]:
@@ -228,8 +250,10 @@ class _Graph:
         return {o for o in self.outputs if o in seen}
 
 
-def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str]) -> NodeMapping:
-    """Attribute the inputs and outputs of the single ``op`` node of ``model``.
+def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str],
+             node: int | None = None) -> NodeMapping:
+    """Attribute the inputs and outputs of the single ``op`` node of ``model`` (or of node
+    number ``node``, which must be an ``op`` node: ``run --all-ops`` proves each one).
 
     ``tracked`` names the graph inputs and initializers that are PyTorch tensors with
     an identity of their own (case inputs, module parameters); everything else that
@@ -239,6 +263,8 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
     targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
     helpers: tuple[str, ...] = ()
+    if node is not None:
+        targets = [node] if node in targets else []
     if len(targets) > 1:
         # an exporter may add a helper node of the same type (MaxPool's indices come from a
         # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
@@ -288,22 +314,33 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
             inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
                                       sources=tuple(sorted(live))))
         else:
+            # computed from several tensors by an op before the node (Linear -> HardSwish:
+            # HardSwish's X is Gemm(x, W, b)): attributed to them together; PyTorch's
+            # gradient for them is about that op (``through``), so only the numeric witness
+            # speaks for this input -- not an ambiguity
+            for src in live:
+                feeding.setdefault(src, []).append(i)
             inputs.append(Attribution("input", i, TENSOR, None, dtype, path,
-                                      problem=f"input {i} depends on several tensors "
-                                              f"({', '.join(sorted(live))})",
-                                      through=live_through))
-    # a tensor feeding two node inputs, or reaching the outputs around the node, is ambiguous
+                                      sources=tuple(sorted(live)), through=live_through))
+    # a tensor reaching the outputs around the node is ambiguous for every input it feeds
+    # whose autograd witness would count; one feeding several node inputs (x @ x.T) only
+    # costs those inputs their autograd witness: its gradient is the sum over them
+    by_index = {a.index: a for a in inputs}
     problems: dict[int, str] = {}
+    shared: dict[int, tuple[str, tuple[int, ...]]] = {}
     for src, idxs in feeding.items():
-        if len(idxs) > 1:
-            for i in idxs:
-                problems[i] = (f"{src} feeds inputs {', '.join(map(str, idxs))} of the {op} node; "
-                               "its gradient cannot be attributed to one of them")
         bypass = g.reachable_outputs([src], skip_node=t, float_only=True)
         if bypass:
             for i in idxs:
-                problems.setdefault(i, f"{src} reaches graph output {', '.join(sorted(bypass))} "
-                                       f"without passing through the {op} node")
+                if not by_index[i].through:
+                    problems.setdefault(i, f"{src} reaches graph output "
+                                           f"{', '.join(sorted(bypass))} without passing "
+                                           f"through the {op} node")
+        elif len(idxs) > 1:
+            for i in idxs:
+                shared.setdefault(i, (src, tuple(idxs)))
+    inputs = [dataclasses.replace(a, shared=shared[a.index])
+              if a.index in shared and a.index not in problems else a for a in inputs]
     inputs = [a if a.index not in problems else
               dataclasses.replace(a, problem=problems[a.index]) for a in inputs]
     outputs: list[Attribution] = []
@@ -320,19 +357,20 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
                                        ))
             continue
         problem = None
-        around = sorted(r for r in tracked
+        after = g.computing_after(name, t)
+        around = [] if after else sorted(r for r in tracked
                         if reached[0] in g.reachable_outputs([r], skip_node=t, float_only=True))
         if around:
             problem = (f"graph output {reached[0]} also depends on {', '.join(around)} other "
                        f"than through the {op} node")
-        elif len(reached) > 1:
+        elif len(reached) > 1 and not after:
             problem = f"output {j} of the {op} node reaches several graph outputs ({', '.join(reached)})"
-        else:
+        elif not after:
             others = [o for k, o in enumerate(node_outs) if o and k != j
                       and reached[0] in g.reachable_outputs([o], skip_node=None)]
             if others:
                 problem = (f"graph output {reached[0]} depends on several outputs of the {op} node")
         outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
-                                   through=g.computing_after(name, t)))
+                                   through=after))
     return NodeMapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
                    others=helpers)

@@ -104,11 +104,13 @@ def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> st
 
 
 def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
-               tag_source: str = "onnx.defs", exported: Exported | None = None) -> Proof:
+               tag_source: str = "onnx.defs", exported: Exported | None = None,
+               node: int | None = None) -> Proof:
     """Prove one catalogue case. Raises CaseError when the case itself is broken.
 
     ``exported``: a model exported elsewhere (a proof script's own file) to prove instead
-    of exporting the case here; everything else is the same.
+    of exporting the case here; everything else is the same. ``node``: which node of the
+    case's op (its index in the graph), when the graph has several (``run --all-ops``).
     """
     tags = tags or default_tags
     pr = probe(case)
@@ -127,7 +129,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                         f"outputs {list(exported.output_names)}")
     evidence_of: dict[str, TensorEvidence] = dict(zip(case.names, pr.inputs))
     evidence_of.update(pr.params)
-    mapping = map_node(exported.model, case.op, case.domain, evidence_of.keys())
+    mapping = map_node(exported.model, case.op, case.domain, evidence_of.keys(), node)
     schema = tags(case.op, exported.opset, case.domain)
     latest = tags(case.op, None, case.domain)
     if mapping.invalid:
@@ -163,7 +165,8 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
                  gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
-                 route_note=exported.route_note)
+                 route_note=exported.route_note, notes=tuple(mapping.shared_notes),
+                 node=mapping.node_index)
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,

@@ -15,7 +15,7 @@ N          none       N               autograd; nothing floating to measure
 D          N          --              inconclusive: a surrogate / straight-through gradient?
 N          D          D               numeric witness: PyTorch does not track a derivative
 None       D or N     the numeric's   numeric witness only (PyTorch has no derivative for it /
-                                          this case's module does not track it)
+                                          no autograd evidence about this node)
 D or N     None       the autograd's  autograd only (a reference case: inconclusive)
 None       None       --              inconclusive: not exercised
 =========  =========  ==============  ============================================
@@ -203,8 +203,11 @@ def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
                     f"numeric witness: the ONNX function has a derivative that PyTorch does "
                     f"not track ({both})")
     if n is not None:
+        # not exercised: PyTorch may well differentiate here, but nothing it says is about
+        # this node alone (a constant, a computing op before it, a tensor shared by two inputs)
         why = ("PyTorch has no derivative for it" if autograd.outcome == A.UNSUPPORTED
-               else "this case's module does not track it")
+               else "no autograd evidence about this node: this case's module does not "
+                    "track it alone")
         return done(n, Rule.NUMERIC_ONLY, f"numeric witness only ({why}: {autograd.detail}): "
                                           f"{numeric.detail}")
     if a is not None:

@@ -22,7 +22,7 @@ from ..tags.schema import Formal, SchemaTags
 from .by_type import type_reason
 from .function_body import BodyResult
 from .pytorch_source import DerivativeFact, derivative_fact
-from .verdict import NO_BODY, Decision, Rule, Vjp, Witness, decide, judge, under_convention
+from .verdict import AUTOGRAD_SAYS, NO_BODY, Decision, Rule, Vjp, Witness, decide, judge, under_convention
 from ..conventions import Convention
 from ..vocab import AutogradOutcome as A
 from ..vocab import Evidence as E
@@ -72,6 +72,13 @@ class _Input:
     evidence: E
     source: str
     autograd: Witness
+    reaches: A | None = None   # what the tensor's gradient says of the node's outputs, when
+    # it is not this input's alone (shared by several inputs): only a nonzero gradient
+
+    @property
+    def for_outputs(self) -> A:
+        """The outcome an output's autograd witness may lean on (``_output_side``)."""
+        return self.autograd.outcome if self.reaches is None else self.reaches
 
 
 def _combined(parts: Sequence[TensorEvidence]) -> TensorEvidence:
@@ -124,6 +131,14 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
         return _Input(ev, source, Witness(
             A.NOT_EXERCISED, f"{subject} reaches the node through {', '.join(a.through)}: "
                              "its gradient is about that computation, not this node"))
+    if a.shared:
+        tensor, idxs = a.shared
+        others = ", ".join(str(k) for k in idxs if k != i)
+        # a nonzero sum over the inputs still shows the dy reaching them (the outputs' witness)
+        return _Input(ev, source, Witness(
+            A.NOT_EXERCISED, f"{subject} also feeds input{'s' * (len(idxs) > 2)} {others} of "
+                             f"the node: its gradient is the sum over them, not input {i}'s "
+                             "alone"), reaches=A.GRAD if ev == E.GRAD else A.NOT_EXERCISED)
     detail = te.detail
     if ev == E.UNTRACKED:
         detail = f"no gradient requested for {subject}"
@@ -151,7 +166,7 @@ def _output_side(a: Attribution | None, j: int, pr: ProbeResult, output_names: S
         return te.evidence, label, Witness(
             A.NOT_EXERCISED, f"{label} is computed from the node through "
                              f"{', '.join(a.through)}: its dy says nothing about this node")
-    direct = [s.autograd.outcome for s in inputs]
+    direct = [s.for_outputs for s in inputs]
     if (te.evidence == E.GRAD and A.GRAD not in direct) or (
             te.evidence in (E.ZERO_GRAD, E.NO_GRAD) and not {A.GRAD, A.ZERO, A.NONE} & set(direct)):
         return te.evidence, label, Witness(
@@ -248,10 +263,11 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                        params, folded, keep_option, case.surrogate.get(f"input {i}"))
            for i in range(n_in)]
     floating = [(a, side) for a, side in zip(mapping.inputs, ins) if is_float_dtype(a.dtype)]
-    all_tracked = all(side.autograd.outcome in (A.GRAD, A.ZERO, A.NONE, A.UNSUPPORTED)
+    all_tracked = all(side.for_outputs in (A.GRAD, A.ZERO, A.NONE, A.UNSUPPORTED)
                       for _, side in floating)
-    direct = [src for a, side in floating if side.autograd.says is not None
-              for src in a.all_sources]
+    direct = list(dict.fromkeys(src for a, side in floating
+                                if AUTOGRAD_SAYS[side.for_outputs] is not None
+                                for src in a.all_sources))
     out: list[Parameter] = []
     moved_inputs: dict[int, bool] = {}
     for io, count in (("input", n_in), ("output", n_out)):

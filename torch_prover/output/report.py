@@ -160,9 +160,10 @@ def md_row(*cells: Any) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
+               model_label: str = "model") -> str:
     """One case as text: the per-parameter table (wrapped to ``width``), numeric check,
-    versions and status."""
+    versions and status; ``model_label`` names the proved model (``run``: evidence copy)."""
     head = (f"{rec['op']} / {rec['case']}  ({rec['case_kind']}, {rec['exporter']} exporter, "
             f"opset {rec['opset']}, schema {rec['op']}-{rec['schema_version']}"
             + (f", latest {rec['latest_schema_version']}"
@@ -180,18 +181,20 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
         if p.get("expected"):
             lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
                            f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+    lines += [x for n in rec.get("notes", ()) for x in wrap_line(f"note: {n}", width, "  ")]
     lines += wrap_line(numeric_line(rec), width)
     lines += wrap_line(body_summary(rec), width)
     source = autograd_source_line(rec)
     if source:
         lines += wrap_line(source, width)
-    lines += wrap_line(f"model sha256 {rec['model']['sha256']}; " + ", ".join(
+    lines += wrap_line(f"{model_label} sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
     return "\n".join(lines) + "\n"
 
 
-def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
+def proof_markdown(rec: dict[str, Any], script: str | None = None,
+                   model_label: str = "model") -> str:
     """A PR-ready comment: the per-parameter table, numeric check, versions, sha256."""
     lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", ""]
     if rec.get("invalid"):
@@ -206,12 +209,13 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None) -> str:
         lines.append(md_row(f"{p['io']} {p['index']} `{p['name']}`", f"`{p['source']}`",
                             p["evidence"], p["tag"], verdict, p["reason"]))
     source = autograd_source_line(rec)
-    lines += ["", numeric_line(rec), ""] + ([source, ""] if source else []) + [
+    lines += [""] + [x for n in rec.get("notes", ()) for x in (f"Note: {n}", "")] + [
+        numeric_line(rec), ""] + ([source, ""] if source else []) + [
         body_summary(rec), "",
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)
-              + "); model sha256 "
+              + f"); {model_label} sha256 "
               f"`{rec['model']['sha256']}`; " + ", ".join(
                   f"{k} {v}" for k, v in rec["versions"].items())
               + f"; rendered by torch-prover {__version__}", ""]

@@ -47,6 +47,7 @@ class ExportCall:
     file_sha256: str | None = None
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    copy: list[str] = field(default_factory=list)   # how the evidence copy differs, and why
 
 
 @dataclass

@@ -48,6 +48,30 @@ class _Live:
     op: str             # op type, or domain::op outside ai.onnx
     plumbing: bool      # computes only on values derived from Shape/Size: shape arithmetic
     produces_output: bool
+    at_output: bool = False   # its output is the script's output past value-preserving glue
+    index: int = -1           # in graph.node
+
+
+def _moves_values(node: onnx.NodeProto) -> bool:
+    return node.domain in ("", "ai.onnx") and (node.op_type in GLUE_OPS
+                                               or node.op_type in VALUE_SLOTS)
+
+
+def _past_glue(model: onnx.ModelProto) -> set[str]:
+    """The graph outputs and every value they are made of by glue alone (a Reshape or Cast
+    the exporter adds after the script's last op): a node producing one of these computes
+    the script's output."""
+    producer = {o: n for n in model.graph.node for o in n.output if o}
+    found, stack = set(), [o.name for o in model.graph.output]
+    while stack:
+        v = stack.pop()
+        if v in found:
+            continue
+        found.add(v)
+        node = producer.get(v)
+        if node is not None and _moves_values(node):
+            stack.extend(n for n in node.input if n)
+    return found
 
 
 def _integer_values(model: onnx.ModelProto) -> set[str]:
@@ -70,9 +94,10 @@ def _live_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[_Live]:
     Sub that turn MaxPool's helper indices into the script's) is plumbing."""
     live, shape_derived = set(tracked), set()
     outputs = {o.name for o in model.graph.output}
+    near = _past_glue(model)
     integers = _integer_values(model)
     found = []
-    for node in model.graph.node:
+    for index, node in enumerate(model.graph.node):
         reads = [n for n in _node_reads(node) if n in live]
         if not reads:
             continue
@@ -84,8 +109,13 @@ def _live_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[_Live]:
             shape_derived.update(outs)
         found.append(_Live(node.op_type if node.domain in ("", "ai.onnx")
                            else f"{node.domain}::{node.op_type}", plumbing,
-                           any(o in outputs for o in outs)))
+                           any(o in outputs for o in outs), any(o in near for o in outs), index))
     return found
+
+
+def computing(n: _Live) -> bool:
+    """A node that computes on the script's tensors: not glue, not shape arithmetic."""
+    return n.op not in GLUE_OPS and not n.plumbing
 
 
 def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, list[str]]:
@@ -102,11 +132,20 @@ def infer_op(model: onnx.ModelProto, tracked: set[str]) -> tuple[str | None, lis
                  # value-preserving glue the exporter puts before the target (x.repeat ->
                  # Expand + Tile): dropped unless it is what the script outputs
                  lambda n: n.op not in GLUE_OPS and not n.plumbing and (
-                     n.produces_output or n.op not in VALUE_SLOTS)):
+                     n.produces_output or n.op not in VALUE_SLOTS),
+                 # an op in context (Linear -> HardSwish): the one computing the script's
+                 # output, past the glue after it; the others are named in a note
+                 lambda n: computing(n) and n.at_output and n.op not in VALUE_SLOTS):
         left = list(dict.fromkeys(n.op for n in nodes if keep(n)))
         if len(left) == 1:
             return left[0], ops
     return None, ops
+
+
+def computing_nodes(model: onnx.ModelProto, tracked: set[str]) -> list[tuple[int, str]]:
+    """(index, op) of every node computing on the script's tensors: what ``--all-ops``
+    proves."""
+    return [(n.index, n.op) for n in _live_nodes(model, tracked) if computing(n)]
 
 
 def _value_names(graph: onnx.GraphProto) -> set[str]:
@@ -145,6 +184,19 @@ class Prepared:
     inferred: str | None                      # what the graph alone says the target is
     op_from: str                              # "--op" | "script directive" | "graph"
     notes: list[str]
+    computing: tuple[tuple[int, str], ...] = ()   # (node index, op) of every computing node
+
+    def others(self, proved: int | None) -> list[tuple[int, str]]:
+        """The computing nodes besides the proved one (ai.onnx only: what --op can name)."""
+        return [(i, op) for i, op in self.computing if i != proved and "::" not in op]
+
+    def case_for(self, index: int, op: str) -> Case:
+        """The script's case, aimed at another node (``--all-ops``): same module, inputs and
+        model; the name says which op (and which node, when the op occurs twice)."""
+        from dataclasses import replace
+        twice = sum(o == op for _, o in self.computing) > 1
+        name = f"{self.case.name}_{op.lower()}" + (f"_{index}" if twice else "")
+        return replace(self.case, op=op, name=name, surrogate={})  # the directive's op only
 
 
 DIRECTIVE = re.compile(r"^\s*#\s*torch-prover:(.*)$", re.MULTILINE)
@@ -382,4 +434,4 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
     exported = Exported(model, info.exporter, opset, tuple(names),
                         tuple(f"y{j}" for j in range(len(gout))))
     return Prepared(case, exported, tuple(names), renamed, candidates, inferred, op_from,
-                    notes + list(info.notes))
+                    notes + list(info.notes), tuple(computing_nodes(model, tracked)))

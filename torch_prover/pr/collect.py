@@ -202,7 +202,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
     info = ExportInfo(call.exporter, call.target, call.file_sha256, _options(call.options),
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
-                      bool(call.options.get("custom_translation_table")))
+                      bool(call.options.get("custom_translation_table")), tuple(call.copy))
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),
         requires=tuple(requires), swapped=tuple(swapped), probing_all=probing_all,

@@ -1,9 +1,21 @@
-"""The script's own torch.onnx.export call, made to work on current PyTorch.
+"""The script's own torch.onnx.export call: made as written, proved as written where it can be.
 
-When a classic script's export would fail (an open file object, an opset below the dynamo
-exporter's minimum, legacy positional arguments, options torch no longer accepts), these
-plans export another way that works, write the file the script asked for, and record in
-the :class:`ExportCall` what was done, so the report can say it.
+The script's call runs exactly as the script wrote it (same exporter, options and file), so
+the file it leaves is byte for byte what ``python script.py`` writes. Two cases need more:
+
+- the call as written succeeds but its model cannot be proved as is (``export_params=False``
+  leaves the weights out; the dynamo exporter, asked for an opset it cannot convert to,
+  silently writes opset 18): the runner makes a second export, *the evidence copy*, in
+  memory, leaves the script's file alone, and records what differs and why
+  (``ExportCall.copy``);
+- the call as written raises on current PyTorch (an open file object with the dynamo
+  exporter, legacy positional arguments, options torch no longer accepts): the runner
+  exports another way that works and, so that the script can go on, writes that model where
+  the script pointed -- ``python script.py`` would have stopped at that call -- and says
+  so (``ExportCall.notes``).
+
+Every note about an exporter's behaviour is checked against the installed torch by a test
+(``tests/test_run_in_context.py``).
 """
 from __future__ import annotations
 
@@ -23,7 +35,8 @@ from ..engine.export import model_opset, quiet
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
 
 DYNAMO_MIN_OPSET = 18
-"""Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
+"""Lowest opset the torch.export-based exporter builds; below it, torch 2.13 converts the
+model down, and where the converter lacks an adapter it keeps (and writes) opset 18."""
 
 # torch 1.x's positional order after ``f``; torch 2.13 takes these as keywords only.
 _LEGACY_POSITIONAL = ("export_params", "verbose", "training", "input_names", "output_names",
@@ -53,7 +66,8 @@ def _fresh(args: Any) -> Any:
 
 def _plans(options: dict[str, Any], holds_grad: bool = False
            ) -> list[tuple[dict[str, Any], str | None]]:
-    """Ways to export, in order: (options, what the runner changed or None)."""
+    """Ways to export once the call as written raised, in order: (options, what the runner
+    changed or None)."""
     opset = options.get("opset_version")
     asked_dynamo = options.get("dynamo", True)      # torch 2.13's default
 
@@ -66,9 +80,7 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     if asked_dynamo:
         if opset is not None and opset < DYNAMO_MIN_OPSET:
             return [(as_torchscript(options),
-                     f"opset {opset} is below what the dynamo exporter (torch.onnx.export's "
-                     f"default) produces ({DYNAMO_MIN_OPSET}+): exported with the TorchScript "
-                     f"exporter (dynamo=False) at opset {opset}")]
+                     f"exported with the TorchScript exporter (dynamo=False) at opset {opset}")]
         if opset is not None and opset > DEFAULT_OPSET:
             return [(options | {"opset_version": DEFAULT_OPSET},
                      f"torch {torch.__version__.split('+')[0]}'s exporter cannot produce opset "
@@ -122,8 +134,9 @@ def _export_once(real: Callable, module: Any, args: Any, f: Any, options: dict[s
                 f.write(data)
                 where = shown_path(call.target) if call.target else "a file object"
                 call.notes.append(f"the script exports to an open file ({where}), which the "
-                                  "dynamo exporter does not accept: exported in memory and "
-                                  "wrote the bytes to that file")
+                                  "dynamo exporter does not accept (it takes a path or an "
+                                  "io.BytesIO): exported in memory and wrote the bytes to "
+                                  "that file")
         else:
             if f is None or file_object:
                 buf = io.BytesIO()
@@ -157,6 +170,78 @@ def _pristine(model: Any) -> Any:
     return model
 
 
+def _as_written(real: Callable, module: Any, args: Any, f: Any, legacy: tuple,
+                options: dict[str, Any]) -> tuple[Any, bytes | None, onnx.ModelProto]:
+    """The script's call exactly as written: (what torch returned, the bytes written to
+    ``f`` or None, the model). Raises what torch raises."""
+    dynamo = options.get("dynamo", True)
+    if f is not None and not isinstance(f, (str, os.PathLike)) and not dynamo:
+        buf = io.BytesIO()   # a write-only file object: the same bytes, kept to read back
+        with quiet():
+            returned = real(module, args, buf, *legacy, **options)
+        data = buf.getvalue()
+        f.write(data)
+        return returned, data, onnx.load_from_string(data)
+    start = f.tell() if isinstance(f, io.BytesIO) else 0
+    with quiet():
+        returned = real(module, args, f, *legacy, **options)
+    if isinstance(f, io.BytesIO):
+        data = f.getvalue()[start:]
+        return returned, data, onnx.load_from_string(data)
+    if f is not None:
+        path = os.fspath(f)
+        return returned, Path(path).read_bytes(), onnx.load(path)
+    if returned is None or getattr(returned, "model_proto", None) is None:
+        raise ValueError("the export returned no model")
+    return returned, None, returned.model_proto
+
+
+def _dangling(model: onnx.ModelProto) -> list[str]:
+    """Values the graph's nodes read that nothing provides (parameters left out by
+    ``export_params=False``; torch 2.13's dynamo exporter keeps them when writing to an
+    io.BytesIO and leaves them out when writing to a path)."""
+    g = model.graph
+    known = {i.name for i in g.input} | {t.name for t in g.initializer}
+    known |= {o for n in g.node for o in n.output}
+    return sorted({i for n in g.node for i in n.input if i and i not in known})
+
+
+def _copy_options(options: dict[str, Any], model: onnx.ModelProto, call: ExportCall
+                  ) -> dict[str, Any] | None:
+    """Options for the evidence copy when the script's model cannot be proved as is (and
+    what differs, in ``call.copy``), else None."""
+    copy = dict(options)
+    left_out = _dangling(model)
+    if options.get("export_params") is False and left_out:
+        copy["export_params"] = True
+        call.copy.append(f"export_params=True: the script's export_params=False left "
+                         f"{', '.join(left_out)} out of its model, so no runtime can run it")
+    asked, got = options.get("opset_version"), model_opset(model)
+    if asked is not None and got != asked and options.get("dynamo", True):
+        why = (f"torch {torch.__version__.split('+')[0]}'s dynamo exporter, asked for opset "
+               f"{asked}, wrote opset {got} (it could not convert the model)")
+        if asked < DYNAMO_MIN_OPSET:
+            copy = {k: v for k, v in copy.items() if k not in _DYNAMO_ONLY} | {"dynamo": False}
+            call.copy.append(f"the TorchScript exporter (dynamo=False) at opset {asked}: {why}")
+        elif asked > DEFAULT_OPSET:
+            copy["opset_version"] = DEFAULT_OPSET
+            call.copy.append(f"opset {DEFAULT_OPSET}: {why}")
+    elif asked is not None and got != asked:
+        call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
+    return copy if call.copy else None
+
+
+def _evidence_copy(real: Callable, module: Any, args: Any, options: dict[str, Any],
+                   call: ExportCall) -> onnx.ModelProto:
+    """The second export, in memory (the script's file is not touched)."""
+    with quiet():
+        if options.get("dynamo", True):
+            return real(module, args, None, **options).model_proto
+        buf = io.BytesIO()
+        real(module, args, buf, **options)
+        return onnx.load_from_string(buf.getvalue())
+
+
 def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> Callable:
     accepted = set(inspect.signature(real).parameters)
 
@@ -166,49 +251,74 @@ def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> 
         call = ExportCall(_pristine(model), args, dict(options.get("kwargs") or {}), {},
                           target=_target_name(f))
         run.exports.append(call)
-        for name, value in zip(_LEGACY_POSITIONAL, legacy):
-            options.setdefault(name, value)
-        if legacy:
-            call.notes.append(f"passed {len(legacy)} positional argument(s) after f as keywords "
-                              f"({', '.join(_LEGACY_POSITIONAL[:len(legacy)])})")
-        for name in [k for k in options if k not in accepted]:
-            call.notes.append(f"dropped {name}=, which torch {torch.__version__.split('+')[0]}'s "
-                              "torch.onnx.export no longer accepts")
-            options.pop(name)
-        options.setdefault("dynamo", default_dynamo)
-        if options.get("export_params") is False:
-            options["export_params"] = True
-            call.notes.append("export_params=False leaves the parameters out of the model, so "
-                              "nothing could run it: exported with export_params=True")
-        first: BaseException | None = None
-        errors: dict[str, str] = {}     # exporter -> its first failure
+        written = dict(options)
+        written.setdefault("dynamo", default_dynamo)
         with instrumenting(run):
-            holds_grad = any(t.is_leaf and t.grad is not None
-                             for t in tensor_leaves((args, options.get("kwargs"))))
-            for opts, note in _plans(options, holds_grad):
+            try:
+                returned, data, made = _as_written(real, model, args, f, legacy, written)
+            except Exception as exc:  # the exporters raise many types
+                return _recover(run, real, accepted, model, args, f, legacy, options, call,
+                                default_dynamo, exc)
+            call.file_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
+            call.model, call.options = made, written
+            call.exporter = "dynamo" if written.get("dynamo", True) else "torchscript"
+            copy = _copy_options(written, made, call)
+            if copy is not None:
                 try:
-                    returned = _export_once(real, model, args, f, opts, call)
-                except Exception as exc:  # the exporters raise many types
-                    first = first or exc
-                    errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
-                                      describe(exc))
-                    continue
-                call.options = {k: v for k, v in opts.items() if k != _FRESH}
-                if first is not None:
-                    call.notes.append(f"the export as written failed ({describe(first)}); "
-                                      f"{note}")
-                elif note:
-                    call.notes.append(note)
-                got = model_opset(call.model)
-                asked = opts.get("opset_version")
-                if asked is not None and got != asked:
-                    call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
-                shown = shown_path(call.target) if call.target else None
-                if call.notes and shown and not any(shown in n for n in call.notes):
-                    call.notes.append(f"wrote {shown}, as the script asked")
-                return returned
-        call.error = "; ".join(f"{k}: {v}" for k, v in errors.items()) or "export failed"
-        raise first  # type: ignore[misc]
+                    call.model = _evidence_copy(real, model, args, copy, call)
+                except Exception as exc:  # as above: the script's own model is proved
+                    call.notes.append(f"the evidence copy ({'; '.join(call.copy)}) failed "
+                                      f"({describe(exc)}): proving the script's model as is")
+                    call.copy.clear()
+                else:
+                    call.options = copy
+                    call.exporter = "dynamo" if copy.get("dynamo", True) else "torchscript"
+            return returned
     return export
 
 
+def _recover(run: ScriptRun, real: Callable, accepted: set[str], model: Any, args: Any,
+             f: Any, legacy: tuple, options: dict[str, Any], call: ExportCall,
+             default_dynamo: bool, raised: BaseException) -> Any:
+    """The call as written raised: export another way that works, write that model where the
+    script pointed (so the script can go on), and say what was done."""
+    for name, value in zip(_LEGACY_POSITIONAL, legacy):
+        options.setdefault(name, value)
+    if legacy:
+        call.notes.append(f"passed {len(legacy)} positional argument(s) after f as keywords "
+                          f"({', '.join(_LEGACY_POSITIONAL[:len(legacy)])})")
+    for name in [k for k in options if k not in accepted]:
+        call.notes.append(f"dropped {name}=, which torch {torch.__version__.split('+')[0]}'s "
+                          "torch.onnx.export no longer accepts")
+        options.pop(name)
+    options.setdefault("dynamo", default_dynamo)
+    if options.get("export_params") is False:
+        options["export_params"] = True
+        call.notes.append("export_params=False leaves the parameters out of the model, so "
+                          "nothing could run it: exported with export_params=True")
+    first: BaseException = raised
+    errors: dict[str, str] = {}     # exporter -> its first failure
+    holds_grad = any(t.is_leaf and t.grad is not None
+                     for t in tensor_leaves((args, options.get("kwargs"))))
+    for opts, note in _plans(options, holds_grad):
+        try:
+            returned = _export_once(real, model, args, f, opts, call)
+        except Exception as exc:  # the exporters raise many types
+            errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
+                              describe(exc))
+            continue
+        call.options = {k: v for k, v in opts.items() if k != _FRESH}
+        call.notes.append(f"the export as written raised {describe(first)}"
+                          + (f"; {note}" if note else ""))
+        got = model_opset(call.model)
+        asked = opts.get("opset_version")
+        if asked is not None and got != asked:
+            call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
+        shown = shown_path(call.target) if call.target else None
+        if shown and not any(shown in n for n in call.notes):
+            call.notes.append(f"wrote that model to {shown_path(call.target)} so the script "
+                              "could go on (`python script.py` would have stopped at this "
+                              "call)")
+        return returned
+    call.error = "; ".join(f"{k}: {v}" for k, v in errors.items()) or describe(first)
+    raise first

@@ -45,8 +45,21 @@ def _directives(declared: dict[str, Any], float_dtype: str) -> dict[str, Any]:
             for k, v in declared.items()}
 
 
+def _missing(module: Any, cap: Capture, prep: Any) -> list[str] | None:
+    """What the module computes that the graph lacks (:mod:`folded`), one line each; None
+    when the module is not a torch.export program (nothing was compared)."""
+    from .folded import missing_ops
+    from .wire import ModuleFormat
+    graph = getattr(module, "graph", None)
+    if cap.module.format is not ModuleFormat.EXPORTED_PROGRAM or graph is None:
+        return None
+    return [m.line() for m in missing_ops(graph, prep.exported.model, prep.exported.exporter,
+                                          prep.exported.opset)]
+
+
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
-                  declared: dict[str, Any], output: Any, timeout: float) -> dict[str, Any]:
+                  declared: dict[str, Any], output: Any, timeout: float, module: Any = None,
+                  all_ops: bool = False) -> dict[str, Any]:
     info = cap.export
     grads = gradients(prep.names, cap)
     return {
@@ -60,7 +73,10 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
         "directives": _directives(declared, str(prep.case.float_dtype).removeprefix("torch.")),
         "export": {"exporter": info.exporter, "opset": prep.exported.opset,
                    "file": info.target, "file_sha256": info.file_sha256,
-                   "options": info.options},
+                   "options": info.options, "evidence_copy": list(info.copy)},
+        "missing_ops": _missing(module, cap, prep),
+        "other_ops": [{"op": op, "node": i} for i, op in prep.others(proof.node)],
+        "all_ops": all_ops,
         "runner_notes": prep.notes,
         "renamed": prep.renamed,
         "op_from": prep.op_from,
@@ -93,9 +109,11 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     s = rec["script"]
     e = s["export"]
     iso = s["isolation"]
-    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): exported with the "
-             f"{e['exporter']} exporter at opset {e['opset']}"
-             + (f" to {shown_path(e['file'])}" if e["file"] else "")]
+    how = f"the {e['exporter']} exporter at opset {e['opset']}"
+    to = f" to {shown_path(e['file'])}" if e["file"] else ""
+    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
+        f"exported{to}; the proof runs an evidence copy made with {how}"
+        if e.get("evidence_copy") else f"exported with {how}{to}")]
     lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
                  f"the probe ran in the prover on its module saved by {iso['module_how']}"
                  + (f" ({iso['module_why']})" if iso["module_why"] else ""))
@@ -108,6 +126,15 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
             (None, rec["op"]) else ""))
+    others = list(dict.fromkeys(o["op"] for o in s["other_ops"]))
+    if others and s["all_ops"]:
+        lines.append(f"  --all-ops: the other computing nodes are proved below ({', '.join(others)})")
+    elif others:
+        lines.append(f"  the graph also computes with {', '.join(others)}: prove "
+                     + ("it" if len(others) == 1 else "one") + f" with --op {others[0]}, or "
+                     "every computing node with --all-ops")
+    for line in s["missing_ops"] or ():
+        lines.append(f"  not in the graph: {line}")
     for b in s["backward"]:
         lines.append(f"  backward: {b['api']} on {', '.join(b['targets']) or 'nothing'}"
                      + (f" -> {b['error']}" if b["error"] else ""))
@@ -120,17 +147,38 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     lines += [f"  note: {n}" for n in s["consistency"]]
     if s["output_truncated"]:
         lines.append(f"  output: {s['output_truncated']['note']}")
-    file = f"{Path(e['file']).name} (sha256 {e['file_sha256'][:12]})" if e["file_sha256"] \
-        else "the model the script exported (not written to a file)"
-    if s["renamed"]:
-        lines.append(f"  proved model: {file} with graph values renamed " + ", ".join(
-            f"{a} -> {b}" for a, b in s["renamed"].items()) + " (the evidence layout's names)")
-    elif e["file_sha256"] == rec["model"]["sha256"]:
-        lines.append(f"  proved model: {file}, byte for byte")
-    else:
-        lines.append(f"  proved model: {file}, re-serialized "
-                     f"(sha256 {rec['model']['sha256'][:12]})")
+    lines += proved_model_lines(rec)
     return lines
+
+
+def proved_model_lines(rec: dict[str, Any]) -> list[str]:
+    """Which model was proved, against the script's file: one sha256 per file, labelled (the
+    proved model's is the report's last line, "evidence copy sha256" when it differs)."""
+    s = rec["script"]
+    e = s["export"]
+    if not e["file_sha256"]:
+        return ["  proved model: the model the script exported (not written to a file)"
+                + _renamed(s)]
+    name = shown_path(e["file"])
+    if e["file_sha256"] == rec["model"]["sha256"]:
+        return [f"  proved model: the script's file {name}, byte for byte (sha256 below)"]
+    lines = [f"  the script's file {name}: sha256 {e['file_sha256']}, left as the script "
+             "wrote it"]
+    if e["evidence_copy"]:
+        lines.append("  proved model: an evidence copy, exported again with "
+                     + "; ".join(e["evidence_copy"]) + _renamed(s))
+    else:
+        lines.append("  proved model: an evidence copy of that file, re-serialized"
+                     + _renamed(s))
+    return lines
+
+
+def _renamed(s: dict[str, Any]) -> str:
+    if not s["renamed"]:
+        return ""
+    return ("; graph values renamed " + ", ".join(f"{a} -> {b}" for a, b in
+                                                  s["renamed"].items())
+            + " (the evidence layout's names)")
 
 
 def script_markdown(rec: dict[str, Any]) -> str:

@@ -20,10 +20,12 @@ The script is untrusted code, so it never runs in the prover's process:
    the autograd probe on its module. A script that patched torch_prover patched only its
    own process.
 
-Old habits keep working: when the script's own export would fail on current PyTorch (an
-open file object, an opset below the dynamo exporter's minimum, legacy positional
-arguments, options torch no longer accepts), the runner exports in a way that works,
-writes the file the script asked for, and says what it did (:mod:`export`).
+The proof is about the script's model: its export call runs as written, so its file is what
+``python script.py`` writes; where that model cannot be proved as is, an evidence copy is
+exported in memory and the report says what differs and why; where the call as written
+raises on current PyTorch (an open file object, legacy positional arguments, options torch
+no longer accepts), the runner exports in a way that works and says so (:mod:`export`).
+With ``--all-ops`` every other computing node of the graph is proved too, in context.
 """
 from __future__ import annotations
 
@@ -79,15 +81,26 @@ class ScriptProof:
     proof: Any          # torch_prover.engine.prove.Proof
     record: dict[str, Any]
     output: Output
+    more: tuple[Any, ...] = ()      # --all-ops: the other computing nodes' proofs, in order
+
+    @property
+    def proofs(self) -> tuple[Any, ...]:
+        return (self.proof,) + self.more
+
+    @property
+    def failed(self) -> bool:
+        return any(p.failures for p in self.proofs)
 
 
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
-                 echo: TextIO | None = None, debug: bool = False) -> ScriptProof:
+                 echo: TextIO | None = None, debug: bool = False,
+                 all_ops: bool = False) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
-    prove; the script's (capped) output goes to ``echo`` either way."""
+    prove; the script's (capped) output goes to ``echo`` either way. ``all_ops``: prove
+    every other computing node of the graph too, in context (``ScriptProof.more``)."""
     from ..engine.prove import prove_case
     from .case import directives, prepare, usable
     from .module import ModuleLoadError, load_module, ready_loader
@@ -118,13 +131,16 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     try:
         proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
                            tag_source=tag_source)
+        more = tuple(prove_case(prep.case_for(i, other), exported=prep.exported,
+                                numeric=numeric, tags=tags, tag_source=tag_source, node=i)
+                     for i, other in (prep.others(proof.node) if all_ops else ()))
     except CaseError as exc:
         raise _usage(f"cannot prove the script's export: {exc}") from exc
     rec = proof.record()
     rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
                                   declared=declared.set(), output=child.output,
-                                  timeout=timeout)
-    return ScriptProof(source, cap, prep, proof, rec, child.output)
+                                  timeout=timeout, module=module, all_ops=all_ops)
+    return ScriptProof(source, cap, prep, proof, rec, child.output, more)
 
 
 def cmd_run(args) -> int:
@@ -136,29 +152,37 @@ def cmd_run(args) -> int:
     tags, label = _tags(args.tags_from)
     fmt = args.format
     echo = sys.stdout if fmt == "text" else sys.stderr   # stdout stays pure JSON / Markdown
+    all_ops = getattr(args, "all_ops", False)
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
-                        debug=getattr(args, "debug", False))
-    proof, rec = done.proof, done.record
+                        debug=getattr(args, "debug", False), all_ops=all_ops)
+    rec = done.record
+    more = [p.record() for p in done.more]
     if args.out is not None and not args.no_write:
         from ..output.evidence import write_proof
-        where = write_proof(Path(args.out), proof)
-        print(f"evidence written to {where}", file=sys.stderr)
+        for proof in done.proofs:
+            where = write_proof(Path(args.out), proof)
+            print(f"evidence written to {where}", file=sys.stderr)
     elif fmt == "text":
         print("evidence not written (pass --out DIR to keep model.onnx, test data and "
               "proof.json)", file=sys.stderr)
-    code = EXIT_FINDING if proof.failures else EXIT_OK
+    file_sha = rec["script"]["export"]["file_sha256"]
+    model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
+    code = EXIT_FINDING if done.failed else EXIT_OK
     if fmt == "json":
         from ..output.documents import proofs_doc
         from ..vocab import DocKind
-        sys.stdout.write(report.to_json(proofs_doc(DocKind.RUN, [rec], code)))
+        sys.stdout.write(report.to_json(proofs_doc(DocKind.RUN, [rec] + list(more), code)))
     elif fmt == "markdown":
-        sys.stdout.write(report.proof_markdown(rec, script=done.source) + "\n"
+        sys.stdout.write(report.proof_markdown(rec, script=done.source, model_label=model)
+                         + "\n" + "".join(report.proof_markdown(r, model_label=model) + "\n"
+                                           for r in more)
                          + script_markdown(rec))
     else:
         if done.output.text and not done.output.text.endswith("\n"):
             print()
         import shutil
         width = shutil.get_terminal_size((100, 24)).columns
-        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + report.proof_text(rec, width))
+        sys.stdout.write("\n".join(script_lines(rec)) + "\n" + "\n".join(
+            report.proof_text(r, width, model_label=model) for r in [rec] + more))
     return code

@@ -96,6 +96,8 @@ class ExportInfo:
     notes: tuple[str, ...]
     input_names: tuple[str, ...]
     custom_translation: bool
+    copy: tuple[str, ...] = ()    # how the proved evidence copy differs from the script's
+    # model, and why (empty: the script's own model is proved)
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,8 @@ def _export_info(d: Any) -> ExportInfo | None:
                       _opt_str(d["file_sha256"], "export.file_sha256"),
                       _check(d["options"], dict, "export.options"),
                       _strs(d["notes"], "export.notes"), _strs(d["input_names"], "input_names"),
-                      _check(d["custom_translation"], bool, "export.custom_translation"))
+                      _check(d["custom_translation"], bool, "export.custom_translation"),
+                      _strs(d["copy"], "export.copy"))
 
 
 def _param(p: Any) -> tuple[str, tuple[int, ...], str, bool]:
