@@ -119,8 +119,6 @@ def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     if not args.no_write:
         out = preflight.writable_dir(args.out, "--out")
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
-    if getattr(args, "report", None):
-        preflight.writable_file(args.report, "--report")
     if getattr(args, "cache_dir", None) and not args.no_cache:
         preflight.writable_dir(args.cache_dir, "--cache-dir")
     return out
@@ -140,10 +138,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
-        waivers=args.waivers, progress=Progress())
+        waivers=args.waivers, report=args.report, progress=Progress())
     prepared = verify.prepare(request)
-    if args.report:
-        preflight.writable_file(args.report, "--report")
     outcome = verify.run(prepared)
     for gone in outcome.removed:
         print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
@@ -159,7 +155,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         text = render_html(rep)
     else:
         text = report.batch_text(rep, _terminal_width())
-    if args.report:
+    if args.report is not None:
         write_text(Path(args.report), text)
         sys.stdout.write(report.batch_text(rep, _terminal_width()))
         print(f"report written to {args.report}", file=sys.stderr)
@@ -265,12 +261,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .pr.runner import cmd_run
     if args.out is not None and not args.no_write:
         preflight.writable_dir(args.out, "--out")
+        preflight.outputs_apart([("--out", args.out)],
+                                [("SCRIPT", args.script), ("--tags-from", args.tags_from)])
     return cmd_run(args)
 
 
 def _cmd_script(args: argparse.Namespace) -> int:
     from .pr.gen import cmd_script
-    if args.output:
+    if args.output is not None:
         preflight.writable_file(args.output, "-o")
     return cmd_script(args)
 

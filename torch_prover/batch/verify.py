@@ -29,6 +29,7 @@ class Request:
     cache_dir: str | None = None      # None: no cache
     tags_from: str | None = None
     waivers: str | None = None
+    report: str | None = None         # where the caller will write the report: checked here
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -95,6 +96,18 @@ def _load_waivers(path: str | None) -> tuple[Any, ...]:
     return tuple(waivers)
 
 
+def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
+               ) -> list[tuple[str, Path | str | None]]:
+    """What the run writes as a whole: each op directory of the evidence, the index files
+    of a full run, the cache."""
+    trees: list[tuple[str, Path | str | None]] = [("--cache-dir", request.cache_dir)]
+    if out is not None:
+        trees += [("--out", out / op) for op in sorted({c.op for c in cases})]
+        if request.ops is None:
+            trees += [("--out", out / "index.json"), ("--out", out / "README.md")]
+    return trees
+
+
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
     from ..output.coverage import coverage
@@ -109,6 +122,12 @@ def prepare(request: Request) -> Prepared:
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
     if request.cache_dir is not None:
         preflight.writable_dir(request.cache_dir, "--cache-dir")
+    if request.report is not None:
+        preflight.writable_file(request.report, "--report")
+    preflight.outputs_apart(
+        [("--report", request.report)] if request.report is not None else [],
+        [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
+        _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out)

@@ -15,7 +15,7 @@ from .. import preflight
 from ..errors import EXIT_FINDING, EXIT_OK, UsageError
 from ..vocab import Verdict
 from . import patch as patch_mod
-from .locate import read_tree
+from .locate import DEFS, read_tree
 from .plan import findings, load_report, plan, reached_versions
 from .pr_text import pr_markdown, summary
 
@@ -42,6 +42,11 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     md = out.with_suffix(".md")
     if md == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
+    preflight.writable_file(md, "-o (its PR text)")
+    preflight.outputs_apart(
+        [("-o", out), ("-o (its PR text)", md)], [("--report", args.report)],
+        [("--onnx-src's onnx/defs", root / DEFS),
+         ("the cache", None if args.report else cache_dir)])
     records = _records(args, cache_dir)
     reached = reached_versions(records)
     absent = sorted(op for op in ops or () if op not in reached)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..vocab import Tag
 from .cpp_source import CppFile, Span
-from .locate import DEFAULTS, DEFS, TAG_ARG, TAG_TEXT, SourceTree, read_tree, tag_table
+from .locate import (DEFAULTS, DEFS, TAG_ARG, TAG_TEXT, SourceTree, not_ours_to_read,
+                     read_tree, tag_table)
 from .plan import Edit
 
 COLUMNS = 120
@@ -107,7 +108,7 @@ def check(tree: SourceTree, edits: tuple[Edit, ...], diff: str) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="torch-prover-fix-") as tmp:
         copy = Path(tmp) / "src"
-        shutil.copytree(tree.root / DEFS, copy / DEFS)
+        shutil.copytree(tree.root / DEFS, copy / DEFS, ignore=not_ours_to_read)
         (Path(tmp) / "fix.patch").write_text(diff, encoding="utf-8")
         for cmd in (["git", "init", "-q"], ["git", "apply", "--check", "../fix.patch"],
                     ["git", "apply", "../fix.patch"]):
