@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Sequence
 
 from . import preflight
-from .output import report
 from .errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE, CaseError, OutputError, UsageError
 from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 
@@ -35,8 +34,17 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
     parser.add_argument("--format", choices=formats, default="text")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors, like every other error of the tool (the usage it
+    would print runs to five lines for verify-all; ``--help`` still shows it)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (`{self.prog} --help` shows the "
+                              "usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="torch-prover",
         description="Prove ONNX operator differentiability tags with PyTorch autograd "
                     "(ONNX's 'Method 1'), checked by graph mapping and finite differences.")
@@ -131,6 +139,7 @@ def _terminal_width() -> int:
 
 
 def _cmd_verify_all(args: argparse.Namespace) -> int:
+    from .output import report
     from .batch import verify
     from .batch.progress import Progress
     from .output.evidence import write_text
@@ -165,6 +174,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
+    from .output import report
     from .output.coverage import coverage, coverage_text, op_text, summary
     from .tags.schema import canonical_op
     entries = coverage()
@@ -185,9 +195,10 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def _cmd_tags(args: argparse.Namespace) -> int:
+    from .output import report
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
-    tags = schema_tags(op, args.opset)
+    tags = schema_tags(op, preflight.schema_opset(args.opset))
     if args.format == "json":
         sys.stdout.write(report.to_json(report.tags_json(tags)))
     else:
@@ -207,11 +218,14 @@ def _where_to_look(op: str) -> str:
 
 
 def _cmd_prove(args: argparse.Namespace) -> int:
+    from .output import report
     from .cases import cases_for, find_case
     from .output.evidence import write_proof
     from .engine.prove import prove_case
     from .tags.schema import canonical_op
     op = canonical_op(args.op)
+    if args.all and args.case is not None:
+        raise UsageError(f"--all proves every case of {op}; --case names one: give one of them")
     if args.all:
         cases = cases_for(op)
         if not cases:
@@ -225,8 +239,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if args.case is None and others:
             print(f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); "
                   f"--all proves every one, --case NAME another", file=sys.stderr)
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    preflight.seed(args.seed)
+    for case in cases:
+        preflight.opset_for(case, args.opset)
     _check_outputs(args, cases)
     changes = {}
     if args.opset is not None:
@@ -328,7 +343,11 @@ def run() -> None:
     """Console entry point. Exits without interpreter teardown: collecting the exporter's
     and torch's heaps at exit takes ~2 s, a third of a one-op proof, and nothing of ours
     needs it (files are written atomically and closed, workers are joined)."""
-    code = main(sys.argv[1:])
+    try:
+        code = main(sys.argv[1:])
+    except KeyboardInterrupt:     # outside a command: argument parsing, the first imports
+        print("interrupted", file=sys.stderr)
+        code = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -58,6 +58,21 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def cache_dir(path: str | os.PathLike) -> str | None:
+    """``--cache-dir``: a warning (None when writable) for an existing cache that cannot be
+    written -- it is still read, so a read-only warm cache costs a warning, not the batch;
+    UsageError for an empty path or a new one that cannot be created."""
+    p = Path(path)
+    if str(path).strip() and p.is_dir():
+        try:
+            _try_write(p, "--cache-dir", p)
+        except UsageError as exc:
+            return f"{exc}; its results are read, new ones are not kept"
+        return None
+    writable_dir(path, "--cache-dir")
+    return None
+
+
 def writable_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` is a regular file we can replace, or absent and creatable: never a symlink,
     a FIFO, a device or a directory (replacing one would destroy what it is)."""
@@ -124,6 +139,44 @@ def positive_seconds(value: float, what: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{what} {value:g}: must be a finite number of seconds above 0")
     return value
+
+
+MAX_SEED = 2 ** 63 - 2
+"""The probe seeds torch with S and S + 1, and torch's seed is an int64."""
+
+
+def seed(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= MAX_SEED:
+        raise UsageError(f"--seed {value}: must be 0 to {MAX_SEED} (the probe also uses "
+                         "the next one)")
+    return value
+
+
+def opset_for(case, opset: int | None) -> int | None:
+    """``--opset`` for ``case``: within what its exporter builds, up to the installed
+    onnx's newest opset (above 25 a case is raised, ``engine/next_opset.py``)."""
+    if opset is None:
+        return None
+    import onnx.defs
+
+    from .case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, TORCHSCRIPT_MIN_OPSET
+    if case.exporter == "dynamo":
+        low, high = DYNAMO_MIN_OPSET, onnx.defs.onnx_opset_version()
+    else:
+        low, high = TORCHSCRIPT_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
+    if not low <= opset <= high:
+        raise UsageError(f"--opset {opset}: {case.op}/{case.name} uses the {case.exporter} "
+                         f"exporter, which builds opsets {low}..{high}")
+    return opset
+
+
+def schema_opset(opset: int | None) -> int | None:
+    """``tags --opset``: an opset the installed onnx knows (0 .. its newest)."""
+    import onnx.defs
+    newest = onnx.defs.onnx_opset_version()
+    if opset is not None and not 0 <= opset <= newest:
+        raise UsageError(f"--opset {opset}: the installed onnx knows opsets 1..{newest}")
+    return opset
 
 
 def op_names(text: str, what: str) -> list[str]:

@@ -45,6 +45,7 @@ class Prepared:
     waivers: tuple[Any, ...]
     doc: Any
     out: Path | None
+    warnings: tuple[str, ...] = ()               # found before any work (a read-only cache)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def _load_waivers(path: str | None) -> tuple[Any, ...]:
         return ()
     from ..cases import all_cases
     from . import waivers as waivers_mod
+    preflight.readable_file(path, "--waivers")
     try:
         waivers = waivers_mod.load(path)
         cases_of: dict[str, list[str]] = {}
@@ -120,8 +122,9 @@ def prepare(request: Request) -> Prepared:
     if request.out is not None:
         out = preflight.writable_dir(request.out, "--out")
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
+    cache_warning = None
     if request.cache_dir is not None:
-        preflight.writable_dir(request.cache_dir, "--cache-dir")
+        cache_warning = preflight.cache_dir(request.cache_dir)
     if request.report is not None:
         preflight.writable_file(request.report, "--report")
     preflight.outputs_apart(
@@ -130,7 +133,7 @@ def prepare(request: Request) -> Prepared:
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
-                    out)
+                    out, (cache_warning,) if cache_warning else ())
 
 
 def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
@@ -172,7 +175,7 @@ def run(prepared: Prepared) -> Outcome:
                        waived, stale, result.cache_hits if result else 0, label,
                        _missing_from_docs(prepared, case_less_ops), req.tags_from,
                        case_less_ops)
-    warnings = list(result.warnings if result else ())
+    warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
     if prepared.out is not None and req.ops is None:
         removed = [str(g) for g in prune(prepared.out, {(c.op, c.name) for c in prepared.cases})]

@@ -11,19 +11,20 @@ import hashlib
 import inspect
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
 import onnx
 import torch
 
-from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
 
-DYNAMO_MIN_OPSET = 18
-"""Lowest opset the torch.export-based exporter produces (it silently gives 18 below that)."""
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+"""Terminal colours in torch.export's messages: a one-line reason is plain text."""
 
 # torch 1.x's positional order after ``f``; torch 2.13 takes these as keywords only.
 _LEGACY_POSITIONAL = ("export_params", "verbose", "training", "input_names", "output_names",
@@ -191,7 +192,7 @@ def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> 
                 except Exception as exc:  # the exporters raise many types
                     first = first or exc
                     errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
-                                      describe(exc))
+                                      _ANSI.sub("", describe(exc)))
                     continue
                 call.options = {k: v for k, v in opts.items() if k != _FRESH}
                 if first is not None:

@@ -126,10 +126,13 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  proved model: {file} with graph values renamed " + ", ".join(
             f"{a} -> {b}" for a, b in s["renamed"].items()) + " (the evidence layout's names)")
     elif e["file_sha256"] == rec["model"]["sha256"]:
-        lines.append(f"  proved model: {file}, byte for byte")
+        lines.append(f"  proved model: {file}, byte for byte"
+                     + (" as exported" if e.get("file_changed") else ""))
     else:
         lines.append(f"  proved model: {file}, re-serialized "
                      f"(sha256 {rec['model']['sha256'][:12]})")
+    if e.get("file_changed"):
+        lines.append(f"  warning: {e['file_changed']}")
     return lines
 
 
