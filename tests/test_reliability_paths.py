@@ -183,3 +183,19 @@ def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, m
     assert "Traceback" not in err and "internal error" not in err, err
     assert code == 0 and copied, err
     assert "symlink" in err
+
+
+def test_onnxruntime_writes_nothing_into_the_users_cache(tmp_path):
+    """onnxruntime's telemetry writes a device id and a usage database under
+    $XDG_CACHE_HOME/Microsoft/DeveloperTools/ on import; torch-prover switches it off."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
+    tool = Path(sys.executable).parent / "torch-prover"
+    done = subprocess.run([str(tool), "prove", "Relu", "--no-write"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "onnxruntime" in done.stdout            # the numeric witness did run in it
+    written = [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()]
+    assert written == [], written

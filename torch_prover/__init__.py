@@ -11,7 +11,14 @@ imports ``torch_prover.cli`` first, and a Ctrl-C during torch's 5-second import 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# onnxruntime's telemetry writes a device id and a usage database (megabytes, over time)
+# under $XDG_CACHE_HOME/Microsoft/DeveloperTools/ as soon as it is imported: torch-prover
+# writes only its own files (README, "What torch-prover writes and deletes"). A user who
+# set the variable keeps their value.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 _WHERE = {"Bool": ".case", "Case": ".case", "Custom": ".case", "Expect": ".case",
           "Fixed": ".case", "Float": ".case", "Int": ".case", "Spec": ".case",
