@@ -22,21 +22,10 @@ import pytest
 from fix_report import SRC, param, record, write_report
 
 from torch_prover import cli
-from torch_prover.batch import pool
-from torch_prover.fix import command
 
 TOOL = Path(sys.executable).parent / "torch-prover"
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if a proof, a batch or the ONNX source reader starts."""
-    def forbidden(*_a, **_k):
-        raise AssertionError("work started before the arguments were checked")
-    import torch_prover.engine.prove as prove_mod
-    monkeypatch.setattr(pool, "run_batch", forbidden)
-    monkeypatch.setattr(command, "read_tree", forbidden)
-    monkeypatch.setattr(prove_mod, "prove_case", forbidden)
 
 
 @contextlib.contextmanager
@@ -229,6 +218,19 @@ def test_an_output_error_after_the_work_names_the_destination(tmp_path, capsys, 
     line = _main(capsys, ["script", "Relu", "-o", str(dest)], str(dest), "No space left")
     assert ".torch-prover-" not in line
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_an_evidence_write_error_names_the_case_directory(tmp_path, capsys, monkeypatch):
+    from torch_prover.output import evidence
+
+    def full(d, proof):
+        raise OSError(28, "No space left on device", str(d / "model.onnx"))
+    monkeypatch.setattr(evidence, "_fill", full)
+    out = tmp_path / "out"
+    line = _main(capsys, ["prove", "Relu", "--out", str(out), "--no-numeric"],
+                 str(out / "Relu" / "relu_basic"), "No space left")
+    assert ".torch-prover-" not in line
+    assert not any(p.name.startswith(".") for p in out.rglob("*"))
 
 
 @pytest.mark.usefixtures("no_work")

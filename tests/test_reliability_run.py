@@ -14,11 +14,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import onnx.defs
 import pytest
+
+from test_script_isolation import gone, run
 
 from torch_prover import cli
 
@@ -26,35 +27,10 @@ TOOL = Path(sys.executable).parent / "torch-prover"
 DOCS = Path(__file__).parent / "data" / "Operators.md"
 
 
-def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
-    monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", fmt, "--no-write", *extra])
-    out = capsys.readouterr()
-    rec = json.loads(out.out) if fmt == "json" and code in (0, 1) else None
-    return code, rec, out
-
-
 def write(tmp_path, name, body, encoding="utf-8"):
     path = tmp_path / name
     path.write_bytes(textwrap.dedent(body).encode(encoding))
     return path
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 RELU_METHOD1 = """\
@@ -101,7 +77,7 @@ def test_a_setsid_daemon_dies_with_the_script_and_the_caller_does_not_hang(tmp_p
         os.kill(pid, signal.SIGKILL)
         raise AssertionError("the caller hangs on the output pipe the daemon holds")
     pid = int((tmp_path / "daemon.pid").read_text())
-    survived = not gone(pid)
+    survived = not gone([pid])
     if survived:
         os.kill(pid, signal.SIGKILL)
     assert not survived, "the script's daemon outlived the run"

@@ -139,9 +139,12 @@ def write_proof(out: Path, proof: Proof) -> Path:
             _replace_dir(tmp, final)
         else:
             os.rename(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         if tmp.exists() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and str(tmp) in str(exc.filename or ""):
+            # name the case directory asked for, not the temporary being filled
+            raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(final)) from exc
         raise
     return final
 

@@ -30,8 +30,8 @@ def become_subreaper() -> bool:
         return False
 
 
-def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process in /proc."""
+def processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter: ``Z`` for a zombie) of every process in /proc."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -40,14 +40,15 @@ def _parents() -> dict[int, int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        found[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        found[int(entry.name)] = (int(ppid), state)
     return found
 
 
 def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (children, their children, ...)."""
+    """Every process below ``pid`` (children, their children, ...)."""
     children: dict[int, list[int]] = {}
-    for p, parent in _parents().items():
+    for p, (parent, _) in processes().items():
         children.setdefault(parent, []).append(p)
     out: set[int] = set()
     todo = list(children.get(pid, ()))
