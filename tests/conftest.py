@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torch_prover.cases import all_cases
+from torch_prover.pr.reap import processes
 from torch_prover.engine.prove import Proof, prove_case
 
 
@@ -52,6 +53,21 @@ def param(proof: Proof, io: str, index: int):
     return next(p for p in proof.parameters if p.io == io and p.index == index)
 
 
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if a proof, a batch or the ONNX source reader starts: the command was
+    to stop at its arguments."""
+    from torch_prover.batch import pool
+    from torch_prover.engine import prove as prove_mod
+    from torch_prover.fix import command
+
+    def forbidden(*_a, **_k):
+        raise AssertionError("work started before the arguments were checked")
+    monkeypatch.setattr(pool, "run_batch", forbidden)
+    monkeypatch.setattr(command, "read_tree", forbidden)
+    monkeypatch.setattr(prove_mod, "prove_case", forbidden)
+
+
 # ----------------------------------------------------------------------------- a full run
 TRAPS = ("Relu/.git", "notes", "Relu/old_case")
 """Paths under the full run's --out that belong to someone else (see _plant)."""
@@ -59,18 +75,7 @@ TRAPS = ("Relu/.git", "notes", "Relu/old_case")
 
 def _children(pid: int) -> list[int]:
     """Live (non-zombie) processes whose parent is ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) == pid and state != "Z":
-            found.append(int(entry.name))
-    return found
+    return [p for p, (parent, state) in processes().items() if parent == pid and state != "Z"]
 
 
 def _alive(pid: int) -> bool:

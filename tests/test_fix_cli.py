@@ -4,17 +4,8 @@ import pytest
 from fix_report import SRC, applied, param, record, tags_of, write_report
 
 from torch_prover import cli
-from torch_prover.batch import pool
-from torch_prover.fix import command
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if the command reaches the catalogue run or the source reader."""
-    def forbidden(*_a, **_k):
-        raise AssertionError("work started before the arguments were checked")
-    monkeypatch.setattr(pool, "run_batch", forbidden)
-    monkeypatch.setattr(command, "read_tree", forbidden)
 
 
 def _one_line_error(capsys, *words):

@@ -333,9 +333,31 @@ def test_the_module_crosses_as_a_graph_with_its_parameter_names(tmp_path, monkey
     assert {"param weight", "param bias"} <= sources and {"weight", "bias"} <= inits
 
 
-def test_a_module_that_cannot_cross_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
-    """When neither torch.export nor TorchScript can save the module (here the script breaks
-    both in its own process), there is no autograd probe to run: exit 2, saying why."""
+def test_a_module_that_cannot_cross_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    """When neither torch.export nor TorchScript can save the module, there is no autograd
+    probe to run: exit 2, saying why. (Both broken here in this process: a script that
+    breaks them in its own is refused as tampering, the next test.)"""
+    from torch_prover.pr.module import ModuleLoadError, load_module, save_module
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("not today")
+    monkeypatch.setattr(torch.export, "export", refuse)
+    monkeypatch.setattr(torch.jit, "trace", refuse)
+    module = torch.nn.Tanh()
+    saved = save_module(module, [torch.randn(2)], [True], ((torch.randn(2),), {}), True,
+                        tmp_path)
+    with pytest.raises(ModuleLoadError) as info:
+        load_module(tmp_path, saved, {})
+    line = str(info.value)
+    assert "could not be saved as a graph" in line
+    assert "torch.export: RuntimeError: not today" in line
+    assert "TorchScript: RuntimeError: not today" in line
+
+
+def test_a_script_that_replaces_what_the_collection_calls_is_refused(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The module is saved in the script's process, after the script: a script that
+    replaced torch.export.export there could hand over any graph (issue 22)."""
     script = write(tmp_path, "sabotage.py", MAX_METHOD1 + """\
     def refuse(*args, **kwargs):
         raise RuntimeError("not today")
@@ -344,6 +366,5 @@ def test_a_module_that_cannot_cross_is_one_line_and_exit_2(tmp_path, monkeypatch
     code, _, out = run(tmp_path, monkeypatch, capsys, script)
     assert code == 2
     line = one_line(out.err)
-    assert "could not be saved as a graph" in line
-    assert "torch.export: RuntimeError: not today" in line
-    assert "TorchScript: RuntimeError: not today" in line
+    assert "replaced torch-prover's own code" in line
+    assert "torch.export.export" in line and "torch.jit.trace" in line

@@ -24,9 +24,12 @@ opset-18 model whenever the graph holds an op its version converter cannot adapt
 op new in 26-28), which export.py refuses."""
 TORCHSCRIPT_MAX_OPSET = 20
 """Newest opset the TorchScript exporter supports."""
+TORCHSCRIPT_MIN_OPSET = 7
+"""Oldest opset the TorchScript exporter supports."""
 DYNAMO_MIN_OPSET = 18
-"""Oldest opset torch 2.13's dynamo exporter builds natively; below it, it converts from 18,
-which fails (or silently keeps 18) for a graph holding a custom translation."""
+"""Oldest opset the torch.export-based exporter builds (below it, torch converts an
+opset-18 model down when its version converter can, and else returns the opset-18 model:
+relu_basic asked for 7 to 13 comes back at 18)."""
 
 
 

@@ -53,6 +53,15 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
     parser.add_argument("--format", choices=formats, default="text")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors, like every other error of the tool (the usage it
+    would print runs to five lines for verify-all; ``--help`` still shows it)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (`{self.prog} --help` shows the "
+                              "usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     _Parser.last_error = None
     parser = _Parser(
@@ -191,8 +200,6 @@ def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     if not args.no_write:
         out = preflight.writable_dir(args.out, "--out")
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
-    if getattr(args, "report", None):
-        preflight.writable_file(args.report, "--report")
     if getattr(args, "cache_dir", None) and not args.no_cache:
         preflight.writable_dir(args.cache_dir, "--cache-dir")
     return out
@@ -212,10 +219,9 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
-        waivers=args.waivers, versions=args.versions, shard=args.shard, progress=Progress())
+        waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
+        progress=Progress())
     prepared = verify.prepare(request)
-    if args.report:
-        preflight.writable_file(args.report, "--report")
     if note:
         print(note, file=sys.stderr)
     outcome = verify.run(prepared)
@@ -277,6 +283,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def _cmd_tags(args: argparse.Namespace) -> int:
+    from .output import report
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
     if args.all_versions:
@@ -285,7 +292,7 @@ def _cmd_tags(args: argparse.Namespace) -> int:
         sys.stdout.write(report.to_json(doc) if args.format == "json"
                          else tags_all_versions_text(doc))
         return EXIT_OK
-    tags = schema_tags(op, args.opset)
+    tags = schema_tags(op, preflight.schema_opset(args.opset))
     if getattr(args, "explain", False):
         from .batch.tags_explain import explain_tags
         return explain_tags(op, tags, args.opset, args.format, _terminal_width(),
@@ -304,6 +311,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     from .engine.prove import prove_case
     from .tags.schema import canonical_op
     op = canonical_op(args.op)
+    if args.all and args.case is not None:
+        raise UsageError(f"--all proves every case of {op}; --case names one: give one of them")
     if args.all:
         cases = cases_for(op)
         if not cases:
@@ -317,8 +326,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         if args.case is None and others:
             print(f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); "
                   f"--all proves every one, --case NAME another", file=sys.stderr)
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    preflight.seed(args.seed)
+    for case in cases:
+        preflight.opset_for(case, args.opset)
     if args.opset is not None:   # the variant verify-all --versions proves at that opset
         from .batch.versions import at_opset
         cases = [at_opset(c, args.opset) for c in cases]
@@ -356,12 +366,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .pr.runner import cmd_run
     if args.out is not None and not args.no_write:
         preflight.writable_dir(args.out, "--out")
+        preflight.outputs_apart([("--out", args.out)],
+                                [("SCRIPT", args.script), ("--tags-from", args.tags_from)])
     return cmd_run(args)
 
 
 def _cmd_script(args: argparse.Namespace) -> int:
     from .pr.gen import cmd_script
-    if args.output:
+    if args.output is not None:
         preflight.writable_file(args.output, "-o")
     return cmd_script(args)
 
@@ -452,7 +464,11 @@ def run() -> None:
     """Console entry point. Exits without interpreter teardown: collecting the exporter's
     and torch's heaps at exit takes ~2 s, a third of a one-op proof, and nothing of ours
     needs it (files are written atomically and closed, workers are joined)."""
-    code = main(sys.argv[1:])
+    try:
+        code = main(sys.argv[1:])
+    except KeyboardInterrupt:     # outside a command: argument parsing, the first imports
+        print("interrupted", file=sys.stderr)
+        code = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable
@@ -47,13 +48,48 @@ def writable_dir(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for "--report X: is a FIFO")."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def cache_dir(path: str | os.PathLike) -> str | None:
+    """``--cache-dir``: a warning (None when writable) for an existing cache that cannot be
+    written -- it is still read, so a read-only warm cache costs a warning, not the batch;
+    UsageError for an empty path or a new one that cannot be created."""
+    p = Path(path)
+    if str(path).strip() and p.is_dir():
+        try:
+            _try_write(p, "--cache-dir", p)
+        except UsageError as exc:
+            return f"{exc}; its results are read, new ones are not kept"
+        return None
+    writable_dir(path, "--cache-dir")
+    return None
+
+
 def writable_file(path: str | os.PathLike, what: str) -> Path:
-    """``path`` is a file we can create or replace."""
+    """``path`` is a regular file we can replace, or absent and creatable: never a symlink,
+    a FIFO, a device or a directory (replacing one would destroy what it is)."""
     p = Path(path)
     if not str(path).strip():
         raise UsageError(f"{what}: empty path")
-    if p.is_dir():
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(f"{what} {p}: cannot look at it ({exc.strerror})") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{what} {p}: is a directory; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{what} {p}: is {file_kind(mode)}; torch-prover writes only a "
+                         "regular file or a new one: give another name")
     writable_dir(p.absolute().parent, what)
     return p
 
@@ -72,6 +108,41 @@ def in_checkout(cwd: Path) -> bool:
         cwd / "torch_prover").is_dir()
 
 
+def _real(path: str | os.PathLike) -> Path:
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike]],
+                  inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
+                  trees: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> None:
+    """The one check that an output cannot destroy what the run reads or writes elsewhere.
+
+    ``outputs``, ``inputs`` and ``trees`` are ``(option, path)`` pairs (a ``None`` path is
+    skipped). UsageError when an output is an input (the same file, by path after
+    symlinks or by inode), another output, or lies inside one of the tool's trees (an
+    evidence directory, the cache, the ONNX sources read). Called before any work."""
+    inputs = [(w, p) for w, p in inputs if p is not None and str(p)]
+    trees = [(w, _real(p)) for w, p in trees if p is not None and str(p)]
+    seen: list[tuple[str, Path]] = []
+    for what, out in outputs:
+        real = _real(out)
+        for other, src in inputs:
+            same = _real(src) == real
+            if not same and os.path.exists(out) and os.path.exists(src):
+                same = os.path.samefile(out, src)
+            if same:
+                raise UsageError(f"{what} {out}: is the {other} file this run reads; "
+                                 "give the output another name")
+        for other, done in seen:
+            if done == real:
+                raise UsageError(f"{what} {out}: is also {other}; give it another name")
+        for other, tree in trees:
+            if real == tree or real.is_relative_to(tree):
+                raise UsageError(f"{what} {out}: is inside {other} ({tree}), which "
+                                 "torch-prover writes or reads as a whole; write it elsewhere")
+        seen.append((what, real))
+
+
 def positive_int(value: int, what: str) -> int:
     if value < 1:
         raise UsageError(f"{what} {value}: must be at least 1")
@@ -84,6 +155,43 @@ def positive_seconds(value: float, what: str) -> float:
     return value
 
 
+MAX_SEED = 2 ** 63 - 2
+"""The probe seeds torch with S and S + 1, and torch's seed is an int64."""
+
+
+def seed(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= MAX_SEED:
+        raise UsageError(f"--seed {value}: must be 0 to {MAX_SEED} (the probe also uses "
+                         "the next one)")
+    return value
+
+
+def opset_for(case, opset: int | None) -> int | None:
+    """``--opset`` for ``case``: an opset some route reaches, 7 (the oldest onnxruntime runs
+    and the TorchScript exporter builds) up to the installed onnx's newest; ``prove`` then
+    proves the variant ``verify-all --versions`` proves there (``batch/versions.at_opset``:
+    its exporter, or the relabelled route)."""
+    if opset is None:
+        return None
+    import onnx.defs
+
+    from .case import TORCHSCRIPT_MIN_OPSET
+    low, high = TORCHSCRIPT_MIN_OPSET, onnx.defs.onnx_opset_version()
+    if not low <= opset <= high:
+        raise UsageError(f"--opset {opset}: {case.op}/{case.name} can be proved at opsets "
+                         f"{low}..{high} (below {low} no runtime runs a model)")
+    return opset
+
+
+def schema_opset(opset: int | None) -> int | None:
+    """``tags --opset``: an opset the installed onnx knows (0 .. its newest)."""
+    import onnx.defs
+    newest = onnx.defs.onnx_opset_version()
+    if opset is not None and not 0 <= opset <= newest:
+        raise UsageError(f"--opset {opset}: the installed onnx knows opsets 1..{newest}")
+    return opset
+
+
 def op_names(text: str, what: str) -> list[str]:
     """A comma-separated list of known ops (any capitalisation), at least one."""
     from .tags.schema import canonical_op
@@ -94,9 +202,19 @@ def op_names(text: str, what: str) -> list[str]:
 
 
 def readable_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` is a regular file (after symlinks) we can open: a FIFO would block the
+    read forever, a directory is not a file -- each said as what it is."""
     p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"{what} {p}: no such file")
+    if not str(path).strip():
+        raise UsageError(f"{what}: empty path")
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{what} {p}: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {p}: cannot look at it ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{what} {p}: is {file_kind(mode)}, not a regular file")
     try:
         with open(p, "rb"):
             pass

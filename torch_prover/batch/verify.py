@@ -31,6 +31,7 @@ class Request:
     waivers: str | None = None
     versions: str = "latest"          # latest | all | A..B (opsets): see batch/versions.py
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
+    report: str | None = None         # where the caller will write the report: checked here
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -46,6 +47,7 @@ class Prepared:
     waivers: tuple[Any, ...]
     doc: Any
     out: Path | None
+    warnings: tuple[str, ...] = ()               # found before any work (a read-only cache)
     selection: Any = None                        # versions.Selection
     planned: tuple[Any, ...] = ()                # versions.Planned: variants and gaps
     shard: tuple[int, int] | None = None
@@ -93,6 +95,7 @@ def _load_waivers(path: str | None) -> tuple[Any, ...]:
         return ()
     from ..cases import all_cases
     from . import waivers as waivers_mod
+    preflight.readable_file(path, "--waivers")
     try:
         waivers = waivers_mod.load(path)
         cases_of: dict[str, list[str]] = {}
@@ -132,6 +135,19 @@ def selection_of(text: str):
         raise UsageError(f"--versions {exc}") from None
 
 
+def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
+               ) -> list[tuple[str, Path | str | None]]:
+    """What the run writes as a whole: each op directory of the evidence, the index files
+    of a full run, the cache."""
+    trees: list[tuple[str, Path | str | None]] = [("--cache-dir", request.cache_dir)]
+    if out is not None:
+        trees += [("--out", out / op) for op in sorted({c.op for c in cases})]
+        if request.ops is None:
+            trees += [("--out", out / "index.json"), ("--out", out / "README.md"),
+                      ("--out", out / "versions.json")]
+    return trees
+
+
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
     from ..output.coverage import coverage
@@ -156,11 +172,19 @@ def prepare(request: Request) -> Prepared:
         out = preflight.writable_dir(request.out, "--out")
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases]
                                 + [(p.case.op, p.case.name) for p in planned if p.case])
+    cache_warning = None
     if request.cache_dir is not None:
-        preflight.writable_dir(request.cache_dir, "--cache-dir")
+        cache_warning = preflight.cache_dir(request.cache_dir)
+    if request.report is not None:
+        preflight.writable_file(request.report, "--report")
+    preflight.outputs_apart(
+        [("--report", request.report)] if request.report is not None else [],
+        [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
+        _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
-                    out, selection, planned, shard)
+                    out, (cache_warning,) if cache_warning else (), selection, planned,
+                    shard)
 
 
 def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
@@ -206,7 +230,7 @@ def run(prepared: Prepared) -> Outcome:
         cache_hits=result.cache_hits if result else 0, selection=req.versions,
         shard=prepared.shard)
     rep = build_report(parts, tags)
-    warnings = list(result.warnings if result else ())
+    warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
     if prepared.out is not None and req.ops is None and prepared.shard is None:
         removed = [str(g) for g in prune(prepared.out, _evidence_kept())]

@@ -57,14 +57,17 @@ class Waiver:
 
 def load(path: str | Path) -> list[Waiver]:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:   # utf-8-sig: a byte-order mark, as some editors write, is not a statement
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise WaiverError(f"cannot read waivers file {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise WaiverError(f"waivers file {path} is not a text (UTF-8 TOML) file") from None
     except tomllib.TOMLDecodeError as exc:
         raise WaiverError(f"waivers file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise WaiverError(f"waivers file {path}: nested too deeply to be a waivers file "
+                          "(expected only [[waiver]] tables)") from None
     entries = data.get("waiver", [])
     if not isinstance(entries, list) or set(data) - {"waiver"}:
         raise WaiverError(f"waivers file {path}: expected only [[waiver]] tables")

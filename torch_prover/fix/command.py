@@ -15,7 +15,7 @@ from .. import preflight
 from ..errors import EXIT_OK, UsageError
 from ..vocab import Verdict
 from . import patch as patch_mod
-from .locate import read_tree
+from .locate import DEFS, read_tree
 from .plan import findings, load_report, plan, reached_versions, version_records
 from .pr_text import counts, pr_texts, summary
 
@@ -45,6 +45,12 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     if md == out or evidence == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
     preflight.writable_file(evidence, "-o")
+    preflight.writable_file(md, "-o (its PR text)")
+    preflight.outputs_apart(
+        [("-o", out), ("-o (its PR text)", md), ("-o (its evidence)", evidence)],
+        [("--report", args.report)],
+        [("--onnx-src's onnx/defs", root / DEFS),
+         ("the cache", None if args.report else cache_dir)])
     records = _records(args, cache_dir)
     reached = reached_versions(records)
     absent = sorted(op for op in ops or () if op not in reached)

@@ -11,6 +11,8 @@ declaration is never guessed.
 """
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -125,15 +127,52 @@ class SourceTree:
         return [(b, d) for b in self.blocks for d in b.declarations if d.site == site]
 
 
+def not_ours_to_read(directory: str, names: list[str]) -> set[str]:
+    """The entries of ``directory`` the reader skips: symlinks (never followed out of the
+    tree) and anything neither a directory nor a regular file (a FIFO would block the read).
+    Also ``shutil.copytree``'s ``ignore``, so the patch check copies what was read."""
+    skipped = set()
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            skipped.add(name)
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            skipped.add(name)
+    return skipped
+
+
+def source_files(root: Path) -> tuple[list[Path], list[str]]:
+    """(the .cc/.h files under ``root``/onnx/defs, what was skipped and why), walked
+    without following a symlink."""
+    found, skipped = [], []
+    for directory, dirs, files in os.walk(root / DEFS):
+        skip = not_ours_to_read(directory, dirs + files)
+        for name in sorted(skip):
+            where = Path(directory, name)
+            if where.suffix in (".cc", ".h") or name in dirs:
+                mode = os.lstat(where).st_mode
+                kind = "a symlink, not followed" if stat.S_ISLNK(mode) else "not a regular file"
+                skipped.append(f"{where.relative_to(root).as_posix()}: {kind}")
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        found += [Path(directory, f) for f in files
+                  if f not in skip and Path(f).suffix in (".cc", ".h")]
+    return sorted(found), skipped
+
+
 def read_tree(root: str | Path) -> SourceTree:
     """Read a checkout (the repository root, holding onnx/defs)."""
     tree = SourceTree(Path(root))
-    for path in sorted(p for p in (tree.root / DEFS).rglob("*") if p.suffix in (".cc", ".h")):
+    paths, tree.errors = source_files(tree.root)
+    for path in paths:
         rel = path.relative_to(tree.root).as_posix()
         try:
             tree.files[rel] = CppFile(rel, path.read_text(encoding="utf-8"))
         except CppSyntaxError as exc:
             tree.errors.append(str(exc))
+        except UnicodeDecodeError as exc:
+            tree.errors.append(f"{rel}: not UTF-8 text (byte {exc.start})")
     for f in tree.files.values():
         _index_functions(tree, f)
     for f in tree.files.values():

@@ -110,6 +110,9 @@ def load_report(path: str | Path) -> list[dict[str, Any]]:
         raise UsageError(f"--report {path}: cannot read it ({exc})") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"--report {path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise UsageError(f"--report {path}: nested too deeply to be a verify-all report") \
+            from None
     cases = doc.get("cases") if isinstance(doc, dict) else None
     if not isinstance(cases, list):
         raise UsageError(f"--report {path}: no 'cases' list; give the JSON report of "
@@ -119,6 +122,8 @@ def load_report(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or \
                 not isinstance(rec.get("parameters", []), list):
             raise UsageError(f"--report {path}: cases[{i}] is not a verify-all case record")
+        for j, p in enumerate(rec.get("parameters", [])):
+            _check_parameter(path, f"cases[{i}] {rec['op']}/{rec.get('case')}", j, p)
     return cases
 
 
@@ -138,6 +143,22 @@ def version_records(section: Any) -> list[dict[str, Any]]:
                         "case": f"equivalence with {e['basis']}",
                         "parameters": [c for c in e["cells"] if c.get("basis")]})
     return out
+
+
+def _check_parameter(path: str | Path, where: str, j: int, p: Any) -> None:
+    """Every parameter of a report carries a verdict of our vocabulary: one without would
+    be skipped, not judged (a record without a schema version was skipped whole)."""
+    if not isinstance(p, dict):
+        raise UsageError(f"--report {path}: {where} parameters[{j}] is not a parameter")
+    label = f"{p.get('io')} {p.get('index')}"
+    if p.get("io") not in ("input", "output") or not isinstance(p.get("index"), int):
+        label = f"parameters[{j}]"
+    try:
+        Verdict(p.get("verdict"))
+    except ValueError:
+        what = "no" if p.get("verdict") is None else f"an unknown ({p.get('verdict')!r})"
+        raise UsageError(f"--report {path}: {where} {label}: {what} verdict; give the JSON "
+                         "report of `torch-prover verify-all --format json`") from None
 
 
 def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:

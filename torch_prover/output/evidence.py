@@ -84,17 +84,22 @@ def _share(path: Path | int, mode: int) -> None:
 
 # ----------------------------------------------------------------------------- writing
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace``."""
+    """Write ``text`` to ``path`` via a temporary file and ``os.replace``. An OSError names
+    ``path``, the file the user asked for, never the temporary beside it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_TAG}", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_TAG}", dir=path.parent)
         _share(fd, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename != str(path):
+            raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(path)) from exc
         raise
 
 
@@ -121,9 +126,10 @@ def check_case_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
                 raise OutputError(f"{d} exists and is not a directory; torch-prover will not "
                                   "replace it: move it or choose another --out")
         d = out / op / case
-        if d.exists() and not is_our_case_dir(d, op, case):
-            raise OutputError(f"{d} holds files torch-prover did not write; refusing to "
-                              "replace it: move them or choose another --out")
+        why = why_not_ours(d, op, case) if d.exists() else None
+        if why is not None:
+            raise OutputError(f"{d} {why}; refusing to replace it: move it or choose "
+                              "another --out")
 
 
 def write_proof(out: Path, proof: Proof) -> Path:
@@ -141,9 +147,12 @@ def write_proof(out: Path, proof: Proof) -> Path:
             _replace_dir(tmp, final)
         else:
             os.rename(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         if tmp.exists() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and str(tmp) in str(exc.filename or ""):
+            # name the case directory asked for, not the temporary being filled
+            raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(final)) from exc
         raise
     return final
 
@@ -322,6 +331,29 @@ def is_our_case_dir(d: Path, op: str, case: str) -> bool:
     if not _only_our_files(d):
         return False
     return is_record(read_record(d / "proof.json"), op, case)
+
+
+def why_not_ours(d: Path, op: str, case: str) -> str | None:
+    """Why ``d`` is not provably our evidence of ``op``/``case``, in words (None: it is);
+    the same rule as ``is_our_case_dir``, said precisely: a damaged record of ours is not
+    a stranger's files."""
+    if is_our_case_dir(d, op, case):
+        return None
+    if not _only_our_files(d):
+        foreign = sorted(e.name for e in d.iterdir()
+                         if e.name not in OWN_ENTRIES or e.is_symlink())
+        return (f"holds {', '.join(foreign[:3])}, which torch-prover did not write" if foreign
+                else "holds files torch-prover did not write")
+    proof = d / "proof.json"
+    if not proof.exists():
+        return "has no proof.json, so nothing shows it is torch-prover's evidence"
+    try:
+        rec = json.loads(proof.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "has a damaged proof.json (not JSON): it cannot show it is torch-prover's"
+    if not is_record(rec):
+        return "has a proof.json that is not a torch-prover record"
+    return f"has a proof.json that is the record of {rec['op']}/{rec['case']}"
 
 
 def sweep_temporaries(out: Path, ops: Iterable[str]) -> list[Path]:

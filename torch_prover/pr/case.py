@@ -329,11 +329,11 @@ def usable(cap: Capture) -> None:
     """UsageError (one line) when the capture gives nothing to prove, most basic first."""
     from ..errors import UsageError
     from .wire import Outcome
-    if cap.outcome is Outcome.RUNNER_FAILED:
-        raise UsageError(cap.problem or "torch-prover's child failed")
+    if cap.outcome in (Outcome.RUNNER_FAILED, Outcome.TAMPERED):
+        raise UsageError(cap.problem or f"the script's process reported {cap.outcome.value}")
+    if cap.export_errors and not cap.exports_done:   # raised, or caught by the script
+        raise UsageError(f"the script's export failed: {cap.export_errors[-1]}")
     if cap.error:
-        if cap.export_errors and not cap.exports_done:
-            raise UsageError(f"the script's export failed: {cap.export_errors[-1]}")
         raise UsageError(f"{cap.error}; fix the script (torch-prover --debug run shows the "
                          "traceback)")
     if not cap.exports_done:

@@ -42,6 +42,8 @@ from ..errors import describe
 from .collect import collect
 from .capture import ScriptRun, backward_call, grad_call, recording, tensor_backward_call
 from .export import wrap_export
+from .reap import become_subreaper, kill_tree
+from .script_file import script_text
 from .wire import Capture, Outcome, write_capture
 
 
@@ -139,12 +141,57 @@ def run_script(path: str | os.PathLike, echo: TextIO | None = None) -> ScriptRun
     Only for code that is already isolated: the child below, and tests of the capture
     itself. ``torch-prover run`` never calls this in the prover's process."""
     path = Path(path)
-    run = ScriptRun(path.resolve(), path.read_text(encoding="utf-8"))
+    run = ScriptRun(path.resolve(), script_text(path))
     tee = _Tee(echo)
     with contextlib.redirect_stdout(tee):
         execute(run, str(path))
     run.output = tee.buf.getvalue()
     return run
+
+
+# ============================================================================ tampering
+COLLECTION_CODE = ("torch_prover.pr.child", "torch_prover.pr.collect", "torch_prover.pr.capture",
+                   "torch_prover.pr.module", "torch_prover.pr.wire", "torch_prover.pr.export",
+                   "torch_prover.pr.script_file", "torch_prover.engine.export",
+                   "torch_prover.errors", "torch_prover.engine.probe.flatten_outputs",
+                   "torch.export.export", "torch.export.save", "torch.jit.trace",
+                   "torch.jit.save", "torch.save")
+"""What runs in the script's process after the script: the collection's modules (every
+function and class in them) and the functions it calls elsewhere."""
+
+
+def code_fingerprint() -> dict[str, tuple[int, int]]:
+    """(id, id of its code) of every function of :data:`COLLECTION_CODE`.
+
+    The collection runs in the script's process, after the script: a script that replaced
+    one of these (``torch_prover.pr.child.collect = forged``) could hand over evidence of
+    its choosing. Taken before the script runs and compared after it (:func:`tampered`).
+    What the prover alone runs (tags, verdicts, the probe) a script may patch at will: its
+    process never uses them (tests/test_script_isolation.py)."""
+    seen: dict[str, tuple[int, int]] = {}
+
+    def note(name: str, value: object) -> None:
+        if callable(value):
+            seen[name] = (id(value), id(getattr(value, "__code__", None)))
+    for name in COLLECTION_CODE:
+        mod = sys.modules.get(name)
+        if mod is None:                       # a function: module.attribute
+            owner, _, attr = name.rpartition(".")
+            if sys.modules.get(owner) is not None:
+                note(name, getattr(sys.modules[owner], attr, None))
+            continue
+        for key, value in list(vars(mod).items()):
+            note(f"{name}.{key}", value)
+            if isinstance(value, type) and value.__module__ == name:
+                for attr, member in list(vars(value).items()):
+                    note(f"{name}.{key}.{attr}", member)
+    return seen
+
+
+def tampered(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+             ) -> list[str]:
+    """The names whose function (or its code) changed or vanished between the two."""
+    return sorted(name for name, ident in before.items() if after.get(name) != ident)
 
 
 # ============================================================================ the child
@@ -156,6 +203,7 @@ def _die_with(parent: Any) -> None:
             parent.recv_bytes()
         except (EOFError, OSError):
             pass
+        kill_tree(os.getpid(), include_root=False)   # daemons outside the group too
         os.killpg(0, signal.SIGKILL)
     threading.Thread(target=watch, name="torch-prover-watch-parent", daemon=True).start()
 
@@ -177,6 +225,7 @@ def _to_pipe(out: Any) -> None:
 def child_main(job: ChildJob, out: Any, parent: Any) -> None:
     """The child's whole life (multiprocessing target): never returns."""
     os.setsid()
+    become_subreaper()     # a daemon the script starts stays below us (reap.py)
     _die_with(parent)
     _to_pipe(out)
     where = Path(job.outdir)
@@ -185,9 +234,19 @@ def child_main(job: ChildJob, out: Any, parent: Any) -> None:
         os.environ.clear()
         os.environ.update(job.env)
         path = Path(job.script)
-        run = ScriptRun(path.resolve(), path.read_text(encoding="utf-8"))
+        run = ScriptRun(path.resolve(), script_text(path))
+        # bound before the script runs: what it rebinds in our modules is not called
+        fingerprint, compare, collect_run = code_fingerprint, tampered, collect
+        before = fingerprint()
         execute(run, job.script)
-        capture = collect(run, where)
+        changed = compare(before, fingerprint())
+        if changed:
+            capture = Capture(Outcome.TAMPERED, problem=(
+                f"the script replaced torch-prover's own code in its process "
+                f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}): what that "
+                "process would report cannot be trusted, so nothing is proved"))
+        else:
+            capture = collect_run(run, where)
     except BaseException as exc:  # ours, after or around the script: say so, do not hang
         capture = Capture(Outcome.RUNNER_FAILED, problem=f"torch-prover's child failed: "
                                                          f"{describe(exc)}")
@@ -199,4 +258,5 @@ def child_main(job: ChildJob, out: Any, parent: Any) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    kill_tree(os.getpid(), include_root=False)   # what the script left running, daemons too
     os._exit(0)

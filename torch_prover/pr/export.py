@@ -29,14 +29,10 @@ from typing import Any, Callable
 import onnx
 import torch
 
-from ..case import DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
-
-DYNAMO_MIN_OPSET = 18
-"""Lowest opset the torch.export-based exporter builds; below it, torch 2.13 converts the
-model down, and where the converter lacks an adapter it keeps (and writes) opset 18."""
 
 # torch 1.x's positional order after ``f``; torch 2.13 takes these as keywords only.
 _LEGACY_POSITIONAL = ("export_params", "verbose", "training", "input_names", "output_names",

@@ -402,7 +402,7 @@ def cmd_script(args) -> int:
     from ..tags.schema import canonical_op
     case = find_case(canonical_op(args.op), args.case)
     text = render_case(case)
-    if args.output:
+    if args.output is not None:
         write_text(Path(args.output), text)
         print(f"wrote {args.output}; run it with `torch-prover run {args.output}`",
               file=sys.stderr)

@@ -2,9 +2,11 @@
 
 Why this shape (the child's side is :mod:`child`, which says why a forkserver):
 
-- **killable as a group**: the child makes itself a process-group leader, so a timeout or
-  an interrupt kills the script and everything it started (``os.killpg``); after a
-  normal end the group is killed too, so nothing the script left running outlives it;
+- **killable as a tree**: the child leads a process group and is the subreaper of every
+  process the script starts (:mod:`reap`), so a timeout or an interrupt kills the script
+  and everything it started, daemons that left the group included; after a normal end
+  the child kills its own tree before it exits, so nothing the script left running
+  outlives it or holds the caller's pipes;
 - **dies with the prover**: the child watches a pipe only the prover holds open;
 - **output bounded**: stdout and stderr come through one pipe into :class:`OutputTail`,
   which keeps the last :data:`MAX_LINES` lines and :data:`MAX_BYTES` bytes and counts the
@@ -28,7 +30,7 @@ from multiprocessing import spawn
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .wire import MANIFEST
+from .reap import kill_tree
 
 MAX_LINES = 200
 MAX_BYTES = 64 * 1024
@@ -196,6 +198,7 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
     capture going into ``outdir``; never longer than ``timeout`` seconds. ``meanwhile``
     runs in this process while the child does (the prover's own preparations)."""
     from .child import ChildJob, child_main
+    from .wire import MANIFEST
     ctx = _context()
     out_r, out_w = ctx.Pipe(duplex=False)
     alive_r, alive_w = ctx.Pipe(duplex=False)
@@ -215,13 +218,16 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
             meanwhile()
         proc.join(max(0.0, timeout - (time.monotonic() - t0)))
         timed_out = proc.exitcode is None
-        _kill_group(proc.pid)         # on time out: the script; else what it left running
+        if timed_out:                 # the script and every process below it (reap.py)
+            kill_tree(proc.pid)
+        _kill_group(proc.pid)         # else what it left running in its group
         if timed_out:
             proc.kill()
             proc.join()
         reader.join(_READ_GRACE)
     finally:
         if proc.exitcode is None:     # interrupted (KeyboardInterrupt) while waiting
+            kill_tree(proc.pid)
             _kill_group(proc.pid)
             proc.kill()
             proc.join()

@@ -148,6 +148,8 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     if s["output_truncated"]:
         lines.append(f"  output: {s['output_truncated']['note']}")
     lines += proved_model_lines(rec)
+    if rec["script"]["export"].get("file_changed"):
+        lines.append(f"  warning: {rec['script']['export']['file_changed']}")
     return lines
 
 

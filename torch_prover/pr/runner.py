@@ -40,6 +40,7 @@ from ..errors import CaseError
 from ..preflight import positive_seconds
 from .child import run_script  # noqa: F401 - the in-process capture, for its tests
 from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
+from .script_file import ScriptFileError, script_text
 from .report import script_lines, script_markdown, script_record, shown_output
 
 
@@ -70,6 +71,10 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
     if not path.is_file():
         raise _usage(f"not a file: {path}")
     positive_seconds(float(timeout), "--timeout")
+    try:
+        script_text(path)
+    except ScriptFileError as exc:
+        raise _usage(str(exc)) from None
     return path, canonical_op(op) if op else None
 
 
@@ -106,7 +111,7 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     from .module import ModuleLoadError, load_module, ready_loader
     from .wire import WireError, read_capture
     path, op = check_arguments(path, op, timeout)
-    source = path.read_text(encoding="utf-8", errors="replace")
+    source = script_text(path)
     declared = directives(source)
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
@@ -140,7 +145,30 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
                                   declared=declared.set(), output=child.output,
                                   timeout=timeout, module=module, all_ops=all_ops)
+    rec["script"]["export"]["file_changed"] = file_changed(cap.export)
     return ScriptProof(source, cap, prep, proof, rec, child.output, more)
+
+
+def file_changed(info) -> str | None:
+    """Whether the file the script exported to still holds what the exporter wrote, read
+    here once the script's process has ended: a script that overwrote or deleted it
+    afterwards leaves a file that is not the proved model (None: unchanged, or no file)."""
+    import hashlib
+    if not info.target or not info.file_sha256:
+        return None
+    shown = Path(info.target).name
+    try:
+        now = hashlib.sha256(Path(info.target).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return (f"the script removed {shown} after exporting it; the proof is of the model "
+                "the exporter produced")
+    except OSError as exc:
+        return f"{shown} cannot be read back ({exc.strerror}); the proof is of the exported model"
+    if now != info.file_sha256:
+        return (f"the script replaced {shown} after exporting it (sha256 {now[:12]} now, "
+                f"{info.file_sha256[:12]} exported); the proof is of the model the exporter "
+                "produced, not of the file on disk")
+    return None
 
 
 def cmd_run(args) -> int:
@@ -158,6 +186,8 @@ def cmd_run(args) -> int:
                         debug=getattr(args, "debug", False), all_ops=all_ops)
     rec = done.record
     more = [p.record() for p in done.more]
+    if rec["script"]["export"]["file_changed"]:
+        print(f"warning: {rec['script']['export']['file_changed']}", file=sys.stderr)
     if args.out is not None and not args.no_write:
         from ..output.evidence import write_proof
         for proof in done.proofs:

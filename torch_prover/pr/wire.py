@@ -39,6 +39,7 @@ class Outcome(enum.Enum):
     RAISED = "raised"            # an exception escaped: ``error`` names it and the line
     UNUSABLE = "unusable"        # ran, but its export cannot be proved: ``problem`` says why
     RUNNER_FAILED = "runner-failed"  # torch-prover's child code failed: ``problem`` says how
+    TAMPERED = "tampered"        # the script replaced torch-prover's code in its process
 
 
 class ModuleFormat(enum.Enum):

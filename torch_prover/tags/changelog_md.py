@@ -133,7 +133,7 @@ class ChangelogMd(DocsTags):
 
     @classmethod
     def from_text(cls, path: str, text: str) -> "ChangelogMd":
-        return cls(path, _Parser(path, text).parse())
+        return cls(path, _Parser(path, text).parse(), text)
 
     def history(self, op: str, domain: str = "") -> list[int]:
         """The documented versions of ``op``, oldest first."""

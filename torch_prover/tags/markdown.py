@@ -283,9 +283,14 @@ class DocsTags:
         otherwise."""
         return cls.from_text(str(path), read_text(path, cls.a_kind))
 
-    def __init__(self, path: str, versions: dict[tuple[str, str], list[OpSection]]):
+    def __init__(self, path: str, versions: dict[tuple[str, str], list[OpSection]],
+                 text: str = ""):
+        import hashlib
         self.path = path
-        self.source = f"{self.kind} ({path})"
+        # what a record says its tags came from: the file's name and the digest of its
+        # text, the same on every machine (the path as typed is not)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        self.source = f"{self.kind} ({Path(path).name}, sha256 {digest})"
         self._versions = versions
 
     def ops(self, domain: str = "") -> list[str]:

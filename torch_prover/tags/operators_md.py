@@ -124,4 +124,4 @@ class OperatorsMd(DocsTags):
     @classmethod
     def from_text(cls, path: str, text: str) -> "OperatorsMd":
         sections = _Parser(path, text).parse()
-        return cls(path, {key: [sec] for key, sec in sections.items()})
+        return cls(path, {key: [sec] for key, sec in sections.items()}, text)

@@ -111,12 +111,15 @@ def schema_tags(op: str, opset: int | None = None, domain: str = "") -> SchemaTa
             return _from_schema(onnx.defs.get_schema(op, domain))
         return _from_schema(onnx.defs.get_schema(op, opset, domain))
     except onnx.defs.SchemaError:
+        if opset is not None and onnx.defs.has(op, domain):
+            first = min(s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                        if s.name == op and s.domain == domain)
+            raise UnknownOpError(f"{op} has no schema at opset {opset} (its first version is "
+                                 f"{first})") from None
         import difflib
         close = difflib.get_close_matches(op, all_ops(), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise UnknownOpError(f"unknown ONNX op {op!r}" +
-                             (f" at opset {opset}" if opset and onnx.defs.has(op, domain) else "")
-                             + hint) from None
+        raise UnknownOpError(f"unknown ONNX op {op!r}" + hint) from None
 
 
 @functools.lru_cache(maxsize=1)
