@@ -144,8 +144,10 @@ CASES = [
          conventions={"input 0": Applies(Convention.SAMPLING, _BERNOULLI_MATH),
                       "output 0": Applies(Convention.SAMPLING, _BERNOULLI_MATH)},
          surrogate={"input 0": _BERNOULLI_SURROGATE, "output 0": _BERNOULLI_SURROGATE},
-         fixed_draw="p in {0, 1}: every draw is p itself",
-         notes="p in {0, 1} makes the draw deterministic. onnxruntime 1.31 has no "
+         fixed_draw="p in {0, 1}: every draw is p itself", opsets=(22, 28),
+         notes="p in {0, 1} makes the draw deterministic (opsets: Bernoulli-15, in force "
+               "at 15-21, runs in onnxruntime's kernel, which breaks the spec as said "
+               "next). onnxruntime 1.31 has no "
                "Bernoulli-22 kernel, so the reference evaluator runs it; at opset 21 "
                "onnxruntime's Bernoulli-15 kernel samples 1 with probability 1 - p (p=0 gives "
                "all ones, p=0.1 a mean of 0.90), contradicting the spec and torch"),
