@@ -179,7 +179,7 @@ def test_module_parameters_do_not_depend_on_the_cpu_kernel(op, case):
             [sys.executable, "-m", "torch_prover", "prove", op, "--case", case, "--no-write",
              "--no-numeric", "--format", "json"], env={**env, **env_extra},
             capture_output=True, text=True, timeout=300)
-        return json.loads(out.stdout)["model"]["sha256"]
+        return json.loads(out.stdout)["cases"][0]["model"]["sha256"]
     assert sha({"ATEN_CPU_CAPABILITY": "default"}) == sha({})
 
 

@@ -30,6 +30,8 @@ LONG = {
                         "the wrapping, table layout and count words (units) of every format",
     "cases/reference_ops.py": "catalogue cases of ops PyTorch lacks, each a small reference "
                               "function beside its cases (onnx's one-file-per-family style)",
+    "output/evidence.py": "the only writer: case directories, their ownership checks, prune, "
+                          "and the index files (index.json, README.md, versions.json)",
     "cli.py": "the argument parser of 11 commands, whose help strings are the users' "
               "documentation, and the one place errors become exit codes",
 }

@@ -60,8 +60,10 @@ def test_all_ops_proves_every_computing_node(tmp_path, monkeypatch, capsys):
     code, rec, out = run(tmp_path, monkeypatch, capsys, script, "--all-ops",
                          "--out", str(tmp_path / "ev"))
     assert code == 0, out.err
-    assert [r["op"] for r in rec["proofs"]] == ["HardSwish", "Gemm"]
-    gemm = params(rec["proofs"][1])
+    proofs = json.loads(out.out)["cases"]   # the script's node first, then --all-ops's
+    assert rec == proofs[0]
+    assert [r["op"] for r in proofs] == ["HardSwish", "Gemm"]
+    gemm = params(proofs[1])
     for i, source in enumerate(("x", "param 0.weight", "param 0.bias")):
         assert (gemm["input", i]["source"], gemm["input", i]["verdict"],
                 gemm["input", i]["rule"]) == (source, "agree", "both witnesses")

@@ -26,17 +26,6 @@ __all__ = ["build_parser", "main", "run", "UsageError", "EXIT_OK", "EXIT_FINDING
            "EXIT_BUG"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, remembering its error message: with ``--format json`` the error document
-    on stdout carries it as its ``reason``."""
-
-    last_error: str | None = None
-
-    def error(self, message: str):  # type: ignore[override]
-        type(self).last_error = message
-        super().error(message)
-
-
 def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
                    checkout_default: bool = True) -> None:
     """The options every proving command shares, spelled the same everywhere."""
@@ -55,9 +44,14 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors, like every other error of the tool (the usage it
-    would print runs to five lines for verify-all; ``--help`` still shows it)."""
+    would print runs to five lines for verify-all; ``--help`` still shows it), remembering
+    the message: with ``--format json`` the error document on stdout carries it as its
+    ``reason``."""
 
-    def error(self, message: str):
+    last_error: str | None = None
+
+    def error(self, message: str):  # type: ignore[override]
+        _Parser.last_error = message
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (`{self.prog} --help` shows the "
                               "usage)\n")
 

@@ -72,8 +72,11 @@ def merge(paths: Sequence[str]) -> dict[str, Any]:
     waivers = _same(docs, "--waivers", lambda d: d["shard"]["waivers"])
     label = _same(docs, "their tag source", lambda d: d["summary"]["tags_from"])
     tags_path = _same(docs, "--tags-from", lambda d: d["summary"]["tags_path"])
-    _same(docs, "tool versions", lambda d: next((r.get("versions") for r in d["cases"]
-                                                  if r.get("versions")), None))
+    versions = {json.dumps(r["versions"], sort_keys=True) for _, d in docs for r in d["cases"]
+                if r.get("versions")}
+    if len(versions) > 1:
+        raise UsageError("merge: the reports were made with different torch, onnx or "
+                         "onnxruntime versions; merge the shards of one run")
     order = _order()
     records = sorted((r for _, d in docs for r in d["cases"]), key=lambda r: _place(r, order))
     variants = sorted((r for _, d in docs for r in d.get("versions", {}).get("cases", [])),

@@ -174,6 +174,10 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
     out.CopyFrom(model)
     moved: list[str] = []
     for node in model_nodes(out):
+        if node.domain in ("", "ai.onnx") and node.op_type == op:
+            adapted = _axes_to_attribute(out.graph, node, target)
+            if adapted:
+                moved.append(adapted)
         if node.domain not in ("", "ai.onnx") or node.op_type == op:
             continue
         before, after = _since(node.op_type, source), _since(node.op_type, target)
@@ -189,3 +193,45 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
     needed = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
     out.ir_version = max(out.ir_version, needed)
     return out, tuple(moved)
+
+
+def _axes_to_attribute(graph: onnx.GraphProto, node: onnx.NodeProto, target: int) -> str:
+    """The one signature change a relabelled node may be adapted across, as ONNX's own
+    version converter does for the ops it has adapters for: a Reduce node whose ``axes`` is
+    a constant input (opset 18 on) takes it as the ``axes`` attribute its older schema
+    declares, and drops ``noop_with_empty_axes`` left at its default (0), which the older
+    schema lacks. Anything else is left for the checker to judge. Returns what it did."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, target, "")
+    except onnx.defs.SchemaError:
+        return ""
+    names = [p.name for p in schema.inputs]
+    if "axes" not in schema.attributes or "axes" in names or len(node.input) < 2:
+        return ""
+    axes = _constant_ints(graph, node.input[1])
+    if axes is None:
+        return ""
+    noop = [a for a in node.attribute if a.name == "noop_with_empty_axes"]
+    if noop and noop[0].i != 0:
+        return ""
+    del node.input[1:]
+    keep = [a for a in node.attribute if a.name != "noop_with_empty_axes"]
+    del node.attribute[:]
+    node.attribute.extend(keep + [onnx.helper.make_attribute("axes", axes)])
+    return f"{node.op_type}: constant axes input -> axes attribute"
+
+
+def _constant_ints(graph: onnx.GraphProto, name: str) -> list[int] | None:
+    """The int values of ``name`` when it is an initializer or a Constant's output."""
+    import onnx.numpy_helper
+    for t in graph.initializer:
+        if t.name == name:
+            return [int(v) for v in onnx.numpy_helper.to_array(t).reshape(-1)]
+    for n in graph.node:
+        if n.op_type == "Constant" and list(n.output) == [name]:
+            for a in n.attribute:
+                if a.name == "value":
+                    return [int(v) for v in onnx.numpy_helper.to_array(a.t).reshape(-1)]
+                if a.name == "value_ints":
+                    return [int(v) for v in a.ints]
+    return None

@@ -240,7 +240,7 @@ def _sourced(autograd: Witness, source: str, fact: DerivativeFact | None) -> Wit
     detail = autograd.detail
     if fact is not None and autograd.outcome in (A.NOT_EXERCISED, A.UNSUPPORTED):
         detail += f"; {fact.words()}"
-    return Witness(autograd.outcome, detail, source)
+    return Witness(autograd.outcome, detail, source=source)
 
 
 def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTags,

@@ -10,7 +10,6 @@ import re
 import textwrap
 from typing import Any
 
-from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from .body_text import body_summary
 from ..tags.schema import SchemaTags
 from ..version import __version__
@@ -225,6 +224,9 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None,
 def route_note(exporter: str, opset: int) -> str:
     """How a model above the exporter's opset was made (``engine/next_opset.py``), in words
     for a reviewer; empty for the direct route."""
+    # imported here: engine.next_opset imports torch, and the CLI imports this module
+    # before a command runs (a Ctrl-C during torch's import must reach cli.run)
+    from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
     if export_route(exporter, opset) is not ExportRoute.RAISED:
         return ""
     return (f"exported at opset {EXPORTER_MAX_OPSET} with the node in {PRIVATE_DOMAIN}, "

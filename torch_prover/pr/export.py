@@ -23,6 +23,7 @@ import hashlib
 import inspect
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +34,9 @@ from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+"""Terminal colours in torch.export's messages: a one-line reason is plain text."""
 
 # torch 1.x's positional order after ``f``; torch 2.13 takes these as keywords only.
 _LEGACY_POSITIONAL = ("export_params", "verbose", "training", "input_names", "output_names",
@@ -301,7 +305,7 @@ def _recover(run: ScriptRun, real: Callable, accepted: set[str], model: Any, arg
             returned = _export_once(real, model, args, f, opts, call)
         except Exception as exc:  # the exporters raise many types
             errors.setdefault("dynamo" if opts.get("dynamo", True) else "TorchScript",
-                              describe(exc))
+                              _ANSI.sub("", describe(exc)))
             continue
         call.options = {k: v for k, v in opts.items() if k != _FRESH}
         call.notes.append(f"the export as written raised {describe(first)}"
@@ -316,5 +320,6 @@ def _recover(run: ScriptRun, real: Callable, accepted: set[str], model: Any, arg
                               "could go on (`python script.py` would have stopped at this "
                               "call)")
         return returned
-    call.error = "; ".join(f"{k}: {v}" for k, v in errors.items()) or describe(first)
+    call.error = "; ".join(f"{k}: {v}" for k, v in errors.items()) or _ANSI.sub(
+        "", describe(first))
     raise first

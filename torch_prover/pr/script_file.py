@@ -11,8 +11,10 @@ import io
 import tokenize
 from pathlib import Path
 
+from ..errors import UsageError
 
-class ScriptFileError(ValueError):
+
+class ScriptFileError(UsageError):
     """The file is not Python source text; the message says why, in one line."""
 
 
