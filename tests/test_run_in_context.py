@@ -9,6 +9,8 @@ torch, not against the runner's own output.
 """
 from __future__ import annotations
 
+import json
+
 import io
 import subprocess
 import sys

@@ -96,6 +96,7 @@ class DocKind(StrEnum):
     COVERAGE = "coverage"          # coverage --format json
     TAGS = "tags"                  # tags --format json
     TAGS_VERSIONS = "tags-versions"  # tags OP --all-versions --format json
+    TAGS_EXPLAIN = "tags-explain"  # tags OP --explain --format json
     CHECK_EVIDENCE = "check-evidence"  # check-evidence --format json
     PROVE = "prove"                # prove --format json: its proof records
     RUN = "run"                    # run --format json: the script's proof record

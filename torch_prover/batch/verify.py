@@ -87,7 +87,8 @@ def _selected_cases(ops_arg: str | None, entries: Sequence[dict[str, Any]]
                                  f"{e.get('reason') or 'no case yet'})")
             case_less.add(op)
         chosen.extend(mine)
-    return chosen, frozenset(case_less)
+    order = {c.name: i for i, c in enumerate(all_cases())}   # catalogue order, as merge has it
+    return sorted(chosen, key=lambda c: order[c.name]), frozenset(case_less)
 
 
 def _load_waivers(path: str | None) -> tuple[Any, ...]:

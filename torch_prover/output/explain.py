@@ -49,7 +49,11 @@ def explain(tags: SchemaTags, records: list[dict[str, Any]], cached: int,
             "case": None, "schema_version": tags.since_version, "tag": p["tag"],
             "verdict": p["verdict"], "rule": p["rule"], "convention": None, "witnesses": {},
             "reason": p["reason"]})
-    return {"format": 1, "op": tags.op, "domain": tags.domain,
+    from ..errors import EXIT_OK
+    from ..vocab import DocKind
+    from .documents import head
+    return {**head(DocKind.TAGS_EXPLAIN, EXIT_OK, f"the tags of {tags.op} and what decides "
+                                                  f"each"), "op": tags.op, "domain": tags.domain,
             "schema_version": tags.since_version, "source": tags.source,
             "cases": [r.get("case") for r in records], "cached": cached,
             "parameters": sorted(rows.values(), key=lambda r: (r["io"] != "input", r["index"])),
