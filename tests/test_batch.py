@@ -3,6 +3,8 @@ import json
 import os
 import time
 
+import torch
+
 import pytest
 
 from torch_prover.batch import summary
@@ -326,3 +328,21 @@ def test_ctrl_c_in_the_warm_up_stops_the_batch(tmp_path, delay):
     while time.monotonic() < deadline and any(_alive(w) for w in seen):
         time.sleep(0.2)
     assert not any(_alive(w) for w in seen)
+
+
+def test_a_broken_case_is_cached_a_timeout_is_not(tmp_path):
+    """A case whose export fails is as deterministic as a proof under the same key, so a
+    warm rerun takes it from the cache (no exporter warm-up for it); a timeout may be the
+    machine's, so it is tried again."""
+    opts = BatchOptions(jobs=1, cache_dir=tmp_path / "c", numeric=False)
+    broken = find_case("Relu").replace(name="relu_ts_at_25", exporter="torchscript", opset=25,
+                                       variant_of="relu_basic")
+    first = run_batch([broken], opts)
+    assert first.records[0]["status"] == "error" and "__settled__" not in first.records[0]
+    again = run_batch([broken], opts)
+    assert again.cache_hits == 1 and again.records == first.records
+    slow = Case("Relu", "relu_slow", lambda x: (time.sleep(30), torch.relu(x))[1], (Float(3),),
+                variant_of="relu_basic")
+    timed = BatchOptions(jobs=1, cache_dir=tmp_path / "t", numeric=False, timeout=3)
+    assert run_batch([slow], timed).records[0]["status"] == "error"
+    assert not list((tmp_path / "t").glob("*.json"))

@@ -162,6 +162,10 @@ def cache_check(entry: Any, case: Case, opts: BatchOptions) -> dict[str, Any] | 
     if not isinstance(entry, dict):
         return None
     rec, files = entry.get("record"), entry.get("files")
+    if entry.get("settled") is True and isinstance(rec, dict) and rec.get("status") == "error" \
+            and rec.get("op") == case.op and rec.get("case") == case.name \
+            and isinstance(rec.get("error"), str):
+        return rec   # a broken case (its export fails), as deterministic as a proof
     if not _valid_cached(rec, case) or record_problem(
             rec, case, opts.tags or prove_mod.default_tags) is not None:
         return None   # a damaged, foreign, stale or edited entry is a miss, never a crash
@@ -189,24 +193,34 @@ def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
 
 
 def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any],
-               files: dict[str, str] | None) -> str | None:
+               files: dict[str, str] | None, settled: bool = False) -> str | None:
     """Store a record, with the digests of the evidence files written beside it; a cache
-    that cannot be written costs a warning, never the batch."""
-    if opts.cache_dir is None or rec.get("status") == "error":
+    that cannot be written costs a warning, never the batch. An error is stored only when
+    it is ``settled``: the case itself is broken (its export fails: CaseError), as
+    deterministic as a proof under the same key -- an all-versions run has dozens of
+    versions no route exports, and a warm run must not warm up the exporter for them. A
+    timeout, a dead worker, a crash or a disk error is tried again."""
+    if opts.cache_dir is None or (rec.get("status") == "error" and not settled):
         return None
     from ..output.evidence import write_text
     try:
         write_text(opts.cache_dir / f"{cache_key(case, opts)}.json",
-                   json.dumps({"record": rec, "files": files}, indent=2) + "\n")  # internal
+                   json.dumps({"record": rec, "files": files, "settled": settled}, indent=2) + "\n")  # internal
     except OSError as exc:
         return f"cache {opts.cache_dir} not written ({exc.strerror or exc}); results are kept"
     return None
 
 
 # ----------------------------------------------------------------------------- one case
+SETTLED = "__settled__"
+"""Key a worker adds to a broken case's error record on the way to the parent, which takes
+it off before the record goes anywhere (``_cache_put``'s ``settled``)."""
+
+
 def prove_one(case: Case, opts: BatchOptions) -> tuple[dict[str, Any], dict[str, str] | None]:
     """Prove ``case`` and write its evidence; any failure becomes an error record. Returns
-    the record and the digests of the evidence files on disk (None: none written)."""
+    the record and the digests of the evidence files on disk (None: none written). A broken
+    case's error record says so in ``SETTLED`` (not a field of the record)."""
     from ..output.evidence import evidence_digests, write_proof
     from ..engine.prove import prove_case
     try:
@@ -223,7 +237,7 @@ def prove_one(case: Case, opts: BatchOptions) -> tuple[dict[str, Any], dict[str,
                                   f"{exc.strerror or type(exc).__name__}"
                                   + (f" ({exc.filename})" if exc.filename else "")), None
     except CaseError as exc:
-        return error_record(case, str(exc)), None
+        return {**error_record(case, str(exc)), SETTLED: True}, None
     except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
         return {**error_record(case, str(exc)), "status": "no-tags"}, None
     except Exception as exc:  # a crash in one case never stops the batch
@@ -425,7 +439,8 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                     retire(sl, kill=True)
                     slots[k] = spawn()
                 records[case.name] = rec
-                warning = _cache_put(case, opts, rec, files)
+                settled = bool(rec.pop(SETTLED, False))
+                warning = _cache_put(case, opts, rec, files, settled)
                 if warning and warning not in result.warnings:
                     result.warnings.append(warning)
                 done += 1
