@@ -6,11 +6,10 @@ would nor the exporter's per-call table rebuilds. A case that raises, hangs past
 timeout or kills its process becomes that case's error record; the batch goes on. Each
 child writes its own evidence atomically (evidence.py), so nothing is left half-written.
 
-Results are cached by a key over the case's source file, the engine's source, the
-versions, the schema tags the case reads and the options; a rerun with nothing changed
-reuses them. A hit counts only if it still holds (``cache_check``): a record whose
-verdicts its own witnesses and today's tags do not give, or evidence on disk that is not
-what was written, is a miss and the case is proved again.
+Results are cached by a key over the sources, the versions, the tags the case reads and
+the options. A hit counts only if it still holds (``cache_check``): a record whose verdicts
+its witnesses and today's tags do not give, or evidence on disk that is not what was
+written, is a miss and the case is proved again.
 """
 from __future__ import annotations
 
@@ -73,8 +72,8 @@ def error_record(case: Case, message: str) -> dict[str, Any]:
     return {"kind": DocKind.FAILED_CASE, "format": FAILED_CASE_FORMAT,
             "op": case.op, "domain": case.domain, "case": case.name,
             "case_kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
-            "status": "error", "error": message, "parameters": [],
-            **({"variant_of": case.variant_of} if case.variant_of else {})}
+            "status": "error", "error": message, "parameters": [], **(
+                {"variant_of": case.variant_of} if case.variant_of else {})}
 
 
 # ----------------------------------------------------------------------------- cache
@@ -163,8 +162,7 @@ def cache_check(entry: Any, case: Case, opts: BatchOptions) -> dict[str, Any] | 
         return None
     rec, files = entry.get("record"), entry.get("files")
     if entry.get("settled") is True and isinstance(rec, dict) and rec.get("status") == "error" \
-            and rec.get("op") == case.op and rec.get("case") == case.name \
-            and isinstance(rec.get("error"), str):
+            and (rec.get("op"), rec.get("case")) == (case.op, case.name):
         return rec   # a broken case (its export fails), as deterministic as a proof
     if not _valid_cached(rec, case) or record_problem(
             rec, case, opts.tags or prove_mod.default_tags) is not None:
@@ -194,12 +192,10 @@ def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
 
 def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any],
                files: dict[str, str] | None, settled: bool = False) -> str | None:
-    """Store a record, with the digests of the evidence files written beside it; a cache
-    that cannot be written costs a warning, never the batch. An error is stored only when
-    it is ``settled``: the case itself is broken (its export fails: CaseError), as
-    deterministic as a proof under the same key -- an all-versions run has dozens of
-    versions no route exports, and a warm run must not warm up the exporter for them. A
-    timeout, a dead worker, a crash or a disk error is tried again."""
+    """Store a record and its evidence files' digests (a cache that cannot be written costs a
+    warning). An error only when ``settled`` (a broken case: as deterministic as a proof,
+    and a warm all-versions run must not warm the exporter for dozens of them); a
+    timeout, a dead worker, a crash is tried again."""
     if opts.cache_dir is None or (rec.get("status") == "error" and not settled):
         return None
     from ..output.evidence import write_text
@@ -212,15 +208,12 @@ def _cache_put(case: Case, opts: BatchOptions, rec: dict[str, Any],
 
 
 # ----------------------------------------------------------------------------- one case
-SETTLED = "__settled__"
-"""Key a worker adds to a broken case's error record on the way to the parent, which takes
-it off before the record goes anywhere (``_cache_put``'s ``settled``)."""
+SETTLED = "__settled__"   # on a broken case's error record, worker to parent only (_cache_put)
 
 
 def prove_one(case: Case, opts: BatchOptions) -> tuple[dict[str, Any], dict[str, str] | None]:
-    """Prove ``case`` and write its evidence; any failure becomes an error record. Returns
-    the record and the digests of the evidence files on disk (None: none written). A broken
-    case's error record says so in ``SETTLED`` (not a field of the record)."""
+    """Prove ``case`` and write its evidence; any failure becomes an error record (a broken
+    case's marked ``SETTLED``). Returns it and the evidence files' digests (None: none)."""
     from ..output.evidence import evidence_digests, write_proof
     from ..engine.prove import prove_case
     try:
@@ -439,8 +432,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                     retire(sl, kill=True)
                     slots[k] = spawn()
                 records[case.name] = rec
-                settled = bool(rec.pop(SETTLED, False))
-                warning = _cache_put(case, opts, rec, files, settled)
+                warning = _cache_put(case, opts, rec, files, bool(rec.pop(SETTLED, False)))
                 if warning and warning not in result.warnings:
                     result.warnings.append(warning)
                 done += 1
