@@ -32,6 +32,9 @@ LONG = {
                               "function beside its cases (onnx's one-file-per-family style)",
     "output/evidence.py": "the only writer: case directories, their ownership checks, prune, "
                           "and the index files (index.json, README.md, versions.json)",
+    "batch/pool.py": "the worker pool and its isolation (pipes, parent-death signal, "
+                     "timeouts, worker recycling, reaping) beside the cache that must not "
+                     "change a verdict",
     "cli.py": "the argument parser of 11 commands, whose help strings are the users' "
               "documentation, and the one place errors become exit codes",
 }

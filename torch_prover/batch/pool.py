@@ -297,6 +297,12 @@ class _Slot:
     conn: Any
     index: int | None = None
     started: float = 0.0
+    proved: int = 0
+
+
+CASES_PER_WORKER = 40
+"""A worker is replaced after this many cases: its heap grows with each export (the
+exporter's and onnxruntime's caches), and an all-versions run gives it ~330 cases."""
 
 
 @contextlib.contextmanager
@@ -427,9 +433,13 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                     replace = True
                 if rec is None:
                     continue
-                sl.index = None
+                sl.index, sl.proved = None, sl.proved + 1
                 if replace:
                     retire(sl, kill=True)
+                    slots[k] = spawn()
+                elif sl.proved >= CASES_PER_WORKER and queue:   # a fresh heap (see above)
+                    sl.conn.send(None)
+                    retire(sl, kill=False)
                     slots[k] = spawn()
                 records[case.name] = rec
                 warning = _cache_put(case, opts, rec, files, bool(rec.pop(SETTLED, False)))
