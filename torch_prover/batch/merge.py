@@ -41,19 +41,20 @@ def _same(docs: Sequence[tuple[str, dict]], what: str, get) -> Any:
     return get(docs[0][1])
 
 
-def _order() -> dict[str, tuple[int, int]]:
-    """Case name -> its place in a run: catalogue order, a variant after its case's earlier
-    variants (``versions.plan`` order: opsets ascending)."""
+def _order() -> dict[str, int]:
+    """Case name -> its place in the catalogue."""
     from ..cases import all_cases
-    return {c.name: (i, 0) for i, c in enumerate(all_cases())}
+    return {c.name: i for i, c in enumerate(all_cases())}
 
 
-def _place(rec: dict[str, Any], order: dict[str, tuple[int, int]]) -> tuple[int, int]:
+def _place(rec: dict[str, Any], order: dict[str, int]) -> tuple[int, int]:
+    """A record's place in a run: its case's catalogue place, a variant after its case's
+    earlier variants (``versions.plan`` order: opsets ascending)."""
     base = rec.get("variant_of") or rec["case"]
     if base not in order:
         raise UsageError(f"merge: case {rec['case']!r} is not in this catalogue; merge with "
                          "the torch-prover that made the reports")
-    return order[base][0], int(rec.get("opset") or 0) if rec.get("variant_of") else 0
+    return order[base], int(rec.get("opset") or 0) if rec.get("variant_of") else 0
 
 
 def merge(paths: Sequence[str]) -> dict[str, Any]:

@@ -118,14 +118,12 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return int(k), int(n)
 
 
-def in_shard(op: str, ops: Sequence[str], shard: tuple[int, int] | None) -> bool:
-    """Shards split the run by op (every case, variant and by-type row of an op stays
-    together, so each op's status is whole in one shard): the ops in name order, dealt
-    round-robin."""
-    if shard is None:
-        return True
+def shard_ops(ops: Sequence[str], shard: tuple[int, int]) -> set[str]:
+    """The ops of shard ``shard`` (K, N). Shards split the run by op (every case, variant
+    and by-type row of an op stays together, so each op's status is whole in one shard):
+    the ops in name order, dealt round-robin."""
     k, n = shard
-    return sorted(ops).index(op) % n == k - 1
+    return {op for i, op in enumerate(sorted(ops)) if i % n == k - 1}
 
 
 def selection_of(text: str):
@@ -163,9 +161,9 @@ def prepare(request: Request) -> Prepared:
         every = sorted({c.op for c in cases} | (
             set(case_less_selected) if case_less_selected is not None else
             {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
-        cases = [c for c in cases if in_shard(c.op, every, shard)]
-        case_less_selected = frozenset(op for op in every if in_shard(op, every, shard)
-                                       and op not in {c.op for c in cases})
+        mine = shard_ops(every, shard)
+        cases = [c for c in cases if c.op in mine]
+        case_less_selected = frozenset(mine - {c.op for c in cases})
     planned = tuple(plan(cases, selection)) if selection.expands else ()
     waivers = _load_waivers(request.waivers)
     out = None
@@ -311,8 +309,9 @@ def _versions_section(records: list[dict], variants: list[dict], case_less: Sequ
     from .waivers import waiver_key
     ran = {r["op"] for r in records} | {c["op"] for c in case_less}
     cases = [c for c in all_cases() if c.op in ran]
-    gaps = [p for p in plan(cases, selection) if p.gap is not None]
-    targets = {p.case.name: p.version.version for p in plan(cases, selection) if p.case}
+    planned = plan(cases, selection)
+    gaps = [p for p in planned if p.gap is not None]
+    targets = {p.case.name: p.version.version for p in planned if p.case}
     section = table(records + variants, gaps, selection, ran, tags,
                     is_waived=lambda r, p: waiver_key(r, p) in waived, targets=targets)
     section["summary"]["failed_variants"] = failed_variants(variants)
