@@ -230,3 +230,18 @@ def test_prove_without_case_says_which_of_several_it_proved(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"Clip has {len(names)} cases; proving the first ({names[0]})" in err
     assert [p.name for p in (tmp_path / "Clip").iterdir()] == [names[0]]
+
+
+def test_readme_prove_example(capsys):
+    """The README's example is what ``prove Reshape`` prints (no evidence written)."""
+    from docs_examples import assert_example
+    code = cli.main(["prove", "Reshape", "--no-write"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert_example("prove-reshape", "$ torch-prover prove Reshape\n" + out)
+
+
+def test_readme_coverage_example(capsys):
+    from docs_examples import assert_example
+    assert cli.main(["coverage", "Max"]) == 0
+    assert_example("coverage-max", "$ torch-prover coverage Max\n" + capsys.readouterr().out)
