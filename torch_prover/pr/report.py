@@ -13,7 +13,7 @@ from typing import Any
 
 from ..engine import numeric
 from .export import shown_path
-from .wire import Capture, Grad, GradSeen
+from .wire import Capture, Grad, GradSeen, Sink
 
 
 def gradients(names: tuple[str, ...], cap: Capture) -> dict[str, GradSeen]:
@@ -73,6 +73,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
         "directives": _directives(declared, str(prep.case.float_dtype).removeprefix("torch.")),
         "export": {"exporter": info.exporter, "opset": prep.exported.opset,
                    "file": info.target, "file_sha256": info.file_sha256,
+                   "sink": info.sink.value, "training": info.training,
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
         "other_ops": [{"op": op, "node": i} for i, op in prep.others(proof.node)],
@@ -110,7 +111,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     e = s["export"]
     iso = s["isolation"]
     how = f"the {e['exporter']} exporter at opset {e['opset']}"
-    to = f" to {shown_path(e['file'])}" if e["file"] else ""
+    to = _destination(e)
     lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
         f"exported{to}; the proof runs an evidence copy made with {how}"
         if e.get("evidence_copy") else f"exported with {how}{to}")]
@@ -153,24 +154,48 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _destination(e: dict[str, Any]) -> str:
+    """Where the export went, for the report's first line."""
+    sink = e.get("sink")
+    if sink == Sink.PROGRAM_SAVE.value:
+        return f", saved with ONNXProgram.save to {shown_path(e['file'])}"
+    if e["file"]:
+        return f" to {shown_path(e['file'])}"
+    if sink == Sink.BYTES_IO.value:
+        return " into an io.BytesIO"
+    return " (the returned ONNXProgram, not written to a file)" if sink == Sink.NONE.value \
+        else ""
+
+
+def _written_to(e: dict[str, Any]) -> str:
+    """What the script's export left behind, in words: ``the script's file m.onnx``."""
+    if e["file"]:
+        saved = " (written by ONNXProgram.save)" if e.get("sink") == Sink.PROGRAM_SAVE.value \
+            else ""
+        return f"the script's file {shown_path(e['file'])}{saved}"
+    if e.get("sink") == Sink.BYTES_IO.value:
+        return "the bytes the script exported into an io.BytesIO"
+    return "the script's file object"
+
+
 def proved_model_lines(rec: dict[str, Any]) -> list[str]:
-    """Which model was proved, against the script's file: one sha256 per file, labelled (the
-    proved model's is the report's last line, "evidence copy sha256" when it differs)."""
+    """Which model was proved, against what the script's export left: one sha256 per file
+    or buffer, labelled (the proved model's is the report's last line, "evidence copy
+    sha256" when it differs)."""
     s = rec["script"]
     e = s["export"]
     if not e["file_sha256"]:
         return ["  proved model: the model the script exported (not written to a file)"
                 + _renamed(s)]
-    name = shown_path(e["file"])
+    written = _written_to(e)
     if e["file_sha256"] == rec["model"]["sha256"]:
-        return [f"  proved model: the script's file {name}, byte for byte (sha256 below)"]
-    lines = [f"  the script's file {name}: sha256 {e['file_sha256']}, left as the script "
-             "wrote it"]
+        return [f"  proved model: {written}, byte for byte (sha256 below)"]
+    lines = [f"  {written}: sha256 {e['file_sha256']}, left as the script wrote it"]
     if e["evidence_copy"]:
         lines.append("  proved model: an evidence copy, exported again with "
                      + "; ".join(e["evidence_copy"]) + _renamed(s))
     else:
-        lines.append("  proved model: an evidence copy of that file, re-serialized"
+        lines.append("  proved model: an evidence copy of those bytes, re-serialized"
                      + _renamed(s))
     return lines
 
