@@ -20,6 +20,7 @@ from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
+from .test_data import random_sources
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
 from ..vocab import Evidence, Verdict
@@ -65,11 +66,13 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
             run.seed, run_feeds, [run.dy[exported.output_names.index(o)] for o in gout], grads))
     first = pr.runs[0]
     outs = [first.outputs[exported.output_names.index(o)] for o in gout]
+    random = {} if case.fixed_draw else random_sources(model)
+    drawn = {j: random[o] for j, o in enumerate(gout) if o in random}
     return numeric_mod.check(
         model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
         grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
         float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
-        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:], drawn=drawn)
 
 
 def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,

@@ -202,7 +202,10 @@ def numeric_record(n: NumericResult | None) -> dict[str, Any] | None:
         "vjp_rel_err": {k: shown_error(c.rel_err, n.vjp_tol) for k, c in sorted(n.vjp.items())},
         "vjp": {k: _vjp_record(c, n.vjp_tol, n.vjp_all.get(k, ()))
                 for k, c in sorted(n.vjp.items())},
-        "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol}
+        "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol,
+        **({"vjp_skipped": n.vjp_skipped} if n.vjp_skipped else {}),
+        **({"drawn": {str(j): op for j, op in n.drawn}} if n.drawn else {}),
+        **({"precision": n.precision.record()} if n.precision is not None else {})}
 
 
 def _vjp_record(worst: VjpCheck, tol: float, every) -> dict[str, Any]:

@@ -211,6 +211,8 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
     """The VJP checks of ``sources`` over every seed, as one state and a stable detail."""
     if numeric is None or numeric.runtime is None:
         return Vjp.NOT_RUN, ""
+    if numeric.vjp_skipped:
+        return Vjp.NOT_RUN, numeric.vjp_skipped
     checks = [c for s in sources for c in numeric.vjp_all.get(s, ())]
     if not checks:
         return Vjp.NOT_RUN, ""

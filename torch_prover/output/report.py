@@ -134,10 +134,15 @@ def numeric_line(rec: dict[str, Any]) -> str:
         return "numeric check: off (--no-numeric)"
     if n["runtime"] is None:
         return f"numeric check: no runtime could run the model ({n['why']})"
-    vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or "none to check"
+    vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or n.get(
+        "vjp_skipped") or "none to check"
     via = f" (onnxruntime skipped: {n['why']})" if n.get("why") else ""
+    drawn = "".join(f"; output {j} a random draw ({op}): shape and type compared only"
+                    for j, op in (n.get("drawn") or {}).items())
+    if n.get("precision"):
+        via += f", {n['precision']['why']}"
     return (f"numeric check ({n['runtime']}{via}): forward max abs err "
-            f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}); "
+            f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}){drawn}; "
             f"VJP rel err: {vjp} (step {n['step']:g})")
 
 
