@@ -16,6 +16,7 @@ from . import numeric as numeric_mod
 from ..case import Case, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
+from .folding import folded_parameters
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
@@ -152,10 +153,13 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             else function_body.for_node(exported.model, mapping.node_index))
     node = (exported.model.graph.node[mapping.node_index]
             if mapping.node_index is not None else None)
+    initializers = {t.name for t in exported.model.graph.initializer}
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
                         {t.name for t in exported.model.graph.initializer}, keep, body,
-                        autograd_source(case.kind, exported.exporter, node), aten_target(node))
+                        autograd_source(case.kind, exported.exporter, node), aten_target(node),
+                        folded_parameters(exported.model, mapping.node_index, run.params, [
+                            n for n in pr.params if n not in initializers]))
     problems = mapping.problems
     invalid = None
     if problems:

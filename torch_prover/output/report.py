@@ -183,8 +183,7 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
                                "reason"], width, flex=6)
     for p in rec["parameters"]:
         if p.get("expected"):
-            lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
-                           f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+            lines += wrap_line(declared_line(rec, p), width, "    ")
     lines += [x for n in rec.get("notes", ()) for x in wrap_line(f"note: {n}", width, "  ")]
     lines += wrap_line(numeric_line(rec), width)
     lines += wrap_line(body_summary(rec), width)
@@ -197,10 +196,36 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
     return "\n".join(lines) + "\n"
 
 
+def declared_line(rec: dict[str, Any], p: dict[str, Any]) -> str:
+    """A parameter's declared verdict (``expect=``), said against the verdict it is about: a
+    declaration made against the latest tag, shown under a row of an older schema version
+    whose tag differs (``prove --opset 11``: Clip-11's unknown tag, a proposal), says so
+    rather than "declared ... disagree" beside a ``proposed``."""
+    exp = p["expected"]
+    head = f"  declared by the case for {p['io']} {p['index']}: {exp['verdict']}"
+    if exp["verdict"] == p["verdict"]:
+        return f"{head} - {exp['reason']}"
+    if p.get("tag_latest") and p.get("verdict_latest") == exp["verdict"]:
+        return (f"{head} against the latest tag ({rec['op']}-{rec['latest_schema_version']}: "
+                f"{p['tag_latest']}); against {rec['op']}-{rec['schema_version']}'s "
+                f"tag ({p['tag']}) the verdict is {p['verdict']} - {exp['reason']}")
+    return f"{head}, but the verdict is {p['verdict']} - {exp['reason']}"
+
+
+def status_line(rec: dict[str, Any]) -> str:
+    """One line a reader sees first: the case's status and its verdicts counted."""
+    counts: dict[str, int] = {}
+    for p in rec["parameters"]:
+        counts[p["verdict"]] = counts.get(p["verdict"], 0) + 1
+    tally = ", ".join(f"{n} {v}" for v, n in counts.items())
+    return f"status: {rec['status']}" + (f" ({tally})" if tally else "")
+
+
 def proof_markdown(rec: dict[str, Any], script: str | None = None,
                    model_label: str = "model") -> str:
     """A PR-ready comment: the per-parameter table, numeric check, versions, sha256."""
-    lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", ""]
+    lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", "",
+             f"**{status_line(rec).replace('status: ', 'Status: ', 1)}**", ""]
     if rec.get("invalid"):
         lines += [f"**Invalid case:** {rec['invalid']}", ""]
     if script:

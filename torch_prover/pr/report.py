@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import numeric
+from ..engine.mapping import VALUE_SLOTS
 from .export import shown_path
 from .wire import Capture, Grad, GradSeen, Sink
 
@@ -76,7 +77,8 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
                    "sink": info.sink.value, "training": info.training,
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
-        "other_ops": [{"op": op, "node": i} for i, op in prep.others(proof.node)],
+        "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
+                      for i, op in prep.others(proof.node)],
         "all_ops": all_ops,
         "runner_notes": prep.notes,
         "renamed": prep.renamed,
@@ -127,13 +129,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
             (None, rec["op"]) else ""))
-    others = list(dict.fromkeys(o["op"] for o in s["other_ops"]))
-    if others and s["all_ops"]:
-        lines.append(f"  --all-ops: the other computing nodes are proved below ({', '.join(others)})")
-    elif others:
-        lines.append(f"  the graph also computes with {', '.join(others)}: prove "
-                     + ("it" if len(others) == 1 else "one") + f" with --op {others[0]}, or "
-                     "every computing node with --all-ops")
+    lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")
     for b in s["backward"]:
@@ -151,6 +147,27 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     lines += proved_model_lines(rec)
     if rec["script"]["export"].get("file_changed"):
         lines.append(f"  warning: {rec['script']['export']['file_changed']}")
+    return lines
+
+
+def _other_ops_lines(s: dict[str, Any]) -> list[str]:
+    """The graph's other nodes: the ops that compute, and apart from them the glue that only
+    moves values to the target (Transpose, Slice, Concat: the attribution follows it)."""
+    others = s["other_ops"]
+    computes = list(dict.fromkeys(o["op"] for o in others if not o.get("moves_values")))
+    moves = list(dict.fromkeys(o["op"] for o in others if o.get("moves_values")))
+    if s["all_ops"] and others:
+        return [f"  --all-ops: the graph's other nodes are proved below "
+                f"({', '.join(computes + moves)})"]
+    lines = []
+    if computes:
+        lines.append(f"  the graph also computes with {', '.join(computes)}: prove "
+                     + ("it" if len(computes) == 1 else "one") + f" with --op {computes[0]}, or "
+                     "every node with --all-ops")
+    if moves:
+        lines.append(f"  {', '.join(moves)} only move{'s' * (len(moves) == 1)} values on their "
+                     "way (glue the attribution follows, not computing ops); --op "
+                     f"{moves[0]} proves {'it' if len(moves) == 1 else 'one'}")
     return lines
 
 

@@ -34,7 +34,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from ..errors import CaseError
 from ..preflight import positive_seconds
@@ -97,15 +97,21 @@ class ScriptProof:
         return any(p.failures for p in self.proofs)
 
 
+def _silent(line: str) -> None:
+    """The default progress sink: a library call prints nothing."""
+
+
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
                  echo: TextIO | None = None, debug: bool = False,
-                 all_ops: bool = False) -> ScriptProof:
+                 all_ops: bool = False, say: Callable[[str], None] = _silent) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
     prove; the script's (capped) output goes to ``echo`` either way. ``all_ops``: prove
-    every other computing node of the graph too, in context (``ScriptProof.more``)."""
+    every other computing node of the graph too, in context (``ScriptProof.more``). ``say``
+    gets one line per stage (``run`` prints them on stderr: a first run waits seconds for the
+    script's process to import torch, and a silent wait looks like a hang)."""
     from ..engine.prove import prove_case
     from .case import directives, prepare, usable
     from .module import ModuleLoadError, load_module, ready_loader
@@ -115,7 +121,9 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     declared = directives(source)
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
+        say(f"running {path.name} in its own process (timeout {timeout:g} s)")
         child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader)
+        say(f"{path.name} {child.end.value} after {child.seconds:.1f} s")
         if echo is not None and (child.output.text or child.output.truncated):
             echo.write(shown_output(child.output))
             echo.flush()
@@ -133,6 +141,9 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
         except ModuleLoadError as exc:
             raise _usage(f"cannot run the autograd probe here: {exc}") from None
     prep = prepare(cap, module, path, op, declared)
+    say(f"proving {prep.case.op} ({prep.exported.exporter} exporter, opset "
+        f"{prep.exported.opset}): autograd probe, graph mapping"
+        + (", numeric witnesses" if numeric else ""))
     try:
         proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
                            tag_source=tag_source)
@@ -176,6 +187,10 @@ def cmd_run(args) -> int:
     from ..output import report
     from ..errors import EXIT_FINDING, EXIT_OK
     check_arguments(args.script, args.op, args.timeout)
+
+    def say(line: str) -> None:
+        print(f"torch-prover run: {line}", file=sys.stderr, flush=True)
+    say("starting the script's process (it imports torch and warms the exporter once)")
     prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
     fmt = args.format
@@ -183,7 +198,7 @@ def cmd_run(args) -> int:
     all_ops = getattr(args, "all_ops", False)
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
-                        debug=getattr(args, "debug", False), all_ops=all_ops)
+                        debug=getattr(args, "debug", False), all_ops=all_ops, say=say)
     rec = done.record
     more = [p.record() for p in done.more]
     if rec["script"]["export"]["file_changed"]:
