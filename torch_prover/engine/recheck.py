@@ -48,8 +48,12 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
         return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
     applies = case.conventions.get(label)
     if Rule(p["rule"]) == Rule.CONVENTION and (applies is None
-                                               or supports != applies.rule.implies):
+                                               or supports != applies.rule.implies
+                                               or not applies.rule.founded_for(case.op)):
         return f"{label}: its convention is not the case's declaration"
+    if Rule(p["rule"]) == Rule.UNFOUNDED and (applies is None
+                                              or applies.rule.founded_for(case.op)):
+        return f"{label}: a convention without precedent the case does not declare"
     if Verdict(p["verdict"]) != judge(supports, Tag(p["tag"])):
         return f"{label}: verdict {p['verdict']} does not follow from its support and tag"
     declared = case.expect.get(label)

@@ -144,7 +144,9 @@ def expected_verdict(case: Case, p: Parameter) -> Verdict:
     key = f"{p.io} {p.index}"
     if key in case.expect:
         return Verdict(case.expect[key].verdict)
-    if key in case.conventions:   # the declared convention's tag against the schema's
+    if key in case.conventions and case.conventions[key].rule.founded_for(case.op):
+        # the declared convention's tag against the schema's (one without a precedent
+        # outside this op decides nothing: its case declares the math's verdict, expect=)
         return judge(case.conventions[key].rule.implies, p.tag)
     if p.by_type:   # decided by the schema's types alone: non-differentiable
         return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,

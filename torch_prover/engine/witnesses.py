@@ -335,7 +335,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                                                reason=f"{decision.reason}: {declared.reason}")
             applies = case.conventions.get(f"{io} {i}")
             if applies is not None:
-                decision = under_convention(decision, applies, formal.tag)
+                decision = under_convention(decision, applies, formal.tag, case.op)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
                                   autograd, num, decision, a, why is not None, vjp, third))
     return tuple(out)

@@ -324,6 +324,13 @@ def tally_words(t: dict[str, int]) -> str:
             f"in {count(t['ops'], 'op')})")
 
 
+def convention_label(p: dict[str, Any]) -> str:
+    """``convention: state update``, or, when the convention has no precedent outside the
+    schema under test and the math decided, ``convention without precedent: state update``."""
+    return f"{p['rule'] if p.get('rule') == 'convention without precedent' else 'convention'}: " \
+           f"{p['convention']}"
+
+
 def expected_of(p: dict[str, Any]) -> str | None:
     """The verdict a record's parameter declares (``expect=``), or None."""
     return p.get("expected", {}).get("verdict")
@@ -447,7 +454,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                 "declared by the case" if expected_of(p) == "disagree"
                 else "NEW, needs a decision")
         if p.get("convention"):
-            mark += f"; convention: {p['convention']}"
+            mark += f"; {convention_label(p)}"
         lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
                        f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
                        f"{p['reason']}", width, "    ")
@@ -552,10 +559,10 @@ def _md_disagreements(report: dict[str, Any], dis: list[tuple[dict, dict]]) -> l
         r, p = hits[0]
         name, tag = p["name"], p["tag"]
         w = waived.get((r["case"], f"{io} {index}"))
-        said = "its convention" if p.get("convention") else "evidence"
+        said = "its convention" if p.get("rule") == "convention" else "evidence"
         out += [f"### `{op}`-{version} {io} {index} `{name}`: tagged {tag}, {said} says "
                 f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
-                + (f" (convention: {p['convention']})" if p.get("convention") else "")
+                + (f" ({convention_label(p)})" if p.get("convention") else "")
                 + (" (waived)" if w else ""), "",
                 f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
                 f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "
