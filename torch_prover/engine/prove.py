@@ -6,6 +6,7 @@ versioned JSON shape of docs/design.md §3.1, identical for identical inputs and
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, Sequence
 
 import torch
@@ -13,7 +14,7 @@ import torch
 from . import function_body
 from . import node_witness
 from . import numeric as numeric_mod
-from ..case import Case, Spec, Fixed
+from ..case import Case, FunctionModule, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
 from .folding import folded_parameters
@@ -176,22 +177,40 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                  node=mapping.node_index)
 
 
+def _module_factory(model: Any) -> Callable[[], torch.nn.Module] | type:
+    """What ``Case.model`` takes, for ``prove``'s ``model``: a Module instance (used as is), a
+    Module class, a zero-argument factory, or a function of the inputs -- a Python function or
+    a builtin such as ``torch.nn.functional.gelu``, whose signature ``inspect`` cannot read
+    (it was called with no arguments: a TypeError traceback)."""
+    if isinstance(model, torch.nn.Module):
+        return lambda: model
+    if inspect.isclass(model) and issubclass(model, torch.nn.Module):
+        return model
+    if not callable(model):
+        raise CaseError(f"prove(): model must be a function, a torch.nn.Module or a Module "
+                        f"class, not {type(model).__name__}")
+    try:
+        takes = len(inspect.signature(model).parameters)
+    except (TypeError, ValueError):   # a builtin: a function of the inputs
+        takes = None
+    if takes == 0:
+        return model
+    return lambda: FunctionModule(model)
+
+
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,
           op: str, dy: Any = None, opset: int | None = None, exporter: str = "dynamo",
           name: str | None = None, numeric: bool = True, **case_fields: Any) -> Proof:
     """Library surface: prove ``model(*inputs)`` exports ``op`` with the schema's tags.
 
-    ``model`` is a function, a Module class, or a Module instance (used as is). Inputs
-    are used exactly as given on every seed; floating ones get ``requires_grad``.
+    ``model`` is a function of the inputs (a builtin such as ``torch.nn.functional.gelu``
+    included), a Module class, or a Module instance (used as is). Inputs are used exactly as
+    given on every seed; floating ones get ``requires_grad``.
     """
     if dy is not None:
         raise CaseError("prove(): a custom dy is not supported yet; the probe draws a seeded dy")
     op = canonical_op(op)
-    if isinstance(model, torch.nn.Module):
-        instance = model
-        factory: Callable[..., Any] = lambda: instance  # noqa: E731 - keep the caller's module
-    else:
-        factory = model
+    factory = _module_factory(model)
     specs: tuple[Spec, ...] = tuple(
         Fixed(t.detach().clone(), dtype=t.dtype) for t in inputs)
     floats = {t.dtype for t in inputs if t.is_floating_point()}
