@@ -3,7 +3,7 @@
 The scripts (tests/data/scripts/) are written as a contributor writes a "Method 1" proof:
 old opsets with the TorchScript exporter, the dynamo exporter at 18 and 23, an
 io.BytesIO, ONNXProgram.save, export_params=False, Dropout in training mode, a float64
-GELU, one tensor fed to two inputs, an op inside a small model. For each, EXPECTED holds
+GELU, one tensor fed to two inputs, an op inside a small model, an op behind glue. For each, EXPECTED holds
 the verdicts worked out beforehand from the schema version in force at the script's opset
 (onnx.defs) and the math -- never copied from the tool's output:
 
@@ -66,6 +66,8 @@ EXPECTED: dict[str, tuple[int, dict[tuple[str, int], str]]] = {
     # gradient is the sum over both), d(AB)/dA = B != 0
     "mul_one_tensor_twice.py": (0, {("input", 0): A, ("input", 1): A, ("output", 0): A}),
     "hardswish_in_model.py": (0, {("input", 0): A, ("output", 0): A}),
+    # Tanh-13 of x and y assembled by glue: their gradients reach Tanh unchanged
+    "tanh_after_glue.py": (0, {("input", 0): A, ("output", 0): A}),
 }
 
 
@@ -169,6 +171,12 @@ def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> N
     if name == "mul_one_tensor_twice.py":
         rules = {p["index"]: p["rule"] for p in rec["parameters"] if p["io"] == "input"}
         assert rules == {0: "numeric witness only", 1: "numeric witness only"}
+    if name == "tanh_after_glue.py":   # issue 26 part 6: glue is not a computing op
+        for text in (outputs["text"], outputs["markdown"]):
+            assert "computes with" not in text
+            assert "Transpose, Concat, Slice only move values" in text
+        assert {o["op"]: o["moves_values"] for o in rec["script"]["other_ops"]} == {
+            "Transpose": True, "Concat": True, "Slice": True}
     if name == "hardswish_in_model.py":
         assert rec["op"] == "HardSwish"
         assert "--op Gemm" in outputs["text"]
