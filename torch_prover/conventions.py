@@ -8,7 +8,7 @@ non-differentiable), and a maintainer signs a verdict only if it names that rule
 rule is a row here (its statement, the ONNX precedent it follows and the tag it implies),
 and a case declares which of its parameters falls under which rule, with the reason, as
 data (``Case.conventions``: ``Applies``); the engine never tests an op's name
-(README "Verdicts: two witnesses", "Conventions").
+(docs/verdicts.md, "Conventions").
 
 A parameter under a convention keeps both halves in its record: what the witnesses found
 (the math) and what the convention decides; reports count convention-decided verdicts

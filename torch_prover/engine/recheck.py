@@ -1,6 +1,6 @@
 """A proof record read back (a cache entry) checked against the rules that make one.
 
-The cache must not be able to change a verdict (README "Cache"). A cached record is used
+The cache must not be able to change a verdict (docs/commands.md, "Cache"). A cached record is used
 only if, re-derived here, it says what a proof would: each parameter's tag is the tag
 the run's tag source gives today (at the record's opset, and the latest one), its rule
 and support are what the verdict table gives for its own recorded witnesses

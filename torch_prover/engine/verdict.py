@@ -4,7 +4,7 @@ The witnesses: PyTorch autograd (what ``torch.autograd`` says about the tensor t
 this node parameter, counted only when it reached the node through value-preserving
 glue) and the ONNX node's own finite differences (``node_witness``). Each says
 differentiable (D), non-differentiable (N), or nothing (None). The rule is this table
-(docs/design.md §1.2; the README's "Verdicts: two witnesses" shows the table):
+(docs/design.md §1.2; docs/verdicts.md shows the table):
 
 =========  =========  ==============  ============================================
 autograd   numeric    supports        reason starts with
