@@ -67,3 +67,24 @@ def test_api_example():
     assert (proof.status, [p.verdict for p in proof.parameters]) == ("proved",
                                                                      ["agree", "agree"])
     assert_example("api-prove-gelu", "\n".join(lines))
+
+
+def test_progress_log_example():
+    """docs/commands.md: verify-all's progress in a CI log, a 28-case batch at 4 cases/s."""
+    import io
+    from torch_prover.batch.progress import Progress
+    now = [100.0]
+    stream = io.StringIO()
+    progress = Progress(stream, clock=lambda: now[0])
+    progress(0, 28, "")
+    for done in range(1, 29):
+        now[0] += 0.25
+        progress(done, 28, f"case_{done}")
+    assert_example("progress-log", stream.getvalue())
+
+
+def test_json_error_example(capsys):
+    """docs/json.md: an error is a JSON document too, on stdout, with --format json."""
+    assert cli.main(["prove", "Reshap", "--format", "json"]) == 2
+    assert_example("json-error", "$ torch-prover prove Reshap --format json\n"
+                   + capsys.readouterr().out)
