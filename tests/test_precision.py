@@ -68,3 +68,12 @@ def test_onnxruntime_float32_gelu_is_float32():
     runner = Runner(_gelu_model(TensorProto.FLOAT), "onnxruntime")
     feeds = {"x": np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)}
     assert model_precision(runner.run, feeds, "float32").computed == "float32"
+
+
+def test_a_random_draw_is_not_a_precision():
+    """A runtime that draws anew on every run: its outputs say nothing about precision."""
+    rng = np.random.default_rng(3)
+    noisy = lambda feeds: [feeds["x"] * 2, rng.standard_normal(4)]   # noqa: E731
+    feeds = {"x": np.linspace(-1, 1, 4)}
+    assert model_precision(noisy, feeds, "float64", drawn={1}).computed == "float64"
+    assert model_precision(noisy, feeds, "float64").computed != "float64"

@@ -245,7 +245,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
         return NumericResult(None, f"no runtime could run the model ({why})", None, False,
                              "not run")
     # steps and tolerances follow the precision the runtime really computed in
-    computed = model_precision(runner.run, feeds, float_dtype, runtime_name(runner.kind))
+    computed = model_precision(runner.run, feeds, float_dtype, runtime_name(runner.kind),
+                               drawn=set(drawn))
     float_dtype = computed.computed
     fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
     vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)

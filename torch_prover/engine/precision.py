@@ -28,7 +28,7 @@ from the computed precision, not from the declared one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -123,10 +123,11 @@ def computed_precision(outputs_at: Callable[[float], Sequence[np.ndarray]], decl
 
 
 def model_precision(run: Callable[[dict[str, np.ndarray]], Sequence], feeds: dict[str, np.ndarray],
-                    declared: str, runtime: str = "") -> Precision:
+                    declared: str, runtime: str = "", drawn: Collection[int] = ()) -> Precision:
     """The precision a runtime computes a whole model in: every floating feed moved at once
     along a seeded direction scaled to each element (``(|x| + rms x) / 2``, as the node
-    witness moves one input), the floating outputs compared."""
+    witness moves one input), the floating outputs compared -- except the random draws
+    (``drawn``: output indices), which a runtime may draw anew on every run."""
     floats = {k: np.asarray(v) for k, v in feeds.items()
               if np.issubdtype(np.asarray(v).dtype, np.floating)}
     if not floats:
@@ -143,6 +144,6 @@ def model_precision(run: Callable[[dict[str, np.ndarray]], Sequence], feeds: dic
     def outputs_at(t: float) -> list[np.ndarray]:
         moved = {**feeds, **{k: np.asarray(floats[k].astype(np.float64) + t * direction[k])
                              .astype(floats[k].dtype) for k in floats}}
-        return [np.asarray(y) for y in run(moved)
-                if np.issubdtype(np.asarray(y).dtype, np.floating)]
+        return [np.asarray(y) for j, y in enumerate(run(moved))
+                if j not in drawn and np.issubdtype(np.asarray(y).dtype, np.floating)]
     return computed_precision(outputs_at, declared, runtime)
