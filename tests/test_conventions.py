@@ -265,3 +265,19 @@ def test_fix_tags_include_conventions_labels_them_in_their_own_section():
     assert section, text
     assert "ReduceSum" in head and "Hardmax" not in head
     assert "Convention: **piecewise-constant**" in section and "Hardmax-13 input 0" in section
+
+
+def test_fix_tags_withholds_a_convention_without_precedent_and_labels_it():
+    """The math decided (rule `convention without precedent`), under the convention's
+    label: withheld by default like any convention's verdict; with --include-conventions
+    it is edited to the math's tag and labelled as such."""
+    tree = read_tree(SRC)
+    unfounded = {**param("input", 0, "cond", "unknown", "proposed", NONDIFF),
+                 "rule": "convention without precedent", "convention": "body-dependent"}
+    recs = [record("If", 25, "if_basic", unfounded)]
+    assert [(f.op, why) for f, why, _ in plan(tree, findings(recs)).withheld] == [
+        ("If", Withheld.CONVENTION)]
+    p = plan(tree, findings(recs), include_conventions=True)
+    text, _ = pr_texts(p, "fix.patch", "fix-evidence.md")
+    assert ("Convention without precedent outside the op (the math decides, under its "
+            "label): **body-dependent**") in text
