@@ -163,7 +163,7 @@ def _other_ops_lines(s: dict[str, Any]) -> list[str]:
     if computes:
         lines.append(f"  the graph also computes with {', '.join(computes)}: prove "
                      + ("it" if len(computes) == 1 else "one") + f" with --op {computes[0]}, or "
-                     "every node with --all-ops")
+                     "every computing node with --all-ops")
     if moves:
         lines.append(f"  {', '.join(moves)} only move{'s' * (len(moves) == 1)} values on their "
                      "way (glue the attribution follows, not computing ops); --op "
