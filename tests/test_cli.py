@@ -233,7 +233,7 @@ def test_prove_without_case_says_which_of_several_it_proved(tmp_path, capsys):
 
 
 def test_readme_prove_example(capsys):
-    """The README's example is what ``prove Reshape`` prints (no evidence written)."""
+    """docs/commands.md's example is what ``prove Reshape`` prints (no evidence written)."""
     from docs_examples import assert_example
     code = cli.main(["prove", "Reshape", "--no-write"])
     out = capsys.readouterr().out

@@ -53,6 +53,22 @@ DECLARED = {
     ("dequantizelinear_decomposed", "input 0"): Convention.QUANTIZED_STORAGE,
     ("dequantizelinear_fake_quant_uint8", "input 0"): Convention.QUANTIZED_STORAGE,
 }
+FOUNDED = {Convention.PIECEWISE_CONSTANT: True, Convention.SHAPE_SETTING: False,
+           Convention.DATA_DEPENDENT_SHAPE: False, Convention.STATE_UPDATE: False,
+           Convention.BODY_DEPENDENT: True, Convention.SAMPLING: True,
+           Convention.QUANTIZED_STORAGE: True}
+"""Issue 26 part 7, worked out from onnx.defs before the table was rewritten: whether each
+convention has a precedent outside the schema of the op the catalogue applies it to.
+Hardmax: Floor/Ceil/Round/Sign's tags. Resize's scales: the only float shape-setting input
+ONNX tags is Resize's own (Reshape's and Expand's shape are int64, decided by type). Unique:
+its own tags, and NonZero, whose X its int64 output decides by type. BatchNormalization's
+running stats: no other op has a running state. If/Loop/Scan/SequenceMap: schema.h's
+definition of Unknown. Sampling implies no tag. DequantizeLinear's float8 x: QuantizeLinear
+defines a float8 y as a rounded code."""
+MATH = {Convention.SHAPE_SETTING: Tag.DIFF, Convention.DATA_DEPENDENT_SHAPE: Tag.DIFF,
+        Convention.STATE_UPDATE: Tag.DIFF}
+"""What the math gives where a convention cannot decide (the cases' declared math: scales
+moves Y at a fixed size, Y gathers X, running_mean is smooth in X)."""
 IMPLIED = {Convention.PIECEWISE_CONSTANT: Tag.NONDIFF, Convention.SHAPE_SETTING: Tag.NONDIFF,
            Convention.DATA_DEPENDENT_SHAPE: Tag.NONDIFF, Convention.STATE_UPDATE: Tag.NONDIFF,
            Convention.BODY_DEPENDENT: Tag.UNKNOWN, Convention.SAMPLING: None,
@@ -66,6 +82,12 @@ def _record(case: str) -> dict:
     return json.loads((MODELS / op / case / "proof.json").read_text())
 
 
+def _proved(proof_of, case: str) -> dict:
+    """The record a proof of the catalogue case gives today (cached for the session: the
+    catalogue test proves every case anyway)."""
+    return proof_of(case).record()
+
+
 def _param(rec: dict, key: str) -> dict:
     io, _, index = key.partition(" ")
     return next(p for p in rec["parameters"] if (p["io"], p["index"]) == (io, int(index)))
@@ -74,12 +96,56 @@ def _param(rec: dict, key: str) -> dict:
 def test_every_convention_is_a_row_with_its_rule_precedent_and_tag():
     assert set(RULES) == set(Convention)
     for name, rule in RULES.items():
-        assert rule.statement and rule.precedent, name
+        assert rule.statement and rule.precedents, name
         assert rule.implies == IMPLIED[name], name
-    assert "onnx#2911" in RULES[Convention.PIECEWISE_CONSTANT].precedent
-    assert "onnx#3011" in RULES[Convention.SHAPE_SETTING].precedent
+    assert "Floor-13 tags input X non-differentiable" in RULES[
+        Convention.PIECEWISE_CONSTANT].precedent
     assert "onnx/defs/schema.h" in RULES[Convention.BODY_DEPENDENT].precedent
     assert "cannot be statically determined" in RULES[Convention.BODY_DEPENDENT].precedent
+
+
+def test_no_convention_cites_the_tag_under_test_over_the_table():
+    """Issue 26 part 7, over every row and every case that applies it: a tag precedent is a
+    real onnx.defs tag of a parameter that can carry a gradient and that the types alone do
+    not decide (else it says nothing about a convention); what decides a case's parameter is
+    never a precedent of the case's own op; a row is founded for an op exactly as worked out
+    beforehand (FOUNDED)."""
+    import onnx.defs
+    from torch_prover.engine.by_type import type_reason
+    from torch_prover.tags.schema import schema_tags
+    for name, rule in RULES.items():
+        for prec in rule.precedents:
+            if not hasattr(prec, "tag"):
+                assert prec.where and prec.says, (name, prec)
+                continue
+            schema = onnx.defs.get_schema(prec.op, prec.since)
+            assert schema.since_version == prec.since, (name, prec)
+            tags = schema_tags(prec.op, prec.since, "")
+            formal = next(f for f in (tags.inputs if prec.io == "input" else tags.outputs)
+                          if f.name == prec.name)
+            assert formal.tag == prec.tag, (name, prec, formal.tag)
+            assert formal.float_capable, (name, prec)
+            assert type_reason(tags, formal, outputs_from_inputs=True) is None, (name, prec)
+    applied = {(c.op, a.convention) for c in all_cases() for a in c.conventions.values()}
+    assert {conv for _, conv in applied} == set(Convention)
+    for op, conv in applied:
+        rule = RULES[conv]
+        assert all(p.op != op for p in rule.precedents_for(op)), (op, conv)
+        assert rule.founded_for(op) == FOUNDED[conv], (op, conv)
+
+
+def test_a_convention_without_precedent_never_agrees():
+    """Where the convention cannot decide, the math does, under the convention's label."""
+    agreeing = decide(autograd=Witness(A.GRAD, "x: nonzero gradient"),
+                      numeric=Witness(N.SMOOTH, "smooth"), tag=Tag.NONDIFF)
+    d = under_convention(agreeing, Applies(Convention.DATA_DEPENDENT_SHAPE, "Y gathers X"),
+                         Tag.NONDIFF, "Unique")
+    assert (d.verdict, d.supports, d.rule) == (Verdict.DISAGREE, Tag.DIFF, Rule.UNFOUNDED)
+    assert "no precedent outside Unique's own schema" in d.reason
+    # the same row decides a parameter of another op, where Unique's tags are a precedent
+    other = under_convention(agreeing, Applies(Convention.DATA_DEPENDENT_SHAPE, "m"),
+                             Tag.NONDIFF, "SomeOp")
+    assert (other.verdict, other.rule) == (Verdict.AGREE, Rule.CONVENTION)
 
 
 def test_a_declaration_needs_the_math_it_sets_aside():
@@ -94,15 +160,18 @@ def test_the_catalogue_declares_each_listed_parameter():
 
 
 @pytest.mark.parametrize("key", sorted(DECLARED))
-def test_full_report_carries_the_convention_and_both_halves(key):
-    """In the committed evidence (what verify-all writes): the convention named, its rule
-    ``convention``, the verdict its implied tag gives against the schema's, and a reason with
-    the math ("math: ...") and the convention's decision."""
+def test_full_report_carries_the_convention_and_both_halves(key, proof_of):
+    """What a proof of the case records: the convention named; where it is founded, its
+    rule ``convention`` and the verdict its implied tag gives against the schema's; where it
+    has no precedent outside the op, the rule ``convention without precedent`` and the math's
+    tag against the schema's (never agree); a reason with the math ("math: ...") and the
+    convention."""
     case, param_key = key
-    p = _param(_record(case), param_key)
+    p = _param(_proved(proof_of, case), param_key)
     convention = DECLARED[key]
-    assert p["convention"] == convention and p["rule"] == Rule.CONVENTION
-    implied = IMPLIED[convention]
+    assert p["convention"] == convention
+    implied = IMPLIED[convention] if FOUNDED[convention] else MATH[convention]
+    assert p["rule"] == (Rule.CONVENTION if FOUNDED[convention] else Rule.UNFOUNDED)
     tag = Tag(p["tag"])
     want = (Verdict.INCONCLUSIVE if implied is None else
             Verdict.AGREE if implied == tag else
@@ -196,3 +265,19 @@ def test_fix_tags_include_conventions_labels_them_in_their_own_section():
     assert section, text
     assert "ReduceSum" in head and "Hardmax" not in head
     assert "Convention: **piecewise-constant**" in section and "Hardmax-13 input 0" in section
+
+
+def test_fix_tags_withholds_a_convention_without_precedent_and_labels_it():
+    """The math decided (rule `convention without precedent`), under the convention's
+    label: withheld by default like any convention's verdict; with --include-conventions
+    it is edited to the math's tag and labelled as such."""
+    tree = read_tree(SRC)
+    unfounded = {**param("input", 0, "cond", "unknown", "proposed", NONDIFF),
+                 "rule": "convention without precedent", "convention": "body-dependent"}
+    recs = [record("If", 25, "if_basic", unfounded)]
+    assert [(f.op, why) for f, why, _ in plan(tree, findings(recs)).withheld] == [
+        ("If", Withheld.CONVENTION)]
+    p = plan(tree, findings(recs), include_conventions=True)
+    text, _ = pr_texts(p, "fix.patch", "fix-evidence.md")
+    assert ("Convention without precedent outside the op (the math decides, under its "
+            "label): **body-dependent**") in text

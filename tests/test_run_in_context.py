@@ -48,7 +48,7 @@ def test_op_in_context_is_the_one_computing_the_output(tmp_path, monkeypatch, ca
                                                                  "numeric witness only")
     assert p["input", 0]["witnesses"]["autograd"]["outcome"] == "not exercised"
     assert p["output", 0]["verdict"] == "agree"
-    assert rec["script"]["other_ops"] == [{"op": "Gemm", "node": 0}]
+    assert rec["script"]["other_ops"] == [{"op": "Gemm", "node": 0, "moves_values": False}]
     code, _, out = run(tmp_path, monkeypatch, capsys, script, fmt="text")
     assert code == 0
     assert ("the graph also computes with Gemm: prove it with --op Gemm, or every computing "

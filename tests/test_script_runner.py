@@ -192,7 +192,7 @@ def test_op_option_decides_and_is_checked(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "script.py", TWO_OPS)
     code, rec, out = run(tmp_path, monkeypatch, capsys, script)
     assert (code, rec["op"], rec["script"]["op_from"]) == (0, "Mul", "graph")  # the output's
-    assert rec["script"]["other_ops"] == [{"op": "Sigmoid", "node": 0}]
+    assert rec["script"]["other_ops"] == [{"op": "Sigmoid", "node": 0, "moves_values": False}]
     code, rec, out = run(tmp_path, monkeypatch, capsys, script, "--op", "mul")
     assert code == 0, out.err
     p = params(rec)

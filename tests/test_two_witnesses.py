@@ -68,11 +68,13 @@ def test_the_named_findings_of_the_audit(full_run):
         return p["verdict"], p["supports"]
     D, N = "differentiable", "non-differentiable"
     # Unique's Y is X gathered: a refusal in PyTorch is no evidence of a flat function; the
-    # math (the numeric witness) says differentiable, the data-dependent-shape convention
-    # the case declares decides non-differentiable (issue 21): both halves in the reason
+    # math (the numeric witness) says differentiable; the data-dependent-shape convention
+    # the case declares has no precedent outside Unique's own tags (issue 26 part 7), so it
+    # cannot decide: a disagreement under the convention's label, both halves in the reason
     for key in (("unique_sorted", "input", 0), ("unique_sorted", "output", 0)):
         p = by[key]
-        assert v(*key) == ("agree", N) and p["convention"] == "data-dependent shape"
+        assert v(*key) == ("disagree", D) and p["convention"] == "data-dependent shape"
+        assert p["rule"] == "convention without precedent"
         assert p["reason"].startswith("math: numeric witness only") and "smooth" in p["reason"]
     # Range: output = start + i * delta; limit only sets the length (a jump)
     assert v("range_float", "input", 0) == ("proposed", D)

@@ -18,7 +18,7 @@ from .version import __version__
 
 # onnxruntime's telemetry writes a device id and a usage database (megabytes, over time)
 # under $XDG_CACHE_HOME/Microsoft/DeveloperTools/ as soon as it is imported: torch-prover
-# writes only its own files (README, "What torch-prover writes and deletes"). A user who
+# writes only its own files (docs/safety.md). A user who
 # set the variable keeps their value.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 

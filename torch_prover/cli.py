@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per parameter: the tag, each witness's outcome and the convention, "
                         "from the op's catalogue cases (served by verify-all's cache, proved "
                         "when not cached)")
+    for command in sub.choices.values():   # `torch-prover run --debug` works as `--debug run`
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks (as before the command)")
     return parser
 
 

@@ -8,7 +8,7 @@ non-differentiable), and a maintainer signs a verdict only if it names that rule
 rule is a row here (its statement, the ONNX precedent it follows and the tag it implies),
 and a case declares which of its parameters falls under which rule, with the reason, as
 data (``Case.conventions``: ``Applies``); the engine never tests an op's name
-(README "Verdicts: two witnesses", "Conventions").
+(docs/verdicts.md, "Conventions").
 
 A parameter under a convention keeps both halves in its record: what the witnesses found
 (the math) and what the convention decides; reports count convention-decided verdicts
@@ -37,65 +37,131 @@ class Convention(StrEnum):
 
 
 @dataclass(frozen=True)
+class TagPrecedent:
+    """Another op's tag that follows the rule: ``Floor-13 tags input X non-differentiable``.
+    It counts only for a parameter of another op (never the schema under test), and only as
+    a tag ONNX chose: a parameter the types alone decide (NonZero's X, whose only output is
+    int64; Reshape's int64 shape) follows no convention (tests/test_conventions.py checks
+    each row against onnx.defs)."""
+
+    op: str
+    since: int
+    io: str
+    name: str
+    tag: Tag
+
+    def text(self) -> str:
+        return f"{self.op}-{self.since} tags {self.io} {self.name} {self.tag}"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A rule stated outside the schema under test: in ONNX's sources or docs (``where``),
+    or in another op's schema (``op``: the precedent does not count for that op itself)."""
+
+    where: str
+    says: str
+    op: str | None = None
+
+    def text(self) -> str:
+        return f"{self.where}: {self.says}"
+
+
+Precedent = TagPrecedent | Statement
+
+
+@dataclass(frozen=True)
 class Rule:
-    """One convention: what it says, which ONNX precedent it follows, and the tag it implies
-    (None: the convention says no tag follows from evidence; the schema's stands)."""
+    """One convention: what it says, the precedents it follows, and the tag it implies
+    (None: the convention says no tag follows from evidence; the schema's stands).
+    ``context``: what a reader might take for a precedent and is not (the tags under test
+    themselves, a tag the types decide), said so the omission is visible."""
 
     name: Convention
     statement: str
-    precedent: str
+    precedents: tuple[Precedent, ...]
     implies: Tag | None
+    context: str = ""
+
+    @property
+    def precedent(self) -> str:
+        """Every precedent, in words (records, ``tags --explain``)."""
+        cited = "; ".join(p.text() for p in self.precedents) or "none"
+        return cited + (f" ({self.context})" if self.context else "")
+
+    def precedents_for(self, op: str) -> tuple[Precedent, ...]:
+        """The precedents that can decide a parameter of ``op``: none of ``op``'s own (a
+        convention never cites the tag it is judging)."""
+        return tuple(p for p in self.precedents if p.op != op)
+
+    def founded_for(self, op: str) -> bool:
+        """Whether the convention may decide a parameter of ``op``: a convention implying
+        no tag decides nothing and needs no precedent; one implying a tag needs at least
+        one precedent outside ``op``'s schema."""
+        return self.implies is None or bool(self.precedents_for(op))
 
 
-_UNKNOWN_DEFINITION = ("onnx/defs/schema.h, DifferentiationCategory::Unknown: \"Whether this "
-                       "formal parameter is differentiable or not cannot be statically "
-                       "determined\"")
+_UNKNOWN_DEFINITION = Statement(
+    "onnx/defs/schema.h, DifferentiationCategory::Unknown",
+    "\"Whether this formal parameter is differentiable or not cannot be statically "
+    "determined\"")
 
 RULES: dict[Convention, Rule] = {r.name: r for r in (
     Rule(Convention.PIECEWISE_CONSTANT,
          "an output that is constant between jumps (a rounding, a sign, a one-hot of an "
          "argmax) is non-differentiable, although its derivative is zero wherever it exists",
-         "ONNX tags Floor, Ceil, Round and Sign non-differentiable (onnx#2911, onnx#2954), "
-         "and ArgMax's output",
-         Tag.NONDIFF),
+         (TagPrecedent("Floor", 13, "input", "X", Tag.NONDIFF),
+          TagPrecedent("Ceil", 13, "input", "X", Tag.NONDIFF),
+          TagPrecedent("Round", 11, "input", "X", Tag.NONDIFF),
+          TagPrecedent("Sign", 13, "input", "input", Tag.NONDIFF)),
+         Tag.NONDIFF,
+         "ArgMax's int64 output is non-differentiable by type, so it is no precedent"),
     Rule(Convention.SHAPE_SETTING,
          "an input that sets an output's shape is non-differentiable, even where the output "
          "moves smoothly with it at a fixed shape",
-         "\"Shape shouldn't be differentiable\" (review of onnx#3011); Resize's sizes, "
-         "Reshape's shape and Expand's shape are tagged non-differentiable",
-         Tag.NONDIFF),
+         (TagPrecedent("Resize", 13, "input", "scales", Tag.NONDIFF),),
+         Tag.NONDIFF,
+         "Reshape's, Expand's and Resize's sizes are int64, non-differentiable by type: no "
+         "precedent for a float input; Resize's scales is the only float one, so it cannot "
+         "decide Resize itself"),
     Rule(Convention.DATA_DEPENDENT_SHAPE,
          "an op whose output length is decided by comparing its input's values is "
          "non-differentiable in them: smooth away from ties, but at the ties the op exists "
          "to find the output length changes",
-         "ONNX tags Unique's X and Y non-differentiable (onnx/defs/tensor/defs.cc), as it "
-         "tags NonZero's",
-         Tag.NONDIFF),
+         (TagPrecedent("Unique", 11, "input", "X", Tag.NONDIFF),
+          TagPrecedent("Unique", 11, "output", "Y", Tag.NONDIFF)),
+         Tag.NONDIFF,
+         "NonZero's X is non-differentiable by type (its only output is int64), so it is no "
+         "precedent; Unique's own tags cannot decide Unique"),
     Rule(Convention.STATE_UPDATE,
          "an output that updates a running state for the next step (running statistics) is "
          "non-differentiable: training frameworks never differentiate through it",
-         "BatchNormalization-15 tags running_mean and running_var non-differentiable; "
-         "PyTorch updates them in place without autograd and onnxruntime training never "
-         "builds their gradient",
-         Tag.NONDIFF),
+         (TagPrecedent("BatchNormalization", 15, "output", "running_mean", Tag.NONDIFF),
+          TagPrecedent("BatchNormalization", 15, "output", "running_var", Tag.NONDIFF)),
+         Tag.NONDIFF,
+         "no other op has a running state; BatchNormalization's own tags cannot decide "
+         "BatchNormalization"),
     Rule(Convention.BODY_DEPENDENT,
          "a parameter of an op with a graph body (If, Loop, Scan, SequenceMap) is "
          "differentiable or not according to the body it runs: differentiable for a smooth "
          "body, flat for a Floor body; its tag is unknown",
-         _UNKNOWN_DEFINITION,
+         (_UNKNOWN_DEFINITION,),
          Tag.UNKNOWN),
     Rule(Convention.SAMPLING,
          "a sampling op's distribution parameter has one derivative per draw and another of "
          "the average; no ONNX rule says which a tag means, so no tag follows from evidence",
-         "none decides it: Dropout-13 tags ratio non-differentiable while Bernoulli-15 leaves "
-         "its input unknown; docs/DefineDifferentiability.md defines a tag by a partial "
-         "derivative, which a random draw is not",
-         None),
+         (Statement("docs/DefineDifferentiability.md",
+                    "a tag is defined by a partial derivative, which a random draw is not"),),
+         None,
+         "ONNX's own tags differ: Dropout-13 tags ratio non-differentiable while Bernoulli-15 "
+         "leaves its input unknown"),
     Rule(Convention.QUANTIZED_STORAGE,
          "float8 and float4 tensors are quantized storage, never gradient carriers, like the "
          "integer types they stand in for",
-         "ONNX lists float8 types beside int8/uint8 in the quantization ops' constraints "
-         "(QuantizeLinear-19, DequantizeLinear-19) and no gradient op accepts them",
+         (Statement("QuantizeLinear (onnx/defs/quantization/defs.cc)",
+                    "y = saturate(round(x / y_scale) + y_zero_point) for every y type, float8 "
+                    "beside int8/uint8: a float8 y is a rounded code, as an int8 one is",
+                    op="QuantizeLinear"),),
          Tag.NONDIFF),
 )}
 

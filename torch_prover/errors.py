@@ -77,7 +77,30 @@ _NATIVE_FRAME = re.compile(r"/\S+\.(?:cc|cpp|h|hpp):\d+ [^()]*\([^()]*\) ")
 build-machine detail that would push the actual reason past the cap."""
 
 
+_ORT_MISSING = re.compile(r"\[ONNXRuntimeError\] : \d+ : NOT_IMPLEMENTED : Could not find an "
+                          r"implementation for (\w+)\((\d+)\) node with name '[^']*'")
+_ORT_STATUS = re.compile(r"\[ONNXRuntimeError\] : \d+ : (\w+) : ")
+"""onnxruntime's raw status prefix, and its message for a kernel it lacks: a reason says
+``no onnxruntime kernel for Erf-13 at these input types`` instead."""
+CAP = 300
+
+
+def capped(text: str, cap: int = CAP) -> str:
+    """``text`` in at most ``cap`` characters, cut at a word boundary with an ellipsis (a
+    reason never ends mid-word)."""
+    text = " ".join(text.split())
+    if len(text) <= cap:
+        return text
+    cut = text[:cap - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > cap // 2 else cut).rstrip(" ,;:") + "…"
+
+
 def describe(exc: BaseException) -> str:
-    """``Type: first line``, capped, for records that keep why something could not run."""
+    """``Type: first line``, capped at a word boundary, for records that keep why something
+    could not run; onnxruntime's status codes said in words."""
     text = _NATIVE_FRAME.sub("", first_line(exc), count=1)
-    return f"{type(exc).__name__}: {text}".strip()[:300]
+    text = _ORT_MISSING.sub(lambda m: f"no onnxruntime kernel for {m[1]}-{m[2]} at these input "
+                                      "types", text)
+    text = _ORT_STATUS.sub(lambda m: f"{m[1]}: ", text)
+    return capped(f"{type(exc).__name__}: {text}".strip())

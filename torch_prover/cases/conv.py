@@ -21,7 +21,7 @@ class Conv2dBias(torch.nn.Module):
         # torch's default init draws in float32, and the last bit of its uniform draw
         # depends on the CPU kernel (FMA or not): draw in float64 on [0, 1) and scale in
         # separate steps, which round the same on every machine (machine-independent
-        # evidence, README "Design")
+        # evidence, docs/design.md)
         gen = torch.Generator().manual_seed(0)
         with torch.no_grad():
             for p in self.conv.parameters():
@@ -46,7 +46,7 @@ class ConvTranspose2dBias(torch.nn.Module):
         # torch's default init draws in float32, and the last bit of its uniform draw
         # depends on the CPU kernel (FMA or not): draw in float64 on [0, 1) and scale in
         # separate steps, which round the same on every machine (machine-independent
-        # evidence, README "Design")
+        # evidence, docs/design.md)
         gen = torch.Generator().manual_seed(0)
         with torch.no_grad():
             for p in self.deconv.parameters():

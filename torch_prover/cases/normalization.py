@@ -9,12 +9,15 @@ tensor. Variances are drawn from [0.5, 1.5) so the normalizations stay smooth.
 import torch
 import torch.nn.functional as F
 
-from ..case import Case, Float
+from ..case import Case, Expect, Float
 from ..conventions import Applies, Convention
 from .reference import reference_op
 
 _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
             "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero")
+_NO_PRECEDENT = ("the 'state update' convention has no precedent outside BatchNormalization's "
+                 "own tags, so the math decides: {0} is smooth in X and input_{1} (both "
+                 "witnesses); tagged non-differentiable")
 _DROPOUT_RATIO = ("for one draw (mask m fixed) output = data * m / (1 - ratio), smooth in ratio; "
                   "averaged over draws E[output] = data, constant in ratio")
 _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
@@ -128,6 +131,8 @@ CASES = [
                                           _RUNNING.format("running_mean", "mean")),
                       "output 2": Applies(Convention.STATE_UPDATE,
                                           _RUNNING.format("running_var", "var"))},
+         expect={"output 1": Expect("disagree", _NO_PRECEDENT.format("running_mean", "mean")),
+                 "output 2": Expect("disagree", _NO_PRECEDENT.format("running_var", "var"))},
          notes="reference: the dynamo exporter turns F.batch_norm(training=True) into an "
                "inference-mode node (Y off by ~1 from PyTorch's) and returns the running stats "
                "unchanged (Identity), and PyTorch's running_var uses the unbiased batch "

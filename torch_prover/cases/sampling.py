@@ -129,6 +129,11 @@ CASES = [
                "TorchScript exporter emits AffineGrid (opset 20)"),
     Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (Float(1, 2, 2, 3),), ("x",),
          conventions={"input 2": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE)},
+         expect={"input 2": Expect("disagree", "the 'shape-setting input' convention has no "
+                                   "precedent outside Resize's own tags (the other shape inputs "
+                                   "are int64, non-differentiable by type), so the math "
+                                   "decides: the Resize node's finite differences in scales are "
+                                   "nonzero at a fixed output size; tagged non-differentiable")},
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_bicubic_size", resize_bicubic_size, (Float(1, 1, 3, 4),), ("x",),
          unexercised={"input 1": _ROI}),

@@ -122,6 +122,15 @@ _UNIQUE_Y = ("Y = X gathered at the first occurrences: dy flows back to X (see i
              "two values of X meet, Y loses an element")
 _UNIQUE = {"input 0": Applies(Convention.DATA_DEPENDENT_SHAPE, _UNIQUE_X),
            "output 0": Applies(Convention.DATA_DEPENDENT_SHAPE, _UNIQUE_Y)}
+_UNIQUE_NO_PRECEDENT = ("the 'data-dependent shape' convention has no precedent outside "
+                        "Unique's own tags (NonZero's X is non-differentiable by type), so the "
+                        "math decides: ")
+_UNIQUE_EXPECT = {
+    "input 0": Expect("disagree", _UNIQUE_NO_PRECEDENT + "the Unique node's finite differences "
+                      "in X are nonzero away from ties (Y gathers X's elements); tagged "
+                      "non-differentiable"),
+    "output 0": Expect("disagree", _UNIQUE_NO_PRECEDENT + "Y's dy flows back to X as a "
+                       "gather's does; tagged non-differentiable")}
 
 CASES = [
     Case("GatherElements", "gatherelements_dim1", gather_elements_dim1,
@@ -200,11 +209,11 @@ CASES = [
                "float-indices kernel is float32 only"),
     Case("Unique", "unique_sorted", unique_sorted,
          (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
-         conventions=_UNIQUE,
+         conventions=_UNIQUE, expect=_UNIQUE_EXPECT,
          notes="fixed input so there are repeated values; torch.unique has no derivative"),
     Case("Unique", "unique_inverse_counts", unique_inverse_counts,
          (Fixed([3.0, 1.0, 3.0, 2.0, 1.0]),), ("x",),
-         conventions=_UNIQUE,
+         conventions=_UNIQUE, expect=_UNIQUE_EXPECT,
          unexercised={"output 1": "torch.unique never returns first-occurrence indices"},
          notes="outputs Y, inverse_indices (through a Reshape) and counts; ONNX output 1 "
                "(indices) is left unused by the exporter"),

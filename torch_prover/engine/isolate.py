@@ -25,7 +25,7 @@ import onnx.helper
 import onnx.numpy_helper
 import onnx.utils
 
-from ..errors import ProverError, describe
+from ..errors import ProverError, capped, describe
 from .mapping import is_float_dtype, subgraph_names
 from .numeric import FWD_TOL, choose_runtime
 
@@ -120,8 +120,7 @@ _DECIMALS = re.compile(r"[-+]?\d+\.\d*(?:[eE][-+]?\d+)?(?:\s*,\s*[-+]?\d+\.\d*(?
 def refusal_line(exc: BaseException) -> str:
     """A runtime's refusal in one short line, its decimal numbers masked: they are perturbed
     values whose last digits another machine need not share."""
-    text = " ".join(_DECIMALS.sub("…", describe(exc)).split())
-    return text if len(text) <= 160 else text[:159] + "…"
+    return capped(_DECIMALS.sub("…", describe(exc)), 160)
 
 
 # ----------------------------------------------------------------------------- isolation

@@ -17,6 +17,7 @@ from .isolate import (IsolatedNode, Lifted, Point, Value, elem_dtype, flat_value
                       is_float_value, refusal_line, relative_to, rms_scale, shaped_like,
                       value_dtype, value_shape)
 from .numeric import STEP
+from .precision import Precision, computed_precision, runtime_name
 
 ZERO = {"float64": 1e-10, "float32": 1e-5}
 """A central difference at most ZERO * (output scale) is zero (see the module docstring)."""
@@ -267,6 +268,19 @@ class _Measure:
                                    ys[h / 10, -1.0][j], dtype, self.node.base_outputs[j])
                       for j in self.float_outputs})
 
+    def precision(self, a: Lifted, declared: str) -> Precision:
+        """The precision the runtime computes the node in, moving ``a`` alone from the
+        captured point (``precision``): a float64 node run in float32 inside (the reference
+        evaluator's Erf) is differenced at float32's steps."""
+        values, _ = self.at(Point(0, 0, 0.0))
+        x = values[a.name]
+        flat, v = flat_values(x), self.direction(a)
+
+        def outputs_at(t: float) -> list[np.ndarray]:
+            ys = self.node.run({**values, a.name: shaped_like(x, flat + t * v)})
+            return [flat_values(ys[j]) for j in self.float_outputs]
+        return computed_precision(outputs_at, declared, runtime_name(self.node.runtime))
+
     def shape_input(self, a: Lifted) -> list[int]:
         """Outputs whose shape changes when ``a`` alone moves by up to 50%."""
         y0 = self.node.base_outputs
@@ -301,9 +315,12 @@ class _Measure:
         # input cannot be differenced at float64's step
         fd_dtype = _least_precise([elem_dtype(x)] + [elem_dtype(node.base_outputs[j])
                                                       for j in self.float_outputs])
+        computed = self.precision(a, fd_dtype)
+        fd_dtype = computed.computed
         if fd_dtype not in ZERO:
             return InputWitness(index, name, dtype, Outcome.NOT_RUN,
-                                f"{fd_dtype}: too coarse for a two-step finite difference")
+                                f"{fd_dtype}: too coarse for a two-step finite difference"
+                                + (f" ({computed.words()})" if computed.lowered else ""))
         h = STEP[fd_dtype]
         v = self.direction(a)
         points: list[Point] = []
@@ -322,7 +339,8 @@ class _Measure:
             if reasons:
                 moves.append(Move(slot, min(len(reasons), TRIES - 1), tuple(reasons),
                                   settled=not seen.irregular))
-        steps = f"steps {_fmt_step(h)}, {_fmt_step(h / 10)}"
+        steps = f"steps {_fmt_step(h)}, {_fmt_step(h / 10)}" + (
+            f"; {computed.words()}" if computed.lowered else "")
         flat_everywhere = all(k is _Kind.FLAT for seen in final for k in seen.kinds.values())
         shaped = self.shape_input(a) if flat_everywhere else []
         pairs = tuple(self._pair(index, j, [seen.kinds[j] for seen in final], steps,

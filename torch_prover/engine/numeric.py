@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 import numpy as np
 import onnx
 import onnx.numpy_helper
 import torch
 
 from ..errors import describe
+from .precision import Precision, model_precision, runtime_name
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
 STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
@@ -80,6 +81,9 @@ class NumericResult:
     fwd_bound: float | None = None   # fwd_tol scaled by the outputs' magnitude
     vjp_all: dict[str, tuple[VjpCheck, ...]] = field(default_factory=dict)  # every seed
     outputs_ok: tuple[bool, ...] = ()   # per graph output: within the forward bound
+    vjp_skipped: str = ""               # why no VJP was compared (a random draw with a dy)
+    drawn: tuple[tuple[int, str], ...] = ()   # outputs compared by shape only: (index, op)
+    precision: Precision | None = None  # what the runtime computed in, when below the dtype
 
     def vjp_ok(self, source: str) -> bool | None:
         c = self.vjp.get(source)
@@ -152,11 +156,13 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
-def _forward_error(got: list, want: list[torch.Tensor]
+def _forward_error(got: list, want: list[torch.Tensor], drawn: Mapping[int, str] = {}
                    ) -> tuple[float, str, bool, tuple[float, ...]]:
     """Max abs error over float outputs; exact match required for integer/bool outputs.
     Also each output's own error (inf: wrong shape or an inexact integer output), so a
-    record can say which outputs a runtime reproduces."""
+    record can say which outputs a runtime reproduces. An output in ``drawn`` is a random
+    draw (its index -> the op that drew it): another generator draws other values, so only
+    its shape and type are compared."""
     worst, detail, exact_ok = 0.0, "", True
     errs: list[float] = []
     for j, (g, w) in enumerate(zip(got, want)):
@@ -166,6 +172,12 @@ def _forward_error(got: list, want: list[torch.Tensor]
             errs += [float("inf")] * (len(want) - j)
             return float("inf"), f"output {j}: shape {g.shape} vs PyTorch {w.shape}", False, \
                 tuple(errs)
+        if j in drawn:
+            same = g.dtype == w.dtype
+            errs.append(0.0 if same else float("inf"))
+            if not same:
+                exact_ok, detail = False, f"output {j}: {g.dtype} vs PyTorch {w.dtype}"
+            continue
         err = 0.0
         if np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.complexfloating):
             if w.size:
@@ -179,6 +191,17 @@ def _forward_error(got: list, want: list[torch.Tensor]
             detail = f"output {j} ({w.dtype}) differs in {int((g != w).sum())} of {w.size} elements"
         errs.append(err)
     return worst, detail, exact_ok, tuple(errs)
+
+
+def _drawn_dy(drawn: Mapping[int, str], dy: Sequence[torch.Tensor | None]) -> str:
+    """Why the VJP check cannot run: a random draw receives a dy ('' when none does)."""
+    hit = [j for j in sorted(drawn) if j < len(dy) and dy[j] is not None]
+    if not hit:
+        return ""
+    j = hit[0]
+    return (f"no VJP compared: output {j} is a random draw ({drawn[j]}) that receives a dy; "
+            "the runtime's draw is not PyTorch's, and a finite difference over two runs "
+            "would differentiate two draws")
 
 
 def forward_bound(fwd_tol: float, outputs: Sequence[np.ndarray]) -> float:
@@ -206,26 +229,45 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
           expected_outputs: list[torch.Tensor], dy: list[torch.Tensor | None],
           grads: dict[str, torch.Tensor], zero_grads: set[str], initializers: set[str],
           float_dtype: str, seed: int = 0, fwd_tol: float | None = None,
-          vjp_tol: float | None = None, more: Sequence[SeedPoint] = ()) -> NumericResult:
+          vjp_tol: float | None = None, more: Sequence[SeedPoint] = (),
+          drawn: Mapping[int, str] = {}) -> NumericResult:
     """Forward check of ``model`` against PyTorch's outputs, then one FD-vs-VJP check per
     tensor in ``grads`` (graph input or initializer name -> PyTorch gradient), on this
     seed and on every seed in ``more``: a gradient that is zero on one seed and not on
     another is checked where it is not. ``zero_grads`` lists sources whose PyTorch
-    gradient is identically zero: their FD must vanish too."""
+    gradient is identically zero: their FD must vanish too. ``drawn``: graph outputs that
+    are random draws (index -> the op that drew them), compared by shape and type only;
+    when one of them carries a dy, no VJP is compared (the runtime's draw is not PyTorch's,
+    and a finite difference across runs differentiates two draws), and ``vjp_skipped``
+    says so."""
     runner, got, why = choose_runtime(model, feeds)
     if runner is None:
         return NumericResult(None, f"no runtime could run the model ({why})", None, False,
                              "not run")
+    # steps and tolerances follow the precision the runtime really computed in
+    computed = model_precision(runner.run, feeds, float_dtype, runtime_name(runner.kind),
+                               drawn=set(drawn))
+    float_dtype = computed.computed
     fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
     vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)
     h = STEP.get(float_dtype, 1e-3)
-    err, where, exact_ok, errs = _forward_error(got, expected_outputs)
-    bound = forward_bound(fwd_tol, [_np(t) for t in expected_outputs])
+    err, where, exact_ok, errs = _forward_error(got, expected_outputs, drawn)
+    bound = forward_bound(fwd_tol, [_np(t) for j, t in enumerate(expected_outputs)
+                                    if j not in drawn])
     fwd_ok = exact_ok and err <= bound
     detail = f"max abs error {shown_error(err, bound)}" + (f" ({where})" if where and not fwd_ok
                                                            else "")
     if not exact_ok:
         detail = where
+    if drawn:
+        detail += "; " + "; ".join(f"output {j} is a random draw ({op}): its shape and type "
+                                   "compared, not its values" for j, op in sorted(drawn.items()))
+    skipped = _drawn_dy(drawn, dy)
+    if skipped:
+        return NumericResult(runner.kind, why, err, fwd_ok, detail, {}, h, fwd_tol, vjp_tol,
+                             bound, {}, tuple(e <= bound for e in errs), vjp_skipped=skipped,
+                             drawn=tuple(sorted(drawn.items())),
+                             precision=computed if computed.lowered else None)
     init_values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer
                    if t.name in initializers}
     every: dict[str, list[VjpCheck]] = {}
@@ -239,7 +281,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
     worst = {k: max(v, key=lambda c: (not c.ok, c.rel_err)) for k, v in every.items()}
     return NumericResult(runner.kind, why, err, fwd_ok, detail, worst, h, fwd_tol, vjp_tol,
                          bound, {k: tuple(v) for k, v in every.items()},
-                         tuple(e <= bound for e in errs))
+                         tuple(e <= bound for e in errs), drawn=tuple(sorted(drawn.items())),
+                         precision=computed if computed.lowered else None)
 
 
 EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),

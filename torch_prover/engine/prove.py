@@ -6,6 +6,7 @@ versioned JSON shape of docs/design.md §3.1, identical for identical inputs and
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, Sequence
 
 import torch
@@ -13,13 +14,15 @@ import torch
 from . import function_body
 from . import node_witness
 from . import numeric as numeric_mod
-from ..case import Case, Spec, Fixed
+from ..case import Case, FunctionModule, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
+from .folding import folded_parameters
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
+from .test_data import random_sources
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
 from ..vocab import Evidence, Verdict
@@ -65,11 +68,13 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
             run.seed, run_feeds, [run.dy[exported.output_names.index(o)] for o in gout], grads))
     first = pr.runs[0]
     outs = [first.outputs[exported.output_names.index(o)] for o in gout]
+    random = {} if case.fixed_draw else random_sources(model)
+    drawn = {j: random[o] for j, o in enumerate(gout) if o in random}
     return numeric_mod.check(
         model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
         grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
         float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
-        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:], drawn=drawn)
 
 
 def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,
@@ -149,10 +154,13 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             else function_body.for_node(exported.model, mapping.node_index))
     node = (exported.model.graph.node[mapping.node_index]
             if mapping.node_index is not None else None)
+    initializers = {t.name for t in exported.model.graph.initializer}
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
                         {t.name for t in exported.model.graph.initializer}, keep, body,
-                        autograd_source(case.kind, exported.exporter, node), aten_target(node))
+                        autograd_source(case.kind, exported.exporter, node), aten_target(node),
+                        folded_parameters(exported.model, mapping.node_index, run.params, [
+                            n for n in pr.params if n not in initializers]))
     problems = mapping.problems
     invalid = None
     if problems:
@@ -169,22 +177,40 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                  node=mapping.node_index)
 
 
+def _module_factory(model: Any) -> Callable[[], torch.nn.Module] | type:
+    """What ``Case.model`` takes, for ``prove``'s ``model``: a Module instance (used as is), a
+    Module class, a zero-argument factory, or a function of the inputs -- a Python function or
+    a builtin such as ``torch.nn.functional.gelu``, whose signature ``inspect`` cannot read
+    (it was called with no arguments: a TypeError traceback)."""
+    if isinstance(model, torch.nn.Module):
+        return lambda: model
+    if inspect.isclass(model) and issubclass(model, torch.nn.Module):
+        return model
+    if not callable(model):
+        raise CaseError(f"prove(): model must be a function, a torch.nn.Module or a Module "
+                        f"class, not {type(model).__name__}")
+    try:
+        takes = len(inspect.signature(model).parameters)
+    except (TypeError, ValueError):   # a builtin: a function of the inputs
+        takes = None
+    if takes == 0:
+        return model
+    return lambda: FunctionModule(model)
+
+
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,
           op: str, dy: Any = None, opset: int | None = None, exporter: str = "dynamo",
           name: str | None = None, numeric: bool = True, **case_fields: Any) -> Proof:
     """Library surface: prove ``model(*inputs)`` exports ``op`` with the schema's tags.
 
-    ``model`` is a function, a Module class, or a Module instance (used as is). Inputs
-    are used exactly as given on every seed; floating ones get ``requires_grad``.
+    ``model`` is a function of the inputs (a builtin such as ``torch.nn.functional.gelu``
+    included), a Module class, or a Module instance (used as is). Inputs are used exactly as
+    given on every seed; floating ones get ``requires_grad``.
     """
     if dy is not None:
         raise CaseError("prove(): a custom dy is not supported yet; the probe draws a seeded dy")
     op = canonical_op(op)
-    if isinstance(model, torch.nn.Module):
-        instance = model
-        factory: Callable[..., Any] = lambda: instance  # noqa: E731 - keep the caller's module
-    else:
-        factory = model
+    factory = _module_factory(model)
     specs: tuple[Spec, ...] = tuple(
         Fixed(t.detach().clone(), dtype=t.dtype) for t in inputs)
     floats = {t.dtype for t in inputs if t.is_floating_point()}

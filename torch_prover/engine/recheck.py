@@ -1,6 +1,6 @@
 """A proof record read back (a cache entry) checked against the rules that make one.
 
-The cache must not be able to change a verdict (README "Cache"). A cached record is used
+The cache must not be able to change a verdict (docs/commands.md, "Cache"). A cached record is used
 only if, re-derived here, it says what a proof would: each parameter's tag is the tag
 the run's tag source gives today (at the record's opset, and the latest one), its rule
 and support are what the verdict table gives for its own recorded witnesses
@@ -48,8 +48,12 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
         return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
     applies = case.conventions.get(label)
     if Rule(p["rule"]) == Rule.CONVENTION and (applies is None
-                                               or supports != applies.rule.implies):
+                                               or supports != applies.rule.implies
+                                               or not applies.rule.founded_for(case.op)):
         return f"{label}: its convention is not the case's declaration"
+    if Rule(p["rule"]) == Rule.UNFOUNDED and (applies is None
+                                              or applies.rule.founded_for(case.op)):
+        return f"{label}: a convention without precedent the case does not declare"
     if Verdict(p["verdict"]) != judge(supports, Tag(p["tag"])):
         return f"{label}: verdict {p['verdict']} does not follow from its support and tag"
     declared = case.expect.get(label)

@@ -144,7 +144,9 @@ def expected_verdict(case: Case, p: Parameter) -> Verdict:
     key = f"{p.io} {p.index}"
     if key in case.expect:
         return Verdict(case.expect[key].verdict)
-    if key in case.conventions:   # the declared convention's tag against the schema's
+    if key in case.conventions and case.conventions[key].rule.founded_for(case.op):
+        # the declared convention's tag against the schema's (one without a precedent
+        # outside this op decides nothing: its case declares the math's verdict, expect=)
         return judge(case.conventions[key].rule.implies, p.tag)
     if p.by_type:   # decided by the schema's types alone: non-differentiable
         return {Tag.NONDIFF: Verdict.AGREE, Tag.DIFF: Verdict.DISAGREE}.get(p.tag,
@@ -202,7 +204,10 @@ def numeric_record(n: NumericResult | None) -> dict[str, Any] | None:
         "vjp_rel_err": {k: shown_error(c.rel_err, n.vjp_tol) for k, c in sorted(n.vjp.items())},
         "vjp": {k: _vjp_record(c, n.vjp_tol, n.vjp_all.get(k, ()))
                 for k, c in sorted(n.vjp.items())},
-        "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol}
+        "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol,
+        **({"vjp_skipped": n.vjp_skipped} if n.vjp_skipped else {}),
+        **({"drawn": {str(j): op for j, op in n.drawn}} if n.drawn else {}),
+        **({"precision": n.precision.record()} if n.precision is not None else {})}
 
 
 def _vjp_record(worst: VjpCheck, tol: float, every) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What a node-test runner needs to re-run a case's evidence: the record's ``test_data``.
 
-The evidence directory is ONNX's node-test layout (README "Evidence layout"): the inputs,
+The evidence directory is ONNX's node-test layout (docs/evidence.md): the inputs,
 PyTorch's outputs, the ``dy`` backpropagated into each output (``grad_output_<j>.pb``) and
 the gradient it gave each graph input (``grad_input_<j>.pb``). Those files alone do not
 say how to re-check them, so the record does:

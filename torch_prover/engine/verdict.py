@@ -4,7 +4,7 @@ The witnesses: PyTorch autograd (what ``torch.autograd`` says about the tensor t
 this node parameter, counted only when it reached the node through value-preserving
 glue) and the ONNX node's own finite differences (``node_witness``). Each says
 differentiable (D), non-differentiable (N), or nothing (None). The rule is this table
-(docs/design.md §1.2; the README's "Verdicts: two witnesses" shows the table):
+(docs/design.md §1.2; docs/verdicts.md shows the table):
 
 =========  =========  ==============  ============================================
 autograd   numeric    supports        reason starts with
@@ -84,6 +84,8 @@ class Rule(StrEnum):
     NEEDS_NUMERIC = "reference case without numeric confirmation"
     NOT_EXERCISED = "not exercised"
     CONVENTION = "convention"
+    UNFOUNDED = "convention without precedent"   # declared, but nothing outside the schema
+    # under test backs it: the math decides, the verdict keeps the convention's label
 
 
 class Vjp(StrEnum):
@@ -250,6 +252,8 @@ def rule_holds(rule: Rule, autograd: A, numeric: N, supports: Tag | None) -> boo
         return a is not None and a == n and supports is None
     if rule == Rule.CONVENTION:   # the case's declaration decides: recheck compares it
         return True
+    if rule == Rule.UNFOUNDED:    # the math decided: a witness says what it supports
+        return supports is not None and supports in (a, n)
     want = _RULE_WITNESSES[rule]
     if rule == Rule.NUMERIC_OVER_AUTOGRAD:
         return want == (a, n) and supports == Tag.DIFF
@@ -260,17 +264,31 @@ UNUSABLE = frozenset({Rule.AMBIGUOUS, Rule.FORWARD, Rule.VJP_FAILED, Rule.CONFLI
 """Evidence no convention may decide over: the case itself is in question."""
 
 
-def under_convention(d: Decision, applies: Applies, tag: Tag) -> Decision:
+def under_convention(d: Decision, applies: Applies, tag: Tag, op: str | None = None
+                     ) -> Decision:
     """The verdict of a parameter its case declares under a convention: the convention's
     tag against the schema's, the reason saying both halves -- what the witnesses found
     and the mathematics (``applies.math``), then what the convention decides. Unusable
-    evidence stays as it is (inconclusive, its own rule)."""
+    evidence stays as it is (inconclusive, its own rule).
+
+    A convention decides a parameter of ``op`` only with a precedent outside ``op``'s own
+    schema (``Rule.founded_for``): citing the very tags under test would make ``agree``
+    certain. Without one, the math decides -- a disagreement stays a disagreement, under
+    the convention's label (rule ``convention without precedent``: reports count it with
+    the conventions' and fix-tags withholds it unless asked), never ``agree``."""
     if d.rule in UNUSABLE:
         return d
     rule = applies.rule
-    reason = (f"math: {d.finding or d.reason}; {applies.math}; convention '{rule.name}' ({rule.statement}): "
-              f"{decides(rule)}")
-    return _decision(rule.implies, Rule.CONVENTION, reason, tag)
+    math = f"math: {d.finding or d.reason}; {applies.math}; convention '{rule.name}' ({rule.statement})"
+    if op is not None and not rule.founded_for(op):
+        if d.supports is None:   # neither the math nor the convention decides
+            return d
+        cited = "; ".join(p.text() for p in rule.precedents) or "none"
+        return _decision(d.supports, Rule.UNFOUNDED,
+                         f"{math}: no precedent outside {op}'s own schema (it cites {cited}"
+                         + (f"; {rule.context}" if rule.context else "")
+                         + f"), so it cannot decide: the math stands, {d.supports}", tag)
+    return _decision(rule.implies, Rule.CONVENTION, f"{math}: {decides(rule)}", tag)
 
 
 def is_failure(verdict: Verdict, rule: Rule, expected: Verdict | None) -> bool:

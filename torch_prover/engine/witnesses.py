@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..case import Case
 from ..errors import CaseError
@@ -101,11 +101,17 @@ def _combined(parts: Sequence[TensorEvidence]) -> TensorEvidence:
 
 def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvidence],
                 params: set[str], folded: Sequence[str], keep_option: str,
-                surrogate: str | None = None) -> _Input:
-    """The autograd witness of node input ``i`` and the source it names."""
+                surrogate: str | None = None, holds: str | None = None) -> _Input:
+    """The autograd witness of node input ``i`` and the source it names (``holds``: the
+    folded module parameter whose value the constant is, ``engine.folding``)."""
     if a is None or a.kind == ABSENT:
         return _Input(E.ABSENT, "absent", Witness(A.NOT_EXERCISED, f"input {i} is not given"))
     dtype = a.dtype or "float"
+    if holds is not None and a.kind == CONSTANT:
+        return _Input(E.CONSTANT, f"folded parameter {holds}", Witness(
+            A.NOT_EXERCISED, f"module parameter {holds}, folded into a constant of type "
+                             f"{dtype} by the exporter: export with {keep_option} to keep it "
+                             "an initializer"))
     if a.kind == CONSTANT or (a.source is not None and a.source not in evidence_of):
         note = ""
         if folded and is_float_dtype(a.dtype):
@@ -211,6 +217,8 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
     """The VJP checks of ``sources`` over every seed, as one state and a stable detail."""
     if numeric is None or numeric.runtime is None:
         return Vjp.NOT_RUN, ""
+    if numeric.vjp_skipped:
+        return Vjp.NOT_RUN, numeric.vjp_skipped
     checks = [c for s in sources for c in numeric.vjp_all.get(s, ())]
     if not checks:
         return Vjp.NOT_RUN, ""
@@ -248,7 +256,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                witness_off: str | None, evidence_of: dict[str, TensorEvidence],
                output_names: Sequence[str], initializers: set[str],
                keep_option: str, body: BodyResult | None = None, autograd_source: str = "",
-               aten: tuple[str, str] | None = None) -> tuple[Parameter, ...]:
+               aten: tuple[str, str] | None = None,
+               folded_from: Mapping[int, str] | None = None) -> tuple[Parameter, ...]:
     """Every node input and output as a Parameter with its witnesses and its verdict
     (``autograd_source``, ``aten``: ``engine.pytorch_source``)."""
     params = set(pr.params)
@@ -260,7 +269,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
         forward = (f"ONNX forward differs from PyTorch ({numeric.forward_detail}) in "
                    f"{numeric.runtime}")
     ins = [_input_side(mapping.inputs[i] if i < len(mapping.inputs) else None, i, evidence_of,
-                       params, folded, keep_option, case.surrogate.get(f"input {i}"))
+                       params, folded, keep_option, case.surrogate.get(f"input {i}"),
+                       (folded_from or {}).get(i))
            for i in range(n_in)]
     floating = [(a, side) for a, side in zip(mapping.inputs, ins) if is_float_dtype(a.dtype)]
     all_tracked = all(side.for_outputs in (A.GRAD, A.ZERO, A.NONE, A.UNSUPPORTED)
@@ -325,7 +335,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                                                reason=f"{decision.reason}: {declared.reason}")
             applies = case.conventions.get(f"{io} {i}")
             if applies is not None:
-                decision = under_convention(decision, applies, formal.tag)
+                decision = under_convention(decision, applies, formal.tag, case.op)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
                                   autograd, num, decision, a, why is not None, vjp, third))
     return tuple(out)

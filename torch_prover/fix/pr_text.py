@@ -86,7 +86,11 @@ def _by_convention(plan: Plan) -> list[str]:
            "`--include-conventions` was given.", ""]
     for e in edits:
         names = sorted({c for f in e.findings for c in f.conventions})
-        out += [f"Convention: **{', '.join(names)}**", ""] + _edit_section(e)
+        unfounded = any(c.rule == "convention without precedent" for f in e.findings
+                        for c in f.cases)
+        label = ("Convention without precedent outside the op (the math decides, under its "
+                 "label)" if unfounded else "Convention")
+        out += [f"{label}: **{', '.join(names)}**", ""] + _edit_section(e)
     return out
 
 

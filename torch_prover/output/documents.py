@@ -1,6 +1,6 @@
 """The JSON documents torch-prover prints and writes: each carries ``kind`` (``vocab.DocKind``)
 and ``format`` (the version of that kind's shape), and is described by a JSON Schema
-shipped in the package, ``torch_prover/schemas/<kind>.json`` (README, "Machine output").
+shipped in the package, ``torch_prover/schemas/<kind>.json`` (docs/json.md).
 
 What a command prints on stdout with ``--format json`` is one object that also carries
 ``status`` (``errors.Outcome``: the word for its exit code) and a one-line ``reason``,

@@ -134,10 +134,15 @@ def numeric_line(rec: dict[str, Any]) -> str:
         return "numeric check: off (--no-numeric)"
     if n["runtime"] is None:
         return f"numeric check: no runtime could run the model ({n['why']})"
-    vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or "none to check"
+    vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or n.get(
+        "vjp_skipped") or "none to check"
     via = f" (onnxruntime skipped: {n['why']})" if n.get("why") else ""
+    drawn = "".join(f"; output {j} a random draw ({op}): shape and type compared only"
+                    for j, op in (n.get("drawn") or {}).items())
+    if n.get("precision"):
+        via += f", {n['precision']['why']}"
     return (f"numeric check ({n['runtime']}{via}): forward max abs err "
-            f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}); "
+            f"{n['forward_max_abs_err']} ({'ok' if n['forward_ok'] else 'MISMATCH'}){drawn}; "
             f"VJP rel err: {vjp} (step {n['step']:g})")
 
 
@@ -178,8 +183,7 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
                                "reason"], width, flex=6)
     for p in rec["parameters"]:
         if p.get("expected"):
-            lines += wrap_line(f"  declared by the case for {p['io']} {p['index']}: "
-                           f"{p['expected']['verdict']} - {p['expected']['reason']}", width, "    ")
+            lines += wrap_line(declared_line(rec, p), width, "    ")
     lines += [x for n in rec.get("notes", ()) for x in wrap_line(f"note: {n}", width, "  ")]
     lines += wrap_line(numeric_line(rec), width)
     lines += wrap_line(body_summary(rec), width)
@@ -192,10 +196,36 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
     return "\n".join(lines) + "\n"
 
 
+def declared_line(rec: dict[str, Any], p: dict[str, Any]) -> str:
+    """A parameter's declared verdict (``expect=``), said against the verdict it is about: a
+    declaration made against the latest tag, shown under a row of an older schema version
+    whose tag differs (``prove --opset 11``: Clip-11's unknown tag, a proposal), says so
+    rather than "declared ... disagree" beside a ``proposed``."""
+    exp = p["expected"]
+    head = f"  declared by the case for {p['io']} {p['index']}: {exp['verdict']}"
+    if exp["verdict"] == p["verdict"]:
+        return f"{head} - {exp['reason']}"
+    if p.get("tag_latest") and p.get("verdict_latest") == exp["verdict"]:
+        return (f"{head} against the latest tag ({rec['op']}-{rec['latest_schema_version']}: "
+                f"{p['tag_latest']}); against {rec['op']}-{rec['schema_version']}'s "
+                f"tag ({p['tag']}) the verdict is {p['verdict']} - {exp['reason']}")
+    return f"{head}, but the verdict is {p['verdict']} - {exp['reason']}"
+
+
+def status_line(rec: dict[str, Any]) -> str:
+    """One line a reader sees first: the case's status and its verdicts counted."""
+    counts: dict[str, int] = {}
+    for p in rec["parameters"]:
+        counts[p["verdict"]] = counts.get(p["verdict"], 0) + 1
+    tally = ", ".join(f"{n} {v}" for v, n in counts.items())
+    return f"status: {rec['status']}" + (f" ({tally})" if tally else "")
+
+
 def proof_markdown(rec: dict[str, Any], script: str | None = None,
                    model_label: str = "model") -> str:
     """A PR-ready comment: the per-parameter table, numeric check, versions, sha256."""
-    lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", ""]
+    lines = [f"### Differentiability proof: `{rec['op']}` ({rec['case']})", "",
+             f"**{status_line(rec).replace('status: ', 'Status: ', 1)}**", ""]
     if rec.get("invalid"):
         lines += [f"**Invalid case:** {rec['invalid']}", ""]
     if script:
@@ -292,6 +322,13 @@ def tally_words(t: dict[str, int]) -> str:
     """``3 parameters (5 case results, in 2 ops)``."""
     return (f"{count(t['parameters'], 'parameter')} ({count(t['case_results'], 'case result')}, "
             f"in {count(t['ops'], 'op')})")
+
+
+def convention_label(p: dict[str, Any]) -> str:
+    """``convention: state update``, or, when the convention has no precedent outside the
+    schema under test and the math decided, ``convention without precedent: state update``."""
+    return f"{p['rule'] if p.get('rule') == 'convention without precedent' else 'convention'}: " \
+           f"{p['convention']}"
 
 
 def expected_of(p: dict[str, Any]) -> str | None:
@@ -417,7 +454,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                 "declared by the case" if expected_of(p) == "disagree"
                 else "NEW, needs a decision")
         if p.get("convention"):
-            mark += f"; convention: {p['convention']}"
+            mark += f"; {convention_label(p)}"
         lines += wrap_line(f"  disagree ({mark}): {r['op']} {p['io']} {p['index']} "
                        f"({p['name']}): tag {p['tag']}, evidence {p['evidence']} - "
                        f"{p['reason']}", width, "    ")
@@ -522,10 +559,10 @@ def _md_disagreements(report: dict[str, Any], dis: list[tuple[dict, dict]]) -> l
         r, p = hits[0]
         name, tag = p["name"], p["tag"]
         w = waived.get((r["case"], f"{io} {index}"))
-        said = "its convention" if p.get("convention") else "evidence"
+        said = "its convention" if p.get("rule") == "convention" else "evidence"
         out += [f"### `{op}`-{version} {io} {index} `{name}`: tagged {tag}, {said} says "
                 f"{'non-differentiable' if tag == 'differentiable' else 'differentiable'}"
-                + (f" (convention: {p['convention']})" if p.get("convention") else "")
+                + (f" ({convention_label(p)})" if p.get("convention") else "")
                 + (" (waived)" if w else ""), "",
                 f"- evidence: **{p['evidence']}** from PyTorch tensor `{p['source']}` "
                 f"(case `{r['case']}`, {r['exporter']} exporter, opset {r['opset']}, "

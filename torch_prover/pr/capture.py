@@ -17,7 +17,7 @@ import onnx
 import torch
 
 from ..errors import describe
-from .wire import Outcome
+from .wire import Outcome, Sink
 
 
 # ============================================================================ capture
@@ -48,6 +48,9 @@ class ExportCall:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     copy: list[str] = field(default_factory=list)   # how the evidence copy differs, and why
+    sink: Sink = Sink.NONE                     # where the export went (``target``: its file)
+    returned: Any = None                       # what torch.onnx.export returned (ONNXProgram.save)
+    training: bool = False                     # exported in training mode (Dropout draws)
 
 
 @dataclass

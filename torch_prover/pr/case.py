@@ -334,7 +334,7 @@ def usable(cap: Capture) -> None:
     if cap.export_errors and not cap.exports_done:   # raised, or caught by the script
         raise UsageError(f"the script's export failed: {cap.export_errors[-1]}")
     if cap.error:
-        raise UsageError(f"{cap.error}; fix the script (torch-prover --debug run shows the "
+        raise UsageError(f"{cap.error}; fix the script (torch-prover run --debug shows the "
                          "traceback)")
     if not cap.exports_done:
         raise UsageError("the script never calls torch.onnx.export: there is no ONNX model to "

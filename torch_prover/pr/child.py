@@ -42,6 +42,7 @@ from ..errors import describe
 from .collect import collect
 from .capture import ScriptRun, backward_call, grad_call, recording, tensor_backward_call
 from .export import wrap_export
+from .sink import wrap_save
 from .reap import become_subreaper, kill_tree
 from .script_file import script_text
 from .wire import Capture, Outcome, write_capture
@@ -68,6 +69,7 @@ def instrumented(run: ScriptRun):
         (torch.autograd, "grad", recording(run, torch.autograd.grad, grad_call)),
         (torch.onnx, "export", wrap_export(run, torch.onnx.export)),
         (onnx_utils, "export", wrap_export(run, torch.onnx.export, default_dynamo=False)),
+        (torch.onnx.ONNXProgram, "save", wrap_save(run, torch.onnx.ONNXProgram.save)),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
     try:
@@ -152,7 +154,7 @@ def run_script(path: str | os.PathLike, echo: TextIO | None = None) -> ScriptRun
 # ============================================================================ tampering
 COLLECTION_CODE = ("torch_prover.pr.child", "torch_prover.pr.collect", "torch_prover.pr.capture",
                    "torch_prover.pr.module", "torch_prover.pr.wire", "torch_prover.pr.export",
-                   "torch_prover.pr.script_file", "torch_prover.engine.export",
+                   "torch_prover.pr.script_file", "torch_prover.pr.sink", "torch_prover.engine.export",
                    "torch_prover.errors", "torch_prover.engine.probe.flatten_outputs",
                    "torch.export.export", "torch.export.save", "torch.jit.trace",
                    "torch.jit.save", "torch.save")

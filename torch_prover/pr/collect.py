@@ -202,12 +202,14 @@ def collect(run: ScriptRun, where: Path) -> Capture:
     info = ExportInfo(call.exporter, call.target, call.file_sha256, _options(call.options),
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
-                      bool(call.options.get("custom_translation_table")), tuple(call.copy))
+                      bool(call.options.get("custom_translation_table")), tuple(call.copy),
+                      call.sink, call.training)
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),
         requires=tuple(requires), swapped=tuple(swapped), probing_all=probing_all,
         n_outputs=len(outputs), float_dtype=str(_float_dtype(leaves, module)).removeprefix(
             "torch."), params=param_table(module),
-        module=save_module(module, leaves, requires, (args, kwargs), flat, where),
+        module=save_module(module, leaves, requires, (args, kwargs), flat, where,
+                           training=call.training),
         backward=backward, leaf_grads=leaf_grads, param_grads=param_grads,
         leaves=tuple(t.detach() for t in leaves), model=call.model.SerializeToString())

@@ -34,6 +34,7 @@ from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import model_opset, quiet
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
+from .sink import exported_training, sink_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 """Terminal colours in torch.export's messages: a one-line reason is plain text."""
@@ -206,16 +207,33 @@ def _dangling(model: onnx.ModelProto) -> list[str]:
     return sorted({i for n in g.node for i in n.input if i and i not in known})
 
 
-def _copy_options(options: dict[str, Any], model: onnx.ModelProto, call: ExportCall
-                  ) -> dict[str, Any] | None:
+def _parameter_inputs(model: onnx.ModelProto, module: Any) -> list[str]:
+    """Graph inputs named after the module's own parameters and buffers: where
+    ``export_params=False`` leaves them with the TorchScript exporter (the names come from
+    ``named_parameters()``), so the graph has more inputs than the script passed tensors."""
+    if not isinstance(module, torch.nn.Module):
+        return []
+    own = {n for n, _ in module.named_parameters()} | {n for n, _ in module.named_buffers()}
+    return [i.name for i in model.graph.input if i.name in own]
+
+
+def _copy_options(options: dict[str, Any], model: onnx.ModelProto, call: ExportCall,
+                  module: Any = None) -> dict[str, Any] | None:
     """Options for the evidence copy when the script's model cannot be proved as is (and
     what differs, in ``call.copy``), else None."""
     copy = dict(options)
     left_out = _dangling(model)
+    as_inputs = _parameter_inputs(model, module)
     if options.get("export_params") is False and left_out:
         copy["export_params"] = True
         call.copy.append(f"export_params=True: the script's export_params=False left "
                          f"{', '.join(left_out)} out of its model, so no runtime can run it")
+    elif options.get("export_params") is False and as_inputs:
+        copy["export_params"] = True
+        call.copy.append(f"export_params=True: the script's export_params=False made the "
+                         f"module's parameters {', '.join(as_inputs)} graph inputs (named by "
+                         "its named_parameters()); the copy holds their values, so the graph's "
+                         "inputs are the script's tensors")
     asked, got = options.get("opset_version"), model_opset(model)
     if asked is not None and got != asked and options.get("dynamo", True):
         why = (f"torch {torch.__version__.split('+')[0]}'s dynamo exporter, asked for opset "
@@ -249,20 +267,26 @@ def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> 
         if run.busy:
             return real(model, args, f, *legacy, **options)
         call = ExportCall(_pristine(model), args, dict(options.get("kwargs") or {}), {},
-                          target=_target_name(f))
+                          target=_target_name(f), sink=sink_of(f))
         run.exports.append(call)
         written = dict(options)
         written.setdefault("dynamo", default_dynamo)
+        was_training = bool(getattr(model, "training", False))
         with instrumenting(run):
             try:
                 returned, data, made = _as_written(real, model, args, f, legacy, written)
             except Exception as exc:  # the exporters raise many types
-                return _recover(run, real, accepted, model, args, f, legacy, options, call,
-                                default_dynamo, exc)
+                returned = _recover(run, real, accepted, model, args, f, legacy, options, call,
+                                    default_dynamo, exc)
+                call.returned = returned
+                call.training = exported_training(model, was_training, call.options)
+                return returned
+            call.returned = returned
+            call.training = exported_training(model, was_training, written)
             call.file_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
             call.model, call.options = made, written
             call.exporter = "dynamo" if written.get("dynamo", True) else "torchscript"
-            copy = _copy_options(written, made, call)
+            copy = _copy_options(written, made, call, model)
             if copy is not None:
                 try:
                     call.model = _evidence_copy(real, model, args, copy, call)

@@ -4,8 +4,9 @@ Why: the autograd probe needs a PyTorch module in the prover's process, but impo
 re-running the script there would hand it the prover. So the child saves the module as a
 graph of ATen ops, which the prover runs without any of the script's Python:
 
-1. ``torch.export.export`` of the module in eval mode (the mode the probe has always run
-   it in), saved with ``torch.export.save`` -- unless its graph calls an op the script
+1. ``torch.export.export`` of the module in the mode the script exported it in (eval,
+   unless the export ran it in training mode: then a Dropout draws its mask in the probe as
+   in the exported graph), saved with ``torch.export.save`` -- unless its graph calls an op the script
    itself registered (a reference op's ``torch.library.custom_op``), which the prover's
    process does not have;
 2. otherwise TorchScript: a scripted module as is, anything else ``torch.jit.trace``-d
@@ -65,8 +66,8 @@ class Bound(torch.nn.Module):
 class Loaded(torch.nn.Module):
     """The loaded graph as the probe uses a case's module: parameter names as the script's
     module has them (the exported model's initializer names), and a fixed mode -- the graph
-    was made in eval mode, so ``eval()``/``train()`` change nothing (an ExportedProgram's
-    module refuses both)."""
+    was made in the mode the script exported in, so ``eval()``/``train()`` change nothing
+    (an ExportedProgram's module refuses both)."""
 
     def __init__(self, graph: torch.nn.Module, prefix: str):
         super().__init__()
@@ -107,10 +108,13 @@ def _foreign_ops(program: Any) -> list[str]:
 
 
 def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
-                requires: Sequence[bool], template: Any, flat: bool, where: Path) -> ModuleFile:
+                requires: Sequence[bool], template: Any, flat: bool, where: Path,
+                training: bool = False) -> ModuleFile:
     """Serialize ``module`` (called on ``leaves``, those flagged in ``requires`` requiring
-    grad, as the probe will call it) into ``where``; never raises."""
-    module.eval()
+    grad, as the probe will call it) into ``where``, in training mode when the script's
+    export ran it so; never raises."""
+    module.train(training)
+    mode = "training" if training else "eval"
     target = module if flat else Bound(module, template)
     prefix = "" if flat else PREFIX
     example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
@@ -126,7 +130,7 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
                                       "the script's process")
             torch.export.save(program, where / PROGRAM_FILE)
             done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, prefix,
-                              "torch.export.export of the module in eval mode")
+                              f"torch.export.export of the module in {mode} mode")
             load_module(where, done, wanted)        # the round trip the prover will make
             return done
         except Exception as exc:  # torch.export raises many types; the fallback decides
@@ -137,7 +141,7 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
         else:
             with quiet():
                 scripted = torch.jit.trace(target, example, check_trace=False, strict=False)
-            how = "torch.jit.trace of the module in eval mode"
+            how = f"torch.jit.trace of the module in {mode} mode"
         torch.jit.save(scripted, str(where / TORCHSCRIPT_FILE))
         done = ModuleFile(ModuleFormat.TORCHSCRIPT, TORCHSCRIPT_FILE, prefix, how, why)
         load_module(where, done, wanted)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import numeric
+from ..engine.mapping import VALUE_SLOTS
 from .export import shown_path
-from .wire import Capture, Grad, GradSeen
+from .wire import Capture, Grad, GradSeen, Sink
 
 
 def gradients(names: tuple[str, ...], cap: Capture) -> dict[str, GradSeen]:
@@ -73,9 +74,11 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
         "directives": _directives(declared, str(prep.case.float_dtype).removeprefix("torch.")),
         "export": {"exporter": info.exporter, "opset": prep.exported.opset,
                    "file": info.target, "file_sha256": info.file_sha256,
+                   "sink": info.sink.value, "training": info.training,
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
-        "other_ops": [{"op": op, "node": i} for i, op in prep.others(proof.node)],
+        "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
+                      for i, op in prep.others(proof.node)],
         "all_ops": all_ops,
         "runner_notes": prep.notes,
         "renamed": prep.renamed,
@@ -110,7 +113,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     e = s["export"]
     iso = s["isolation"]
     how = f"the {e['exporter']} exporter at opset {e['opset']}"
-    to = f" to {shown_path(e['file'])}" if e["file"] else ""
+    to = _destination(e)
     lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
         f"exported{to}; the proof runs an evidence copy made with {how}"
         if e.get("evidence_copy") else f"exported with {how}{to}")]
@@ -126,13 +129,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
             (None, rec["op"]) else ""))
-    others = list(dict.fromkeys(o["op"] for o in s["other_ops"]))
-    if others and s["all_ops"]:
-        lines.append(f"  --all-ops: the other computing nodes are proved below ({', '.join(others)})")
-    elif others:
-        lines.append(f"  the graph also computes with {', '.join(others)}: prove "
-                     + ("it" if len(others) == 1 else "one") + f" with --op {others[0]}, or "
-                     "every computing node with --all-ops")
+    lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")
     for b in s["backward"]:
@@ -153,24 +150,69 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _other_ops_lines(s: dict[str, Any]) -> list[str]:
+    """The graph's other nodes: the ops that compute, and apart from them the glue that only
+    moves values to the target (Transpose, Slice, Concat: the attribution follows it)."""
+    others = s["other_ops"]
+    computes = list(dict.fromkeys(o["op"] for o in others if not o.get("moves_values")))
+    moves = list(dict.fromkeys(o["op"] for o in others if o.get("moves_values")))
+    if s["all_ops"] and others:
+        return [f"  --all-ops: the graph's other nodes are proved below "
+                f"({', '.join(computes + moves)})"]
+    lines = []
+    if computes:
+        lines.append(f"  the graph also computes with {', '.join(computes)}: prove "
+                     + ("it" if len(computes) == 1 else "one") + f" with --op {computes[0]}, or "
+                     "every computing node with --all-ops")
+    if moves:
+        lines.append(f"  {', '.join(moves)} only move{'s' * (len(moves) == 1)} values on their "
+                     "way (glue the attribution follows, not computing ops); --op "
+                     f"{moves[0]} proves {'it' if len(moves) == 1 else 'one'}")
+    return lines
+
+
+def _destination(e: dict[str, Any]) -> str:
+    """Where the export went, for the report's first line."""
+    sink = e.get("sink")
+    if sink == Sink.PROGRAM_SAVE.value:
+        return f", saved with ONNXProgram.save to {shown_path(e['file'])}"
+    if e["file"]:
+        return f" to {shown_path(e['file'])}"
+    if sink == Sink.BYTES_IO.value:
+        return " into an io.BytesIO"
+    return " (the returned ONNXProgram, not written to a file)" if sink == Sink.NONE.value \
+        else ""
+
+
+def _written_to(e: dict[str, Any]) -> str:
+    """What the script's export left behind, in words: ``the script's file m.onnx``."""
+    if e["file"]:
+        saved = " (written by ONNXProgram.save)" if e.get("sink") == Sink.PROGRAM_SAVE.value \
+            else ""
+        return f"the script's file {shown_path(e['file'])}{saved}"
+    if e.get("sink") == Sink.BYTES_IO.value:
+        return "the bytes the script exported into an io.BytesIO"
+    return "the script's file object"
+
+
 def proved_model_lines(rec: dict[str, Any]) -> list[str]:
-    """Which model was proved, against the script's file: one sha256 per file, labelled (the
-    proved model's is the report's last line, "evidence copy sha256" when it differs)."""
+    """Which model was proved, against what the script's export left: one sha256 per file
+    or buffer, labelled (the proved model's is the report's last line, "evidence copy
+    sha256" when it differs)."""
     s = rec["script"]
     e = s["export"]
     if not e["file_sha256"]:
         return ["  proved model: the model the script exported (not written to a file)"
                 + _renamed(s)]
-    name = shown_path(e["file"])
+    written = _written_to(e)
     if e["file_sha256"] == rec["model"]["sha256"]:
-        return [f"  proved model: the script's file {name}, byte for byte (sha256 below)"]
-    lines = [f"  the script's file {name}: sha256 {e['file_sha256']}, left as the script "
-             "wrote it"]
+        return [f"  proved model: {written}, byte for byte (sha256 below)"]
+    lines = [f"  {written}: sha256 {e['file_sha256']}, left as the script wrote it"]
     if e["evidence_copy"]:
         lines.append("  proved model: an evidence copy, exported again with "
                      + "; ".join(e["evidence_copy"]) + _renamed(s))
     else:
-        lines.append("  proved model: an evidence copy of that file, re-serialized"
+        lines.append("  proved model: an evidence copy of those bytes, re-serialized"
                      + _renamed(s))
     return lines
 

@@ -97,15 +97,31 @@ class ScriptProof:
         return any(p.failures for p in self.proofs)
 
 
+class Stages:
+    """Where ``prove_script`` says what it is doing: nowhere (a library call prints
+    nothing); ``run`` passes a :class:`StageLine`."""
+
+    def __call__(self, line: str) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
+
+
+SILENT = Stages()
+
+
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
                  echo: TextIO | None = None, debug: bool = False,
-                 all_ops: bool = False) -> ScriptProof:
+                 all_ops: bool = False, say: Stages = SILENT) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
     prove; the script's (capped) output goes to ``echo`` either way. ``all_ops``: prove
-    every other computing node of the graph too, in context (``ScriptProof.more``)."""
+    every other computing node of the graph too, in context (``ScriptProof.more``). ``say``
+    gets one line per stage (``run`` prints them on stderr: a first run waits seconds for the
+    script's process to import torch, and a silent wait looks like a hang)."""
     from ..engine.prove import prove_case
     from .case import directives, prepare, usable
     from .module import ModuleLoadError, load_module, ready_loader
@@ -115,8 +131,11 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     declared = directives(source)
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
+        say(f"running {path.name} in its own process (timeout {timeout:g} s)")
         child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader)
+        say(f"{path.name} {child.end.value} after {child.seconds:.1f} s")
         if echo is not None and (child.output.text or child.output.truncated):
+            say.done()      # the script's own output starts on a line of its own
             echo.write(shown_output(child.output))
             echo.flush()
         if child.end is not ChildEnd.FINISHED:
@@ -133,6 +152,9 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
         except ModuleLoadError as exc:
             raise _usage(f"cannot run the autograd probe here: {exc}") from None
     prep = prepare(cap, module, path, op, declared)
+    say(f"proving {prep.case.op} ({prep.exported.exporter} exporter, opset "
+        f"{prep.exported.opset}): autograd probe, graph mapping"
+        + (", numeric witnesses" if numeric else ""))
     try:
         proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
                            tag_source=tag_source)
@@ -171,11 +193,41 @@ def file_changed(info) -> str | None:
     return None
 
 
+class StageLine(Stages):
+    """What ``run`` is doing, on a terminal: one line on stderr, redrawn at each stage and
+    erased when the report starts (the first run waits seconds for the script's process to
+    import torch; a silent wait looks like a hang). Elsewhere (a pipe, a CI log) it prints
+    nothing, so stderr holds the script's output and one-line errors only."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
+        self.shown = 0
+
+    def __call__(self, line: str) -> None:
+        if not self.tty:
+            return
+        text = f"torch-prover run: {line}"
+        self.stream.write("\r" + text.ljust(self.shown))
+        self.shown = len(text)
+        self.stream.flush()
+
+    def done(self) -> None:
+        """Erase the line (the report and the script's output follow)."""
+        if self.tty and self.shown:
+            self.stream.write("\r" + " " * self.shown + "\r")
+            self.stream.flush()
+            self.shown = 0
+
+
 def cmd_run(args) -> int:
     """``torch-prover run SCRIPT.py``: run, prove, report; exit 0 / 1 (finding) / 2 (usage)."""
     from ..output import report
     from ..errors import EXIT_FINDING, EXIT_OK
     check_arguments(args.script, args.op, args.timeout)
+    say = StageLine(sys.stderr)
+    say("starting the script's process (it imports torch and warms the exporter once)")
     prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
     fmt = args.format
@@ -183,7 +235,8 @@ def cmd_run(args) -> int:
     all_ops = getattr(args, "all_ops", False)
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
-                        debug=getattr(args, "debug", False), all_ops=all_ops)
+                        debug=getattr(args, "debug", False), all_ops=all_ops, say=say)
+    say.done()
     rec = done.record
     more = [p.record() for p in done.more]
     if rec["script"]["export"]["file_changed"]:

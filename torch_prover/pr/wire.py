@@ -42,6 +42,16 @@ class Outcome(enum.Enum):
     TAMPERED = "tampered"        # the script replaced torch-prover's code in its process
 
 
+class Sink(enum.Enum):
+    """Where the script's export went: what its file (or buffer) holds is what it wrote."""
+
+    PATH = "a file"                       # torch.onnx.export(..., "model.onnx")
+    FILE_OBJECT = "an open file"          # torch.onnx.export(..., open("m.onnx", "wb"))
+    BYTES_IO = "an io.BytesIO"            # torch.onnx.export(..., buf): bytes, no file
+    PROGRAM_SAVE = "ONNXProgram.save"     # onnx_program = export(...); onnx_program.save(p)
+    NONE = "not written"                  # the returned ONNXProgram only
+
+
 class ModuleFormat(enum.Enum):
     """How the script's module was serialized for the autograd probe."""
 
@@ -99,6 +109,8 @@ class ExportInfo:
     custom_translation: bool
     copy: tuple[str, ...] = ()    # how the proved evidence copy differs from the script's
     # model, and why (empty: the script's own model is proved)
+    sink: Sink = Sink.NONE        # where the export went (``target``: the file, if any)
+    training: bool = False        # the module was exported in training mode
 
 
 @dataclass(frozen=True)
@@ -181,7 +193,8 @@ def _export_info(d: Any) -> ExportInfo | None:
                       _check(d["options"], dict, "export.options"),
                       _strs(d["notes"], "export.notes"), _strs(d["input_names"], "input_names"),
                       _check(d["custom_translation"], bool, "export.custom_translation"),
-                      _strs(d["copy"], "export.copy"))
+                      _strs(d["copy"], "export.copy"), Sink(d["sink"]),
+                      _check(d["training"], bool, "export.training"))
 
 
 def _param(p: Any) -> tuple[str, tuple[int, ...], str, bool]:
