@@ -57,8 +57,12 @@ def _reference_backend():
 
 
 def backend_for(kind: str):
+    """The backend that runs tests of ``kind`` (a module or class with ONNX's interface)."""
     if kind == "onnxruntime":
-        import onnxruntime.backend
+        import warnings
+        with warnings.catch_warnings():   # onnxruntime.backend reads onnx.version on import
+            warnings.filterwarnings("ignore", "onnx.version is deprecated", DeprecationWarning)
+            import onnxruntime.backend
         return onnxruntime.backend
     return _reference_backend()
 
