@@ -182,3 +182,11 @@ def test_outputs_are_checked_before_any_work(tmp_path, no_work, capsys):
     assert cli.main(["merge", str(report), "--junit", str(report)]) == 2
     assert "is the REPORT file" in capsys.readouterr().err
     assert report.read_text() == "{}"
+
+
+def test_docs_annotation_example(failing_run):
+    from docs_examples import assert_example
+    rep = json.loads(json.dumps(failing_run["report"]))
+    rep["summary"]["tags_path"] = failing_run["tags"].name   # the docs show a relative path
+    lines = annotations(all_tests(rep), Locator(SRC, workspace=str(SRC)))
+    assert_example("github-annotation", "\n".join(lines))
