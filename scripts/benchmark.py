@@ -12,6 +12,9 @@
    runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
 5. `verify-all --versions all` (every ai.onnx schema version, issue 19): cold and warm,
    fresh processes, with the peak RSS of its workers; `--skip-versions` leaves it out.
+6. the CI outputs (issue 27): the default run's JUnit test counts, and `node-tests
+   models --run` over the committed evidence (written / passed / failed / explained, and
+   its time); `--only-ci` prints these alone (the JUnit counts then from a warm run).
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -39,8 +42,12 @@ def main() -> int:
     ap.add_argument("--naive-sample", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skip-versions", action="store_true")
+    ap.add_argument("--only-ci", action="store_true")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tp-bench-"))
+    if args.only_ci:
+        _ci(work, None, args.jobs)
+        return 0
     cache, out = work / "cache", work / "models"
 
     # 1. cold, in a fresh process so imports count as they do for a user
@@ -87,9 +94,37 @@ def main() -> int:
     print(f"naive, one process per case: {statistics.mean(naive):.2f} s/case on {len(sample)} cases "
           f"-> {naive_total:.0f} s for {n_cases} cases; ratio naive/cold = {naive_total / cold:.1f}x")
     print(f"(fast_export: {res.fast_export})")
+    _ci(work, rep, args.jobs)
     if not args.skip_versions:
         _all_versions(work, args.jobs)
     return 0
+
+
+def _ci(work: Path, rep: dict | None, jobs: int) -> None:
+    """JUnit test counts of a default run; node-tests --run over the committed models/."""
+    import json
+    if rep is None:   # the user's cache serves it
+        subprocess.run([str(BIN / "torch-prover"), "verify-all", "--no-write", "--jobs",
+                        str(jobs), "--format", "json", "--report", str(work / "ci.json")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rep = json.loads((work / "ci.json").read_text())
+    from torch_prover.ci.outcomes import all_tests, counts
+    n = counts(all_tests(rep))
+    print(f"JUnit, default run: {n['tests']} testcases, {n['failed']} failures, "
+          f"{n['skipped']} skipped, {n['passed']} passed")
+    models = Path(__file__).resolve().parent.parent / "models"
+    t, rc = _timed([str(BIN / "torch-prover"), "node-tests", str(models), "-o",
+                    str(work / "node-tests"), "--run"])
+    doc = json.loads((work / "node-tests" / "node-tests.json").read_text())
+    s = doc["summary"]
+    done = subprocess.run([str(BIN / "torch-prover"), "node-tests", str(models), "-o",
+                           str(work / "node-tests"), "--run", "--format", "json"],
+                          capture_output=True, text=True)
+    run = json.loads(done.stdout)["summary"]["run"]
+    print(f"node-tests models --run: {s['directories']} directories, {sum(s['written'].values())} "
+          f"written; " + "; ".join(f"{k} {v['passed']} passed, {v['failed']} failed"
+                                   for k, v in run.items())
+          + f"; {s['explained']} explained, {s['refused']} refused (exit {rc}, {t:.1f} s)")
 
 
 def _all_versions(work: Path, jobs: int) -> None:

@@ -119,6 +119,7 @@ EXIT_2 = {  # command -> arguments that are bad usage, refused before any work
     "tags": ["tags", "Reshap", "--format", "json"],
     "run": ["run", "no_such_script.py", "--format", "json"],
     "fix-tags": ["fix-tags", "--onnx-src", "no_such_dir", "--format", "json"],
+    "node-tests": ["node-tests", "no_such_dir", "-o", "out", "--format", "json"],
 }
 
 
@@ -134,7 +135,8 @@ def test_every_command_prints_json_at_exit_2(command, capsys, tmp_path, monkeypa
 
 
 PARSES = {"prove": ["prove", "Relu"], "verify-all": ["verify-all"], "coverage": ["coverage"],
-          "tags": ["tags", "Relu"], "run": ["run", "s.py"], "fix-tags": ["fix-tags", "--onnx-src", "."]}
+          "tags": ["tags", "Relu"], "run": ["run", "s.py"], "fix-tags": ["fix-tags", "--onnx-src", "."],
+          "node-tests": ["node-tests", "models", "-o", "out"]}
 
 
 @pytest.mark.parametrize("command", sorted(PARSES))

@@ -21,6 +21,7 @@ LAYERS = [
     ("batch",),                 # verify-all: the worker pool writes through output.evidence
     ("fix",),                   # fix-tags: verdicts -> a patch against ONNX's C++ sources
     ("pr",),                    # the PR workflow (run a script, generate one)
+    ("ci",),                    # CI's languages: annotations, JUnit, step summary, node tests
     ("cli", "__init__", "__main__"),
 ]
 """Lowest first. A module may import its own layer or a lower one, never a higher one."""

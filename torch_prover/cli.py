@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, preflight
+from .ci import options as ci_options
 from .output import documents, report
 from .errors import (EXIT_BUG, EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CaseError,
                      Outcome, ProverError, UsageError, first_line)
@@ -90,12 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--shard", metavar="K/N", help="prove the K-th of N slices of the run (by "
                                                  "op); `torch-prover merge` joins the JSON "
                                                  "reports")
+    ci_options.add_arguments(v)
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
     m.add_argument("reports", nargs="+", metavar="REPORT", help="every shard's JSON report")
     m.add_argument("--report", metavar="FILE", help="write the merged report here")
     m.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text")
+    ci_options.add_arguments(m)
+
+    n = sub.add_parser("node-tests", help="copy an evidence tree into the layout ONNX's "
+                                          "backend test loader reads (test_<case> "
+                                          "directories), and optionally run it")
+    n.add_argument("models", metavar="MODELS", help="an evidence tree (e.g. models)")
+    n.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="where to write the tests (not inside MODELS, nor MODELS in it)")
+    n.add_argument("--run", action="store_true", help="run every test written: onnxruntime's "
+                                                      "backend, or onnx.reference's where "
+                                                      "the record names it; exit 1 on a "
+                                                      "failure")
+    n.add_argument("--format", choices=("text", "json"), default="text")
 
     c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why "
                                         "not; with OP, that op's cases and how to prove each")
@@ -212,12 +227,13 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
     note = _default_out(args)
+    ci = ci_options.plan(args, args.argv)
     request = verify.Request(
         ops=args.ops, jobs=args.jobs, timeout=args.timeout, numeric=not args.no_numeric,
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
-        progress=Progress())
+        outputs=tuple(ci.outputs()), progress=Progress())
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)
@@ -227,6 +243,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _emit_batch(outcome.report, args.format, args.report)
+    ci_options.emit(ci, outcome.report, args.format)
     return outcome.exit_code
 
 
@@ -235,8 +252,12 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     from .batch.summary import exit_code
     if args.report:
         preflight.writable_file(args.report, "--report")
+    ci = ci_options.plan(args, args.argv)
+    preflight.outputs_apart(([("--report", args.report)] if args.report else []) + ci.outputs(),
+                            [("REPORT", r) for r in args.reports])
     rep = merge(args.reports)
     _emit_batch(rep, args.format, args.report)
+    ci_options.emit(ci, rep, args.format)
     return exit_code(rep)
 
 
@@ -379,6 +400,11 @@ def _cmd_check_evidence(args: argparse.Namespace) -> int:
     from .output.check_evidence import command
     return command(args.dir, args.format, _terminal_width())
 
+def _cmd_node_tests(args: argparse.Namespace) -> int:
+    from .ci.node_tests_cmd import command
+    return command(args.models, args.output, args.run, args.format, _terminal_width())
+
+
 def _cmd_fix_tags(args: argparse.Namespace) -> int:
     from .fix.command import cmd_fix_tags
     return cmd_fix_tags(args, _default_cache_dir())
@@ -387,7 +413,7 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
             "fix-tags": _cmd_fix_tags, "merge": _cmd_merge,
-            "check-evidence": _cmd_check_evidence}
+            "check-evidence": _cmd_check_evidence, "node-tests": _cmd_node_tests}
 
 
 def _json_requested(argv: Sequence[str]) -> bool:
@@ -432,6 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     as_json = getattr(args, "format", None) == "json"
+    args.argv = argv
     try:
         return COMMANDS[args.command](args)
     except ProverError as exc:

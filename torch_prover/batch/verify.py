@@ -32,6 +32,7 @@ class Request:
     versions: str = "latest"          # latest | all | A..B (opsets): see batch/versions.py
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     report: str | None = None         # where the caller will write the report: checked here
+    outputs: tuple[tuple[str, str], ...] = ()   # (option, path): more files the caller writes
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -176,8 +177,11 @@ def prepare(request: Request) -> Prepared:
         cache_warning = preflight.cache_dir(request.cache_dir)
     if request.report is not None:
         preflight.writable_file(request.report, "--report")
+    for what, path in request.outputs:
+        preflight.writable_file(path, what)
     preflight.outputs_apart(
-        [("--report", request.report)] if request.report is not None else [],
+        ([("--report", request.report)] if request.report is not None else [])
+        + list(request.outputs),
         [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)

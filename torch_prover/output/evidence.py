@@ -279,6 +279,11 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def replace_dir(new: Path, final: Path) -> None:
+    """Put directory ``new`` in place of ``final`` (provably ours: the caller checked)."""
+    _replace_dir(new, final)
+
+
 def _replace_dir(new: Path, final: Path) -> None:
     """Put ``new`` in place of ``final`` (ours): one atomic exchange, or two renames."""
     if _exchange(new, final):

@@ -1,0 +1,164 @@
+"""GitHub Actions' own languages: workflow-command annotations and the step summary.
+
+An annotation is one line, ``::error file=F,line=N,title=T::message``. GitHub's workflow
+command rules (actions/toolkit, ``command.ts``) escape ``%``, CR and LF in the message and,
+in a property's value, also ``:`` and ``,``; anything else is taken literally. Escaping is
+what keeps a record's text -- a reason, a case name a PR wrote -- from ending the line and
+starting a command of its own (``\\n::add-mask::``...). Each failing test becomes an
+``::error`` at the ``.Input``/``.Output`` call declaring its parameter in ``onnx/defs``
+when the ONNX sources are given (``fix.locate``, the locator fix-tags edits with), at the
+schema's ``ONNX_OPERATOR_SET_SCHEMA`` line for a failed case, and with no file otherwise
+(the title names the op). GitHub shows at most 10 error annotations per step and 50 per
+job (docs/ci.md): the rest stay in the log, and the step summary lists every failure.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..output.report import md_row
+from .outcomes import Grain, Result, Test, counts
+
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""GitHub's limit on one step's summary (bytes): a larger one is not shown at all."""
+SUMMARY_BUDGET = 65536
+"""What our compact summary may take (characters): far under the step limit, and small
+enough to paste as a PR comment (GitHub's limit on a comment's body)."""
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR, LF escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: the message's escapes plus ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, **properties: Any) -> str:
+    """``::name k=v,...::message``, every part escaped; ``None`` properties left out."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items()
+                     if v is not None)
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+@dataclass(frozen=True)
+class Where:
+    """A line in ONNX's sources (``path`` relative to the workspace), or nowhere."""
+    path: str | None = None
+    line: int | None = None
+
+
+class Locator:
+    """Lines of ``onnx/defs`` for tests, read once with fix-tags' reader (``read_tree``);
+    without a source tree every test is nowhere (its annotation names the op)."""
+
+    def __init__(self, onnx_src: str | os.PathLike | None, workspace: str | None = None):
+        self.tree = None
+        self.base = None
+        if onnx_src is not None:
+            from ..fix.locate import read_tree
+            self.tree = read_tree(onnx_src)
+            root = Path(onnx_src).resolve()
+            start = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+            self.base = Path(os.path.relpath(root, start.resolve()))
+
+    def _path(self, rel: str) -> str:
+        return (self.base / rel).as_posix() if self.base is not None else rel
+
+    def where(self, t: Test) -> Where:
+        if self.tree is None:
+            return Where()
+        version = t.version if t.version is not None else _version_at(t)
+        block = self.tree.block(t.op, t.domain, version) if version is not None else None
+        if block is None:
+            return Where()
+        if t.grain is Grain.PARAMETER and t.io in ("input", "output") and t.index is not None:
+            found, _, _ = block.find(t.io, t.index)
+            if found is not None:
+                return Where(self._path(found.site.path), found.site.line)
+        return Where(self._path(block.path), block.line)
+
+
+def _version_at(t: Test) -> int | None:
+    """The schema version in force at a failed case's opset (its record has none)."""
+    if t.opset is None:
+        return None
+    import onnx.defs
+    try:
+        return onnx.defs.get_schema(t.op, t.opset, t.domain).since_version
+    except Exception:   # an op or opset the installed onnx lacks: no line to point at
+        return None
+
+
+def annotations(found: Iterable[Test], locator: Locator) -> list[str]:
+    """One ``::error`` per failed test, in the tests' order."""
+    lines = []
+    for t in found:
+        if t.result is not Result.FAILED:
+            continue
+        at = locator.where(t)
+        text = f"{t.why}: {t.message}" + (f" (reproduce: {t.reproduce})" if t.reproduce else "")
+        lines.append(command("error", text, file=at.path, line=at.line,
+                             title=f"torch-prover: {t.label}"))
+    return lines
+
+
+def summary_markdown(found: list[Test], report: dict[str, Any], command_line: str,
+                     budget: int = SUMMARY_BUDGET) -> str:
+    """The step summary: the status, the test counts, and every failed test while the
+    budget lasts (then how many more, and where they are). Compact by design: the full
+    Markdown report is the ``--report`` artifact."""
+    n = counts(found)
+    failed = [t for t in found if t.result is Result.FAILED]
+    skipped = [t for t in found if t.result is Result.SKIPPED]
+    head = [f"## torch-prover: {report.get('status', 'ok')}", "",
+            f"`{command_line}`: {report.get('reason', '')}", "",
+            f"{n['tests']} tests (one per parameter of each schema version, plus each case "
+            f"that gave no proof): **{n['failed']} failed**, {n['passed']} passed, "
+            f"{n['skipped']} skipped (accepted without a decision: "
+            + ", ".join(f"{k} {v}" for k, v in _by_why(skipped)) + ")." if skipped else
+            f"{n['tests']} tests: **{n['failed']} failed**, {n['passed']} passed.", ""]
+    tail = ["", "The full report (every verdict with its evidence) is the `--report` "
+                "artifact; the JUnit XML lists every test."]
+    out = list(head)
+    if failed:
+        out += [f"### Failed ({len(failed)})", "", "| test | why | detail | reproduce |",
+                "|---|---|---|---|"]
+        size = sum(len(x) + 1 for x in out + tail) + 200
+        shown = 0
+        for t in failed:
+            row = md_row(f"`{t.label}`", t.why, t.message,
+                         f"`{t.reproduce}`" if t.reproduce else "")
+            if size + len(row) + 1 > budget:
+                break
+            out.append(row)
+            size += len(row) + 1
+            shown += 1
+        if shown < len(failed):
+            out += ["", f"... and {len(failed) - shown} more failed tests (the summary "
+                        f"keeps under {budget} characters): see the JUnit XML or the report."]
+    return "\n".join(out + tail) + "\n"
+
+
+def _by_why(found: list[Test]) -> list[tuple[str, int]]:
+    tally: dict[str, int] = {}
+    for t in found:
+        tally[str(t.why)] = tally.get(str(t.why), 0) + 1
+    return sorted(tally.items())
+
+
+def append_summary(path: str | os.PathLike, text: str) -> None:
+    """Append to ``$GITHUB_STEP_SUMMARY`` (GitHub expects appends: every command of a step
+    adds to the same file), refusing to pass GitHub's limit."""
+    data = text.encode("utf-8")
+    p = Path(path)
+    before = p.stat().st_size if p.exists() else 0
+    if before + len(data) > STEP_SUMMARY_LIMIT:
+        data = (f"torch-prover: summary left out ({len(data)} bytes would pass GitHub's "
+                f"{STEP_SUMMARY_LIMIT}-byte step summary limit)\n").encode("utf-8")
+    with open(p, "ab") as f:
+        f.write(data)

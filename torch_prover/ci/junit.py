@@ -1,0 +1,59 @@
+"""``--junit PATH``: the tests of a batch report (``outcomes.tests``) as JUnit XML.
+
+Written with junitparser, a maintained library for exactly this format (docs/ci.md says
+why it and not junit-xml): one ``<testsuite>`` per command, one ``<testcase>`` per test --
+classname the op, name the parameter and schema version (``Clip-13 input 1 (min)``) or the
+case -- with ``<failure>`` for a failed test and ``<skipped>`` for an accepted, undecided
+one (its ``type`` says why: declared, waived, not decided...), each with its one-line
+message and the command that reproduces it. XML 1.0 cannot hold most control characters:
+any in a record's text is replaced (U+FFFD), so the file always parses.
+"""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from .outcomes import Result, Test
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(text: Any) -> str:
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
+def junit_xml(found: list[Test], suite_name: str, wall_time_s: float = 0.0) -> str:
+    """The document as text (UTF-8, with its XML declaration)."""
+    from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
+    suite = TestSuite(_xml(suite_name))
+    cases = []
+    for t in found:
+        case = TestCase(_xml(t.label), classname=_xml(t.op))
+        detail = _xml(t.message + (f"\nreproduce: {t.reproduce}" if t.reproduce else ""))
+        if t.result is Result.FAILED:
+            failure = Failure(_xml(f"{t.why}: {t.message}"), _xml(t.why))
+            failure.text = detail
+            case.result = [failure]
+        elif t.result is Result.SKIPPED:
+            skipped = Skipped(_xml(f"{t.why}: {t.message}"), _xml(t.why))
+            case.result = [skipped]
+        else:
+            case.system_out = detail
+        cases.append(case)
+    suite.add_testcases(cases)   # once: add_testcase recounts the suite every time
+    doc = JUnitXml()
+    doc.add_testsuite(suite)
+    doc.update_statistics()
+    suite.time = doc.time = round(float(wall_time_s), 3)   # the run's, not a sum of cases'
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue().decode("utf-8")
+
+
+def write_junit(path: str | Path, found: list[Test], suite_name: str,
+                wall_time_s: float = 0.0) -> None:
+    """Write ``path`` atomically (``evidence.write_text``: a temporary, then a rename)."""
+    from ..output.evidence import write_text
+    write_text(Path(path), junit_xml(found, suite_name, wall_time_s))

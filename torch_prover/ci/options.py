@@ -1,0 +1,87 @@
+"""The CI options of the batch commands (``verify-all``, ``merge``): their flags, their
+checks before any work, and what they write after it.
+
+``--github`` (on by default when ``GITHUB_ACTIONS=true``, as GitHub sets it; ``--no-github``
+turns it off, e.g. in a shard whose merge annotates) prints workflow annotations and
+appends the step summary to ``$GITHUB_STEP_SUMMARY``; ``--junit PATH`` writes JUnit XML;
+``--onnx-src DIR`` points each annotation at its line in ``DIR/onnx/defs``. Every output
+is checked before any work with the other outputs and inputs (``preflight``). Light at
+import: the parser is built before any command runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--github", action=argparse.BooleanOptionalAction, default=None,
+                        help="GitHub Actions output: an ::error annotation per failing "
+                             "verdict and the summary appended to $GITHUB_STEP_SUMMARY "
+                             "(default: on when GITHUB_ACTIONS=true)")
+    parser.add_argument("--junit", metavar="PATH", help="also write the verdicts as JUnit "
+                                                         "XML (one testcase per parameter of "
+                                                         "each schema version)")
+    parser.add_argument("--onnx-src", metavar="DIR", help="root of the ONNX checkout: each "
+                                                          "annotation points at its line in "
+                                                          "onnx/defs")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The CI outputs of one command, checked."""
+    github: bool = False
+    junit: Path | None = None
+    step_summary: Path | None = None
+    onnx_src: Path | None = None
+    command_line: str = "torch-prover"
+
+    def outputs(self) -> list[tuple[str, str]]:
+        """(option, path) of every file this plan writes: for ``preflight.outputs_apart``."""
+        return ([("--junit", str(self.junit))] if self.junit else []) + (
+            [("$GITHUB_STEP_SUMMARY", str(self.step_summary))] if self.step_summary else [])
+
+
+def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
+    """Check the CI options (before any work): UsageError, one line, otherwise."""
+    from .. import preflight
+    from ..errors import UsageError
+    github = args.github if args.github is not None else (
+        os.environ.get("GITHUB_ACTIONS") == "true")
+    junit = preflight.writable_file(args.junit, "--junit") if args.junit is not None else None
+    onnx_src = preflight.onnx_source(args.onnx_src) if args.onnx_src is not None else None
+    if onnx_src is not None and not github:
+        raise UsageError("--onnx-src places GitHub annotations: give it with --github (or "
+                         "in GitHub Actions, where GITHUB_ACTIONS=true turns them on)")
+    summary = None
+    if github and os.environ.get("GITHUB_STEP_SUMMARY"):
+        summary = preflight.writable_file(os.environ["GITHUB_STEP_SUMMARY"],
+                                          "$GITHUB_STEP_SUMMARY")
+    line = "torch-prover " + " ".join(shlex.quote(a) for a in (argv or [args.command]))
+    return Plan(github, junit, summary, onnx_src, line)
+
+
+def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
+    """After the report: the JUnit file, the annotations (on stdout, or on stderr when
+    stdout carries a JSON document: GitHub reads workflow commands on both), the summary."""
+    if not (p.github or p.junit):
+        return
+    from .outcomes import all_tests
+    found = all_tests(report)
+    if p.junit is not None:
+        from .junit import write_junit
+        write_junit(p.junit, found, p.command_line,
+                    report.get("summary", {}).get("wall_time_s") or 0.0)
+        print(f"JUnit XML written to {p.junit}", file=sys.stderr)
+    if p.github:
+        from .github import Locator, annotations, append_summary, summary_markdown
+        stream = sys.stderr if fmt == "json" else sys.stdout
+        for line in annotations(found, Locator(p.onnx_src)):
+            print(line, file=stream)
+        if p.step_summary is not None:
+            append_summary(p.step_summary, summary_markdown(found, report, p.command_line))

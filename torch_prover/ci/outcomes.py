@@ -1,0 +1,279 @@
+"""A batch report as a list of tests, each passed, failed or skipped with why: the one
+enumeration that the annotations, the JUnit XML and the step summary render.
+
+The grain is the *parameter* (one input or output of one schema version: what fix-tags
+edits and what a PR changes), with every case result about it folded into one test: it
+fails when one of them fails the run (``batch.summary.fails``, waivers applied), it is
+skipped -- never dropped -- when the run accepts it without deciding it (a declared or
+waived disagreement, inconclusive in every case, no tags), and it passes otherwise
+(agree, proposed). What fails a run without a parameter verdict has a test of its own: a
+failed or invalid case, a variant that failed a check, an op without a case. With
+``--versions``, the per-version cells of the report are the parameter tests (each
+version against its own tags). So ``exit 1`` and "some test failed" are the same thing
+(tests/test_ci_outputs.py holds them to it on every report it makes).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Iterable
+
+from ..batch.summary import fails
+from ..fix.pr_text import reproduce as prove_command
+from ..output.report import MISSING, NO_TAGS, by_type_command
+
+
+class Grain(StrEnum):
+    """What one test is about."""
+    PARAMETER = "parameter"   # one input or output of one schema version
+    CASE = "case"             # a case that gave no usable proof (failed, invalid, no tags)
+    VARIANT = "variant"       # a case variant (--versions) that failed a check
+    OP = "op"                 # an op no case and no type decides
+
+
+class Result(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class Why(StrEnum):
+    """Why a test failed or was skipped (a passed test has none)."""
+    DISAGREE = "undeclared disagreement"
+    BY_TYPE = "by-type disagreement"
+    INCONCLUSIVE = "inconclusive where evidence should have decided"
+    CONFLICT = "the cases support different tags"
+    FAILED_CASE = "failed case"
+    INVALID_CASE = "invalid case"
+    FAILED_VARIANT = "variant failed a check"
+    DECLARED = "disagreement declared by the case"
+    WAIVED = "waived disagreement"
+    UNDECIDED = "not decided"
+    NO_TAGS = "no tags"
+    NO_CASE = "no case"
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test: its subject, its result, and what a reviewer needs to act on it."""
+    __test__ = False   # not a pytest class
+    grain: Grain
+    op: str
+    domain: str
+    version: int | None          # the schema version (None: not known, e.g. a failed case)
+    io: str | None
+    index: int | None
+    name: str | None             # the parameter's name
+    result: Result
+    why: Why | None
+    message: str                 # one line
+    cases: tuple[str, ...] = ()  # the cases behind it
+    reproduce: str | None = None
+    opset: int | None = None     # a case's export opset (locates a failed case's schema)
+
+    @property
+    def schema(self) -> str:
+        return f"{self.op}-{self.version}" if self.version is not None else self.op
+
+    @property
+    def label(self) -> str:
+        """``Clip-13 input 1 (min)``, ``case clip_bad``: unique within one report."""
+        if self.grain is Grain.PARAMETER:
+            return f"{self.schema} {self.io} {self.index} ({self.name})"
+        if self.grain is Grain.OP:
+            return self.op
+        return f"{self.grain} {self.cases[0] if self.cases else self.op}"
+
+
+Key = tuple[str, str, Any, str, int]
+
+
+def _waived(report: dict[str, Any]) -> dict[tuple[str, str | None, str], str]:
+    """(op, case, "io index") -> the waiver's reason, from the report's summary."""
+    return {(w["op"], w["case"], w["parameter"]): w["reason"]
+            for w in report["summary"].get("waived", ())}
+
+
+def _with_tags(report: dict[str, Any], command: str | None) -> str | None:
+    path = report["summary"].get("tags_path")
+    return f"{command} --tags-from {path}" if command and path else command
+
+
+def _fold(key: Key, hits: list[tuple[dict, dict]], waived: dict, report: dict) -> Test:
+    """One parameter's test from every (record, parameter) about it."""
+    op, domain, version, io, index = key
+    cases = tuple(sorted({r["case"] for r, _ in hits if r.get("case")}))
+
+    def waiver(r: dict, p: dict) -> str | None:
+        return waived.get((r["op"], r.get("case"), f"{p['io']} {p['index']}"))
+
+    def failing(r: dict, p: dict) -> bool:
+        if p["verdict"] == "disagree" and waiver(r, p) is not None:
+            return False
+        return p["verdict"] == "disagree" if r.get("case") is None else fails(p)
+
+    r0, p0 = hits[0]
+    command = (by_type_command(report, op) if r0.get("case") is None
+               else _with_tags(report, prove_command(op, r0["case"])))
+
+    def test(result: Result, why: Why | None, message: str, r=r0) -> Test:
+        cmd = by_type_command(report, op) if r.get("case") is None else \
+            _with_tags(report, prove_command(op, r["case"]))
+        return Test(Grain.PARAMETER, op, domain, version, io, index, p0["name"], result, why,
+                    message, cases, cmd or command)
+
+    bad = [(r, p) for r, p in hits if failing(r, p)]
+    if bad:
+        r, p = bad[0]
+        why = (Why.BY_TYPE if r.get("case") is None else
+               Why.DISAGREE if p["verdict"] == "disagree" else Why.INCONCLUSIVE)
+        return test(Result.FAILED, why, _said(r, p), r)
+    dis = [(r, p) for r, p in hits if p["verdict"] == "disagree"]
+    if dis:
+        r, p = dis[0]
+        w = waiver(r, p)
+        return test(Result.SKIPPED, Why.WAIVED if w else Why.DECLARED,
+                    f"{_said(r, p)}; " + (f"waived: {w}" if w else
+                                          f"declared: {p.get('expected', {}).get('reason')}"), r)
+    if all(p["verdict"] == "inconclusive" for _, p in hits):
+        return test(Result.SKIPPED, Why.UNDECIDED, _said(r0, p0))
+    decided = next((r, p) for r, p in hits if p["verdict"] != "inconclusive")
+    return test(Result.PASSED, None, _said(*decided), decided[0])
+
+
+def _said(r: dict, p: dict) -> str:
+    """One case result in one line: verdict, tag, what the evidence supports, the reason."""
+    who = f"case {r['case']}" if r.get("case") else "by type (no case)"
+    supports = f", evidence supports {p['supports']}" if p.get("supports") else ""
+    return (f"{p['verdict']}: tagged {p['tag']}{supports} ({who}, rule: {p['rule']}): "
+            f"{p.get('reason', '')}")
+
+
+def _latest(report: dict[str, Any], waived: dict) -> dict[Key, Test]:
+    """Parameter tests from the cases' records and the case-less ops' by-type rows."""
+    groups: dict[Key, list[tuple[dict, dict]]] = {}
+    for r in report["cases"]:
+        if r.get("status") in ("error", "no-tags"):
+            continue
+        for p in r.get("parameters") or ():
+            key = (r["op"], r.get("domain", ""), r.get("schema_version"), p["io"], p["index"])
+            groups.setdefault(key, []).append((r, p))
+    for o in report["ops"]:
+        for p in o.get("parameters") or ():
+            pseudo = {"op": o["op"], "case": None}
+            groups.setdefault((o["op"], "", o.get("schema_version"), p["io"], p["index"]),
+                              []).append((pseudo, p))
+    return {k: _fold(k, hits, waived, report) for k, hits in groups.items()}
+
+
+_LABEL = re.compile(r"^(input|output) (\d+) \((.*)\)$")
+
+
+def _cells(report: dict[str, Any], waived: dict) -> dict[Key, Test]:
+    """Parameter tests from the per-version table (``--versions``): one per cell, and a
+    skipped one per parameter the table lists as undecided, with its version's reason."""
+    section = report["versions"]
+    records: dict[str, dict] = {r["case"]: r for r in list(report["cases"])
+                                + list(section.get("cases", ())) if r.get("case")}
+    out: dict[Key, Test] = {}
+    for o in section["ops"]:
+        for e in o["versions"]:
+            for c in e["cells"]:
+                key = (o["op"], "", e["version"], c["io"], c["index"])
+                out[key] = _cell_test(key, c, records, waived, report)
+            for label in e.get("undecided", ()):
+                m = _LABEL.match(label)
+                io, index, name = (m[1], int(m[2]), m[3]) if m else (label, -1, label)
+                key = (o["op"], "", e["version"], io, index)
+                out.setdefault(key, Test(
+                    Grain.PARAMETER, o["op"], "", e["version"], io, index, name,
+                    Result.SKIPPED, Why.UNDECIDED,
+                    f"{e['decided_by']}: {e.get('reason') or 'no case reaches it'}"))
+    return out
+
+
+def _cell_test(key: Key, c: dict, records: dict[str, dict], waived: dict,
+               report: dict) -> Test:
+    op, domain, version, io, index = key
+    cases = tuple(c.get("cases") or ())
+    found = [(records[n], p) for n in cases if n in records
+             for p in records[n].get("parameters") or () if (p["io"], p["index"]) == (io, index)]
+    command = (_with_tags(report, prove_command(op, cases[0])) if cases
+               else by_type_command(report, op) if c.get("rule") == "by type" else None)
+    head = (f"{c['verdict']}: tagged {c['tag']}"
+            + (f", evidence supports {c['supports']}" if c.get("supports") else "")
+            + f" (rule: {c['rule']}" + (f"; cases: {', '.join(cases)}" if cases else "") + ")")
+    reason = c.get("reason") or next((p.get("reason") for _, p in found), "")
+    message = f"{head}: {reason}" if reason else head
+
+    def test(result: Result, why: Why | None, text: str = message) -> Test:
+        return Test(Grain.PARAMETER, op, domain, version, io, index, c["name"], result, why,
+                    text, cases, command)
+
+    if c["failing"]:
+        why = (Why.CONFLICT if c.get("rule") == "cases conflict" else
+               Why.BY_TYPE if c.get("rule") == "by type" and c["verdict"] == "disagree" else
+               Why.DISAGREE if c["verdict"] == "disagree" else Why.INCONCLUSIVE)
+        return test(Result.FAILED, why)
+    if c["verdict"] == "disagree":
+        w = next((waived[k] for r, p in found
+                  if (k := (r["op"], r["case"], f"{io} {index}")) in waived), None)
+        declared = next((p["expected"]["reason"] for _, p in found if p.get("expected")), None)
+        return test(Result.SKIPPED, Why.WAIVED if w else Why.DECLARED,
+                    f"{message}; " + (f"waived: {w}" if w else f"declared: {declared}"))
+    if c["verdict"] == "inconclusive":
+        return test(Result.SKIPPED, Why.UNDECIDED)
+    return test(Result.PASSED, None)
+
+
+def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
+    """A case without a usable proof, a failed variant, an op nothing decides."""
+    for r in report["cases"]:
+        status = r.get("status")
+        if status not in ("error", "invalid", "no-tags"):
+            continue
+        result, why, text = {
+            "error": (Result.FAILED, Why.FAILED_CASE, r.get("error")),
+            "invalid": (Result.FAILED, Why.INVALID_CASE, r.get("invalid")),
+            "no-tags": (Result.SKIPPED, Why.NO_TAGS, r.get("error"))}[status]
+        yield Test(Grain.CASE, r["op"], r.get("domain", ""), r.get("schema_version"), None,
+                   None, None, result, why, f"{status}: {text}", (r["case"],),
+                   _with_tags(report, prove_command(r["op"], r["case"])), r.get("opset"))
+    section = report.get("versions") or {}
+    by_name = {r["case"]: r for r in section.get("cases", ()) if r.get("case")}
+    for entry in section.get("summary", {}).get("failed_variants", ()):
+        name = entry.split(":", 1)[0]
+        r = by_name.get(name, {})
+        op = r.get("op") or name
+        yield Test(Grain.VARIANT, op, r.get("domain", ""), r.get("schema_version"), None, None,
+                   None, Result.FAILED, Why.FAILED_VARIANT, entry, (name,),
+                   _with_tags(report, prove_command(op, name)) if r else None, r.get("opset"))
+    for o in report["ops"]:
+        if o["status"] == MISSING or (o["status"] == NO_TAGS and not o.get("parameters")
+                                      and o["op"] not in {r["op"] for r in report["cases"]}):
+            yield Test(Grain.OP, o["op"], "", o.get("schema_version"), None, None, None,
+                       Result.SKIPPED, Why.NO_CASE if o["status"] == MISSING else Why.NO_TAGS,
+                       f"{o['status']}: {o['reason']}")
+
+
+def all_tests(report: dict[str, Any]) -> list[Test]:
+    """Every test of a batch report (``verify-all`` or ``merge``), failed ones first."""
+    waived = _waived(report)
+    params = _latest(report, waived)
+    if report.get("versions"):
+        cells = _cells(report, waived)
+        for key, t in params.items():   # what fails a default run fails here too
+            if t.result is Result.FAILED and cells.get(key, t).result is not Result.FAILED:
+                cells[key] = t
+        params = cells
+    order = {Result.FAILED: 0, Result.SKIPPED: 1, Result.PASSED: 2}
+    found = list(params.values()) + list(_case_tests(report))
+    return sorted(found, key=lambda t: (order[t.result], t.op, t.version or 0,
+                                        t.grain, t.io or "", t.index or 0, t.label))
+
+
+def counts(found: Iterable[Test]) -> dict[str, int]:
+    """``{"tests", "passed", "failed", "skipped"}``."""
+    found = list(found)
+    return {"tests": len(found), **{r.value: sum(t.result is r for t in found) for r in Result}}
