@@ -17,6 +17,7 @@ import onnx.numpy_helper
 import torch
 
 from ..errors import describe
+from . import runtimes
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
 STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
@@ -189,10 +190,17 @@ def forward_bound(fwd_tol: float, outputs: Sequence[np.ndarray]) -> float:
     return fwd_tol * max(1.0, max(mags, default=1.0))
 
 
-def choose_runtime(model, feeds) -> tuple[Runner | None, list, str]:
-    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
+def choose_runtime(model, feeds, target: runtimes.Target | None = None
+                   ) -> tuple[Runner | None, list, str]:
+    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run --
+    each only where it implements ``target``'s schema version (every node's when None:
+    ``engine/runtimes.py``), so a number is never another version's."""
     reasons = []
-    for kind in ("onnxruntime", "reference"):
+    for kind in (runtimes.ONNXRUNTIME, runtimes.REFERENCE):
+        why_not = runtimes.unfaithful(kind, model, target)
+        if why_not is not None:
+            reasons.append(f"{kind}: {why_not}")
+            continue
         try:
             runner = Runner(model, kind)
             got = runner.run(feeds)
@@ -206,13 +214,15 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
           expected_outputs: list[torch.Tensor], dy: list[torch.Tensor | None],
           grads: dict[str, torch.Tensor], zero_grads: set[str], initializers: set[str],
           float_dtype: str, seed: int = 0, fwd_tol: float | None = None,
-          vjp_tol: float | None = None, more: Sequence[SeedPoint] = ()) -> NumericResult:
+          vjp_tol: float | None = None, more: Sequence[SeedPoint] = (),
+          target: runtimes.Target | None = None) -> NumericResult:
     """Forward check of ``model`` against PyTorch's outputs, then one FD-vs-VJP check per
     tensor in ``grads`` (graph input or initializer name -> PyTorch gradient), on this
     seed and on every seed in ``more``: a gradient that is zero on one seed and not on
     another is checked where it is not. ``zero_grads`` lists sources whose PyTorch
-    gradient is identically zero: their FD must vanish too."""
-    runner, got, why = choose_runtime(model, feeds)
+    gradient is identically zero: their FD must vanish too. ``target``: the node under proof,
+    whose schema version the runtime must implement (``choose_runtime``)."""
+    runner, got, why = choose_runtime(model, feeds, target)
     if runner is None:
         return NumericResult(None, f"no runtime could run the model ({why})", None, False,
                              "not run")

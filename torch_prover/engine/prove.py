@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from . import fidelity
 from . import function_body
 from . import node_witness
 from . import numeric as numeric_mod
@@ -19,6 +20,7 @@ from .export import Exported, export_case
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
+from .runtimes import Target
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
 from .verdict import Rule
@@ -69,7 +71,8 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
         model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
         grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
         float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
-        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:])
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:],
+        target=Target(case.op, case.domain))
 
 
 def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,
@@ -101,6 +104,14 @@ def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> st
     worst = min(dtypes, key=lambda d: _PRECISION.get(d, 3))
     return str(worst).removeprefix("torch.").replace("complex128", "float64").replace(
         "complex64", "float32")
+
+
+def _runtime_gap(result: numeric_mod.NumericResult | None) -> str | None:
+    """Why no runtime that implements the node's schema version ran the model (None: one
+    did, or numeric checks are off)."""
+    if result is None or result.runtime is not None:
+        return None
+    return result.why
 
 
 def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
@@ -149,10 +160,13 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
             else function_body.for_node(exported.model, mapping.node_index))
     node = (exported.model.graph.node[mapping.node_index]
             if mapping.node_index is not None else None)
+    faithful = fidelity.check(exported.model, mapping.node_index, case.op, _runtime_gap(
+        numeric_res))
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
                         {t.name for t in exported.model.graph.initializer}, keep, body,
-                        autograd_source(case.kind, exported.exporter, node), aten_target(node))
+                        autograd_source(case.kind, exported.exporter, node), aten_target(node),
+                        unfaithful=None if faithful.faithful else faithful.reason())
     problems = mapping.problems
     invalid = None
     if problems:
@@ -166,7 +180,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
                  gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
                  route_note=exported.route_note, notes=tuple(mapping.shared_notes),
-                 node=mapping.node_index)
+                 node=mapping.node_index, fidelity=faithful)
 
 
 def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Tensor], *,
