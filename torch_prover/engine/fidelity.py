@@ -113,12 +113,14 @@ SAME_SHAPE: frozenset[tuple[str, int]] = frozenset(
 """Versions whose inputs must all have the same shape (their doc: "All inputs and outputs
 must have the same shape"); from version 8 they broadcast."""
 
-UNIDIRECTIONAL: dict[tuple[str, int], tuple[int, str]] = {
-    **{("PRelu", v): (1, "input 0") for v in (7, 9, 16)},
-    **{("Gemm", v): (2, "output 0") for v in (7, 9, 11, 13)},
+UNIDIRECTIONAL: dict[tuple[str, int], tuple[tuple[int, ...], str]] = {
+    **{("PRelu", v): ((1,), "input 0") for v in (7, 9, 16)},
+    **{("Gemm", v): ((2,), "output 0") for v in (7, 9, 11, 13)},
+    ("LayerNormalization", 17): ((1, 2), "input 0"),
+    ("RMSNormalization", 23): ((1,), "input 0"),
 }
-"""Versions with unidirectional broadcasting: (the input that broadcasts, what it must
-broadcast to)."""
+"""Versions with unidirectional broadcasting (their doc says so): (the inputs that
+broadcast, what they must broadcast to -- Gemm's C to A * B, i.e. to Y)."""
 
 
 def allowed_values(op: str, attribute: str, version: int) -> tuple[str, ...] | None:
@@ -193,16 +195,19 @@ def _shape_findings(model: onnx.ModelProto, node: onnx.NodeProto, version: int,
                                             f"{', '.join(str(list(s)) for s in known)}: "
                                             f"{label} requires one shape (no broadcasting)")]
         return []
-    index, to = UNIDIRECTIONAL[key]
+    indices, to = UNIDIRECTIONAL[key]
     io, _, j = to.partition(" ")
     names = node.input if io == "input" else node.output
-    src = ins[index] if index < len(ins) else None
     dst = shapes.get(names[int(j)]) if int(j) < len(names) else None
-    if src is None or dst is None or unidirectional(src, dst):
-        return []
-    return [Finding(Problem.SHAPES, f"input {index} of shape {list(src)} does not broadcast "
-                                    f"to {to} of shape {list(dst)}: {label} broadcasts one "
-                                    f"way only")]
+    found = []
+    for index in indices:
+        src = ins[index] if index < len(ins) else None
+        if src is None or dst is None or unidirectional(src, dst):
+            continue
+        found.append(Finding(Problem.SHAPES, f"input {index} of shape {list(src)} does not "
+                                             f"broadcast to {to} of shape {list(dst)}: "
+                                             f"{label} broadcasts one way only"))
+    return found
 
 
 def unidirectional(src: Sequence[int], dst: Sequence[int]) -> bool:

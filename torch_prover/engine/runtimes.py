@@ -67,6 +67,9 @@ REFERENCE_FOLLOWS: dict[str, Follows] = {f.op: f for f in (
     Follows("Mean", (6, 8, 13), "[2,3] and [3]: Mean-6 refuses it, Mean-8 broadcasts"),
     Follows("Max", (6, 8, 12, 13), "[2,3] and [3]: Max-6 refuses it, Max-8 broadcasts"),
     Follows("Min", (6, 8, 12, 13), "[2,3] and [3]: Min-6 refuses it, Min-8 broadcasts"),
+    # a per-version implementation (onnx.reference's RNN_7 / RNN_14 classes)
+    Follows("RNN", (7, 14, 22), "layout=1 (batch first, from RNN-14) against RNN-7's "
+                                "sequence-first input"),
     # versions that differ in their types only: an elementwise function, the same on every
     # value each accepts (the test compares with onnxruntime's kernel of that version)
     Follows("Softplus", (1, 22), "Softplus(x) = log(1 + exp(x))"),
