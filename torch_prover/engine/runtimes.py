@@ -145,8 +145,8 @@ def unfaithful(kind: str, model: onnx.ModelProto, target: Target | None) -> str 
         if version is None:
             continue
         if kind == ONNXRUNTIME and t.domain in ("", "ai.onnx") and opset < ONNXRUNTIME_MIN_OPSET:
-            return (f"onnxruntime guarantees opsets {ONNXRUNTIME_MIN_OPSET} and above only, "
-                    f"not {opset}")
+            return (f"it guarantees opsets {ONNXRUNTIME_MIN_OPSET} and above only (the model "
+                    f"is opset {opset})")
         if kind == REFERENCE and not reference_follows(t.op, version, t.domain):
             return why_not_reference(t.op, version, t.domain)
     return None
