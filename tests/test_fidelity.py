@@ -138,3 +138,18 @@ def test_a_run_no_faithful_runtime_made_is_not_a_run_of_the_version():
         {"kind": "no runtime implements the version",
          "detail": "onnxruntime: no float64 kernel"}]}
     assert gap.reason().startswith("not a run of Relu-13: ")
+
+
+def test_a_variant_pad_13_does_not_accept_says_why(capsys):
+    """docs/versions.md's example: pad_wrap at opset 13 (Pad-13) is not a run of Pad-13;
+    expectations from Pad-13's description of `mode` (constant, reflect, edge)."""
+    from docs_examples import assert_example
+
+    from torch_prover import cli
+    code = cli.main(["prove", "Pad", "--case", "pad_wrap", "--opset", "13", "--no-write"])
+    out = capsys.readouterr().out
+    assert code == 1 and "status: failed" in out
+    assert "not a run of Pad-13: attribute value the version does not define: mode='wrap'" in \
+        " ".join(out.split())
+    assert_example("versions-prove-pad-wrap-13",
+                   "$ torch-prover prove Pad --case pad_wrap --opset 13 --no-write\n" + out)
