@@ -229,3 +229,18 @@ def test_exit_code_counts_the_undeclared_failed_variants(declared, want):
     versions = {"summary": {"failing": 0, "undeclared_failures": int(declared is None),
                             "failed_variants": [{"declared": declared}]}}
     assert exit_code({"summary": _quiet(), "versions": versions}) == want
+
+
+def test_every_declared_failure_names_a_version_the_case_has_a_variant_for():
+    """A declaration (Case.fails_at) is checked by running its variant: it must name a schema
+    version of the case's op that an all-versions run proves with this case."""
+    from torch_prover.cases import all_cases
+    cases = [c for c in all_cases() if c.fails_at]
+    assert cases
+    planned = {(p.base.name, p.version.version) for p in v.plan(cases, v.Selection("all"))
+               if p.case is not None}
+    for c in cases:
+        for version, reason in c.fails_at.items():
+            assert (c.name, version) in planned, (c.name, version)
+            assert version in {s.version for s in v.schema_versions(c.op)}
+            assert reason.strip()
