@@ -214,6 +214,8 @@ UNARY = {
     "Selu": ({}, lambda x: 1.0507009873554805 * np.where(
         x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))),
     "LeakyRelu": ({"alpha": 0.2}, lambda x: np.where(x > 0, x, 0.2 * x)),
+    "HardSwish": ({}, lambda x: x * np.clip(x / 6 + 0.5, 0, 1)),
+    "Mish": ({}, lambda x: x * np.tanh(np.log1p(np.exp(x)))),
     "HardSigmoid": ({"alpha": 0.3, "beta": 0.4}, lambda x: np.clip(0.3 * x + 0.4, 0, 1)),
     "ThresholdedRelu": ({"alpha": 0.5}, lambda x: np.where(x > 0.5, x, 0)),
     "Acos": ({}, np.arccos), "Asin": ({}, np.arcsin), "Atan": ({}, np.arctan),
@@ -232,6 +234,8 @@ def test_versions_that_differ_in_types_only_compute_the_schemas_function(op):
     attrs, f = UNARY[op]
     rng = np.random.default_rng(1)
     x = rng.uniform(-0.9, 0.9, (1, 2, 3, 3)).astype(np.float32)
+    if op == "HardSwish":   # both kinks (at -3 and 3) inside the sample
+        x = x * 5
     if op == "Acosh":
         x = x + 2.0
     for version in runtimes.REFERENCE_FOLLOWS[op].versions:

@@ -76,6 +76,8 @@ REFERENCE_FOLLOWS: dict[str, Follows] = {f.op: f for f in (
     Follows("Softsign", (1, 22), "Softsign(x) = x / (1 + |x|)"),
     Follows("Elu", (6, 22), "Elu(x; alpha=0.7)"),
     Follows("Selu", (6, 22), "Selu(x)"),
+    Follows("HardSwish", (14, 22), "HardSwish(x) = x * max(0, min(1, x / 6 + 1 / 2))"),
+    Follows("Mish", (18, 22), "Mish(x) = x * tanh(log(1 + exp(x)))"),
     Follows("LeakyRelu", (6, 16), "LeakyRelu(x; alpha=0.2)"),
     Follows("HardSigmoid", (6, 22), "HardSigmoid(x; alpha=0.3, beta=0.4)"),
     Follows("ThresholdedRelu", (10, 22), "ThresholdedRelu(x; alpha=0.5)"),
