@@ -152,9 +152,15 @@ def _all_versions(work: Path, jobs: int) -> None:
     print(f"  peak RSS per worker (variants, in-process):                 "
           f"{max(res.peak_rss_mib.values()):6.0f} MiB target <= 600 MiB")
     for band, b in bands.items():
-        print(f"  {band}: {b['versions']} versions ({b['proved']} proved, {b['equivalence']} "
-              f"equivalence, {b['by type']} by type, {b['explained']} explained); parameters "
-              + ", ".join(f"{n} {v}" for v, n in b["parameters"].items()))
+        print(f"  {band}: {b['versions']} versions ({b['proved']} proved, "
+              f"{b.get('failed', 0)} failed, {b['equivalence']} equivalence, {b['by type']} "
+              f"by type, {b['explained']} explained); parameters "
+              + ", ".join(f"{n} {v}" for v, n in b["parameters"].items())
+              + f", {b['undecided_parameters']} undecided")
+    summary = rep["versions"]["summary"]
+    failed = summary.get("failed_variants", [])
+    print(f"  failed variants: {len(failed)} ({summary.get('undeclared_failures', 0)} not "
+          f"declared); cells the versions disagree on: {summary.get('versions_disagree', 0)}")
 
 
 if __name__ == "__main__":

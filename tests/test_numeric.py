@@ -107,8 +107,10 @@ def test_zero_dim_inputs_are_perturbed():
 
 
 def test_no_runtime_is_recorded_not_skipped(monkeypatch):
-    """Neither runtime can run the model: the record says so and why; a natural case keeps
-    its autograd verdict with the note, a reference case cannot count."""
+    """Neither runtime can run the model: the record says so and why, and nothing is
+    decided on autograd alone -- a run of no runtime is not a run of the schema version
+    (engine/fidelity.py): every verdict but a by-type one is inconclusive, and the proof
+    fails."""
     def refuse(self, model, kind):
         raise RuntimeError(f"{kind} cannot load this")
     monkeypatch.setattr(numeric.Runner, "__init__", refuse)
@@ -117,11 +119,13 @@ def test_no_runtime_is_recorded_not_skipped(monkeypatch):
     assert rec["numeric"]["runtime"] is None
     assert "onnxruntime cannot load this" in rec["numeric"]["why"]
     assert "reference cannot load this" in rec["numeric"]["why"]
+    assert [p["kind"] for p in rec["fidelity"]["problems"]] == [
+        "no runtime implements the version"]
     p = param(proof, "input", 0)
-    assert (p.verdict, p.rule) == ("agree", "autograd only")
-    assert "the exported model does not run" in p.reason
-    ref = prove_case(find_case("Shrink"))
-    assert param(ref, "input", 0).verdict == "inconclusive"
+    assert (p.verdict, p.rule, p.supports) == ("inconclusive",
+                                               "not a run of its schema version", None)
+    assert param(proof, "input", 1).rule == "by type"   # shape: int64, whatever ran
+    assert proof.status == "failed"
 
 
 def test_a_runtime_refusal_is_recorded_by_its_reason_not_its_cpp_frame():

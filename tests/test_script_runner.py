@@ -300,3 +300,28 @@ def test_placeholder_export_input_and_export_params_false(tmp_path, monkeypatch,
     p = params(rec)
     assert [p["input", i]["evidence"] for i in range(3)] == ["grad"] * 3
     assert rec["script"]["consistency"] == []
+
+
+def test_an_opset_6_model_is_not_proved_by_a_runtime_of_another_version(tmp_path, monkeypatch,
+                                                                      capsys):
+    """Issue 28, finding 12: `run`, `prove --opset` and `verify-all --versions` apply one rule
+    (engine/runtimes.py). Relu-6 at opset 6: onnxruntime guarantees opsets 7 and above, and
+    onnx.reference computes Relu-14 -- so the script's model proves nothing of Relu-6, and
+    `prove --opset 6` is refused for the same reason."""
+    script = write(tmp_path, "relu6.py", """\
+        import torch
+        x = torch.randn(3, 4, requires_grad=True)
+        m = torch.nn.ReLU()
+        y = m(x)
+        y.backward(torch.ones_like(y))
+        torch.onnx.export(m, (x,), "relu6.onnx", opset_version=6, dynamo=False)
+        """)
+    code, rec, out = run(tmp_path, monkeypatch, capsys, script)
+    assert code == 1, out.err
+    assert (rec["opset"], rec["schema_version"], rec["status"]) == (6, 6, "failed")
+    (problem,) = rec["fidelity"]["problems"]
+    assert problem["kind"] == "no runtime implements the version"
+    assert "opsets 7 and above" in problem["detail"] and "Relu-14" in problem["detail"]
+    assert {p["verdict"] for p in rec["parameters"]} == {"inconclusive"}
+    assert cli.main(["prove", "Relu", "--opset", "6", "--no-write"]) == 2
+    assert "below 7 no runtime implements a schema version" in capsys.readouterr().err

@@ -70,9 +70,15 @@ def test_clip_11_and_12_bounds_are_proposed_differentiable(table, version, name)
 
 @pytest.mark.parametrize("version", [16, 20, 22])
 def test_gridsample_grid_disagrees_in_every_version(table, version):
+    """GridSample-16 names its modes bilinear/bicubic, which onnx.reference (GridSample-20's
+    linear/cubic) refuses, and onnxruntime runs it in float32 only: without a float32 run
+    the cell stays open, naming the failed variants -- never an answer from 20."""
     rep, _ = table
     assert _tag("GridSample", version, "grid") == "non-differentiable"
     cell, _ = _cell(rep, "GridSample", version, "grid")
+    if version == 16 and cell["verdict"] == "inconclusive":
+        assert cell["rule"] == "variant failed" and "gridsample_bilinear@" in cell["reason"]
+        return
     assert (cell["verdict"], cell["supports"]) == ("disagree", "differentiable")
 
 
@@ -104,22 +110,53 @@ def test_rnn_14_initial_h_disagrees(table):
     assert (cell["verdict"], cell["supports"]) == ("disagree", "differentiable")
 
 
+def test_pad_wrap_is_declared_not_to_prove_the_versions_before_19(table):
+    """Pad's wrap mode exists from Pad-19 (Pad-2 ... -18 list constant, reflect, edge):
+    pad_wrap's variants there fail, declared (Case.fails_at) and listed with the reason,
+    and the versions are proved by the op's other cases (docs/versions.md's example)."""
+    from docs_examples import assert_example
+    from torch_prover.batch.version_table import _summary
+    from torch_prover.output.versions_report import versions_text
+    rep, _ = table
+    failed = [f for f in rep["versions"]["summary"]["failed_variants"] if f["op"] == "Pad"]
+    assert sorted(f["version"] for f in failed) == [2, 11, 13, 18]
+    assert all(f["case"].startswith("pad_wrap@") and f["declared"] for f in failed)
+    for version in (2, 11, 13, 18):
+        assert "wrap" not in onnx.defs.get_schema("Pad", version, "").attributes[
+            "mode"].description
+        _, ver = _cell(rep, "Pad", version, "data")
+        assert ver["decided_by"] == "proved"
+    pad = [o for o in rep["versions"]["ops"] if o["op"] == "Pad"]
+    summary = {**_summary(pad), "failed_variants": failed, "undeclared_failures": 0}
+    text = versions_text({"selection": "all", "summary": summary, "ops": pad})
+    shown = text.split("\n\n", 1)[1].splitlines()
+    table_lines = [line for line in shown if not line.startswith(("below", "opsets", "failing"))]
+    assert_example("versions-table-pad", "\n".join(table_lines).strip() + "\n")
+
+
 @pytest.mark.parametrize("op", ["Hardmax", "Softmax"])
 @pytest.mark.parametrize("version", [1, 11])
 def test_hardmax_and_softmax_old_versions_propose_what_13_supports(table, op, version):
+    """On the cases' nodes (Softmax over axis 1, Hardmax over the last axis of a 2-D input)
+    versions 1 and 11 coerce to 2-D at that axis, which is 13's per-axis function: the
+    same support, from a run of the old version. onnxruntime runs Softmax-1/-11 in float64;
+    Hardmax-1/-11 it runs in float32 only, and onnx.reference computes Hardmax-13: without
+    a float32 run the cell stays open, naming the failed variant, never taking 13's."""
     rep, _ = table
     for io, name in (("input", "input"), ("output", "output")):
         assert _tag(op, version, name, io) == "unknown"
         old, _ = _cell(rep, op, version, name, io)
         new, _ = _cell(rep, op, 13, name, io)
         assert new["supports"] is not None
+        if op == "Hardmax" and old["verdict"] == "inconclusive":
+            assert old["rule"] == "variant failed" and "hardmax_last@" in old["reason"]
+            continue
         assert (old["verdict"], old["supports"]) == ("proposed", new["supports"])
 
 
 @pytest.mark.parametrize("op,version,absent", [
     ("Clip", 6, "min"),         # attributes in Clip-6, inputs from Clip-11
     ("Pad", 2, "pads"),         # an attribute in Pad-2, an input from Pad-11
-    ("Resize", 10, "roi"),      # Resize-10 has X and scales only
 ])
 def test_a_version_whose_signature_differs_has_its_own_verdicts(table, op, version, absent):
     rep, _ = table
@@ -131,6 +168,21 @@ def test_a_version_whose_signature_differs_has_its_own_verdicts(table, op, versi
     data = ver["cells"][0]
     assert data["verdict"] in ("agree", "proposed") and data["supports"] == "differentiable"
     assert all("@" in c for c in data["cases"])   # variants: the cases at an older opset
+
+
+def test_resize_10_has_its_own_parameters_and_no_answer_from_another_version(table):
+    """Resize-10 has X and scales only, and its linear mode is not Resize-11's: its cells
+    are its own parameters, each decided by a run of Resize-10 or naming why none was."""
+    rep, _ = table
+    _, ver = _cell(rep, "Resize", 10, "X")
+    schema = onnx.defs.get_schema("Resize", 10, "")
+    assert [c["name"] for c in ver["cells"]] == [p.name for p in schema.inputs + schema.outputs]
+    for c in ver["cells"]:
+        assert all("@" in case for case in c["cases"])
+        if c["verdict"] == "inconclusive":
+            assert c["rule"] in ("variant failed", "not exercised"), c
+        else:
+            assert c["rule"] not in ("autograd only",), c   # never autograd alone
 
 
 def test_versions_below_opset_7_are_decided_by_a_recorded_equivalence(table):

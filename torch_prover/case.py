@@ -150,6 +150,11 @@ class Case:
     opsets: (first, last) opsets at which the module computes the op as the schema
         versions in force there define it (default: every opset an exporter reaches);
         ``verify-all --versions`` proves older schema versions only inside it.
+    fails_at: schema versions of the op (by number) at which this case's variant is known
+        not to prove it, each with the reason (the version lacks an attribute value, an
+        input or a broadcast the module needs; no runtime implements it): ``verify-all
+        --versions`` still runs the variant and lists its failure, but a declared failure
+        does not fail the run (an undeclared one does; docs/versions.md).
     variant_of: set by ``batch.versions.variant``: this is the named case exported at
         another opset to prove another schema version.
     origin: set with ``variant_of``: the (exporter, opset) of the named case itself, where
@@ -179,6 +184,7 @@ class Case:
     seeds: tuple[int, ...] = (0, 1)
     fixed_draw: str = ""
     opsets: tuple[int, int] | None = None
+    fails_at: Mapping[int, str] = field(default_factory=dict)
     variant_of: str | None = None
     origin: tuple[str, int] | None = None
 
@@ -203,6 +209,10 @@ class Case:
         if self.opsets is not None and not (
                 len(self.opsets) == 2 and 1 <= self.opsets[0] <= self.opsets[1]):
             raise CaseError(f"{self.name}: opsets must be (first, last) with first <= last")
+        for version, reason in self.fails_at.items():
+            if not isinstance(version, int) or version < 1 or not str(reason).strip():
+                raise CaseError(f"{self.name}: fails_at maps a schema version (an int) to a "
+                                f"non-empty reason, not {version!r}: {reason!r}")
         if self.export_options and not self.notes:
             raise CaseError(f"{self.name}: export_options need a reason in notes")
 

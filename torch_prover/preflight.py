@@ -179,7 +179,8 @@ def opset_for(case, opset: int | None) -> int | None:
     low, high = TORCHSCRIPT_MIN_OPSET, onnx.defs.onnx_opset_version()
     if not low <= opset <= high:
         raise UsageError(f"--opset {opset}: {case.op}/{case.name} can be proved at opsets "
-                         f"{low}..{high} (below {low} no runtime runs a model)")
+                         f"{low}..{high} (below {low} no runtime implements a schema version: "
+                         f"engine/runtimes.py)")
     return opset
 
 

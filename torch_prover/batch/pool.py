@@ -24,6 +24,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from enum import StrEnum
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -66,14 +67,26 @@ class BatchResult:
 FAILED_CASE_FORMAT = 1
 
 
-def error_record(case: Case, message: str) -> dict[str, Any]:
+class Failure(StrEnum):
+    """Why a case produced no proof: a failed-case record's ``failure`` (never its text)."""
+
+    CASE = "case error"          # the case itself: its export, the checker, its inputs
+    CRASH = "worker died"        # the worker process died (killed, out of memory)
+    TIMEOUT = "timed out"        # past the per-case timeout, twice
+    EVIDENCE = "evidence not written"
+    BUG = "internal error"       # an exception of ours
+    NO_TAGS = "no tags"          # the tag source lacks the op
+
+
+def error_record(case: Case, message: str, failure: Failure = Failure.BUG) -> dict[str, Any]:
     """A case that produced no proof (``status`` ``error``, or ``no-tags`` when the tag
-    source lacks its op): its own shape (``schemas/failed-case.json``), not a proof record's."""
+    source lacks its op): its own shape (``schemas/failed-case.json``), not a proof record's;
+    ``failure`` says which kind of failure, as data."""
     return {"kind": DocKind.FAILED_CASE, "format": FAILED_CASE_FORMAT,
             "op": case.op, "domain": case.domain, "case": case.name,
             "case_kind": case.kind, "exporter": case.exporter, "opset": case.export_opset,
-            "status": "error", "error": message, "parameters": [], **(
-                {"variant_of": case.variant_of} if case.variant_of else {})}
+            "status": "error", "error": message, "failure": failure.value, "parameters": [],
+            **({"variant_of": case.variant_of} if case.variant_of else {})}
 
 
 # ----------------------------------------------------------------------------- cache
@@ -224,15 +237,17 @@ def prove_one(case: Case, opts: BatchOptions) -> tuple[dict[str, Any], dict[str,
             files = evidence_digests(write_proof(opts.out, proof))
         return proof.record(), files
     except OutputError as exc:
-        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}"), None
+        return error_record(case, f"{case.op}/{case.name}: evidence not written: {exc}",
+                            Failure.EVIDENCE), None
     except OSError as exc:   # a full or failing disk: this case fails, the batch goes on
         return error_record(case, f"{case.op}/{case.name}: evidence not written: "
                                   f"{exc.strerror or type(exc).__name__}"
-                                  + (f" ({exc.filename})" if exc.filename else "")), None
+                                  + (f" ({exc.filename})" if exc.filename else ""),
+                            Failure.EVIDENCE), None
     except CaseError as exc:
-        return {**error_record(case, str(exc)), SETTLED: True}, None
+        return {**error_record(case, str(exc), Failure.CASE), SETTLED: True}, None
     except UnknownOpError as exc:  # --tags-from a docs file that lacks the op: report, not guess
-        return {**error_record(case, str(exc)), "status": "no-tags"}, None
+        return {**error_record(case, str(exc), Failure.NO_TAGS), "status": "no-tags"}, None
     except Exception as exc:  # a crash in one case never stops the batch
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return error_record(case, f"{case.op}/{case.name}: {type(exc).__name__}: "
@@ -298,6 +313,16 @@ class _Slot:
     index: int | None = None
     started: float = 0.0
     proved: int = 0
+
+
+RETRIES = 1
+"""A case whose worker dies (the out-of-memory killer) or passes the timeout is tried once
+more in a fresh worker; failing again, it is that case's error (``Failure.CRASH`` or
+``TIMEOUT``), which fails the run: never a version "no route reaches"."""
+
+
+def _tries(retried: int) -> str:
+    return f" (tried {retried + 1} times)" if retried else ""
 
 
 CASES_PER_WORKER = 40
@@ -403,6 +428,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
         for _ in range(max(1, min(opts.jobs, len(todo)))):
             slots.append(spawn())
         queue = list(range(len(todo)))
+        tried = [0] * len(todo)   # retries spent per case (a crash or a timeout)
         while queue or any(sl.index is not None for sl in slots):
             for sl in slots:
                 if sl.index is None and queue:
@@ -425,18 +451,26 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                     except (EOFError, OSError, ValueError):
                         sl.proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
-                                                 f"(exit code {sl.proc.exitcode}) before reporting")
+                                                 f"(exit code {sl.proc.exitcode}) before "
+                                                 f"reporting{_tries(tried[sl.index])}",
+                                           Failure.CRASH)
                         replace = True
                 elif now - sl.started > opts.timeout:
                     rec = error_record(case, f"{case.op}/{case.name}: timed out after "
-                                             f"{opts.timeout:g} s")
+                                             f"{opts.timeout:g} s{_tries(tried[sl.index])}",
+                                       Failure.TIMEOUT)
                     replace = True
                 if rec is None:
                     continue
+                index = sl.index
                 sl.index, sl.proved = None, sl.proved + 1
                 if replace:
                     retire(sl, kill=True)
                     slots[k] = spawn()
+                    if tried[index] < RETRIES:   # a dead or hung worker: once more, fresh
+                        tried[index] += 1
+                        queue.insert(0, index)
+                        continue
                 elif sl.proved >= CASES_PER_WORKER and queue:   # a fresh heap (see above)
                     sl.conn.send(None)
                     retire(sl, kill=False)

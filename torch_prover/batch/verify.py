@@ -296,7 +296,8 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
         vs = rep["versions"]["summary"]
         rep.update(head(DocKind.BATCH_REPORT, exit_code(rep), (
             f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
-            f"unwaived), {len(vs['failed_variants'])} variants that failed a check")))
+            f"unwaived), {len(vs['failed_variants'])} failed variants "
+            f"({vs['undeclared_failures']} not declared by their cases)")))
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),
@@ -308,7 +309,7 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
 def _versions_section(records: list[dict], variants: list[dict], case_less: Sequence[dict],
                       selection: Any, waived: dict, tags: Any) -> dict[str, Any]:
     from ..cases import all_cases
-    from .version_table import failed_variants, table
+    from .version_table import table
     from .versions import plan
     from .waivers import waiver_key
     ran = {r["op"] for r in records} | {c["op"] for c in case_less}
@@ -317,10 +318,42 @@ def _versions_section(records: list[dict], variants: list[dict], case_less: Sequ
     gaps = [p for p in planned if p.gap is not None]
     targets = {p.case.name: p.version.version for p in planned if p.case}
     section = table(records + variants, gaps, selection, ran, tags,
-                    is_waived=lambda r, p: waiver_key(r, p) in waived, targets=targets)
-    section["summary"]["failed_variants"] = failed_variants(variants)
+                    is_waived=lambda r, p: waiver_key(r, p) in waived, targets=targets,
+                    declarations=_declarations(cases, records, tags),
+                    case_less={c["op"] for c in case_less})
     section["cases"] = variants
     return section
+
+
+def _declarations(cases: Sequence[Case], records: Sequence[dict], tags: Any):
+    """What the catalogue declares of each case, for the versions table: the versions its
+    variants fail at (``fails_at``), the parameters (io, name) it does not exercise
+    (``unexercised``, keyed by index at its own opset), and those its own proof exercised."""
+    from ..engine.prove import default_tags
+    from ..tags.schema import UnknownOpError
+    from .version_table import Declarations
+    tags = tags or default_tags
+    unexercised, exercised = {}, {}
+    own = {r.get("case"): r for r in records}
+    for c in cases:
+        try:
+            t = tags(c.op, c.export_opset, c.domain)
+        except UnknownOpError:
+            continue
+        names = set()
+        for key in c.unexercised:
+            io, _, i = key.partition(" ")
+            f = t.formal(io, int(i))
+            if f is not None:
+                names.add((io, f.name))
+        unexercised[c.name] = frozenset(names)
+        rec = own.get(c.name)
+        if rec is not None and rec.get("parameters"):
+            exercised[c.name] = frozenset(
+                (p["io"], p["name"]) for p in rec["parameters"]
+                if p.get("evidence") != "absent" and (p["io"], p["name"]) not in names)
+    return Declarations({c.name: dict(c.fails_at) for c in cases if c.fails_at},
+                        unexercised, exercised)
 
 
 def verify_all(request: Request) -> Outcome:

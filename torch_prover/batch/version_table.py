@@ -5,21 +5,34 @@ decided by what its proofs *support* (the cases' own verdicts are against the sa
 so one rule serves the case records and the variants alike):
 
 - proofs: every record whose schema version is this one (a case at its own opset, or a
-  variant ``<case>@<opset>``); cases supporting different tags leave the cell
-  inconclusive (``cases conflict``), never picked;
-- equivalence (versions in force only below opset 7, which no runtime executes): a
-  parameter with the same io, position, name and types (a subset of them) as in the
-  version in force at opset 7 takes that version's support, and the cell says so
-  (``rule: same parameter as Add-7``, ``basis: Add-7``) -- data, not a silent copy;
-- by type: a parameter whose allowed types carry no gradient, case or not;
-- otherwise the cell is absent and the version says why (``reason``), typed.
+  variant ``<case>@<opset>``) that exercised the parameter -- a case declaring it
+  ``unexercised`` (Resize's coordinate modes that ignore ``roi``) is no evidence about
+  it; cases supporting different tags leave the cell inconclusive (``cases conflict``),
+  never picked;
+- a failed variant (``batch/failures.py``) proves nothing, and a parameter it would have
+  exercised that no other proof decides is inconclusive and names the failure (rule
+  ``variant failed``); an undeclared failure makes its version ``failed``, not proved;
+- equivalence (versions in force only below opset 7, which no runtime runs): a parameter
+  with the same io, position, name and types (a subset of them) as in the version in
+  force at opset 7 takes that version's support, and the cell says so (``rule: same
+  parameter as Add-7``, ``basis: Add-7``) -- only from a proved version, and a version
+  with no such cell is not decided by it;
+- by type: a parameter the schema's types decide (``engine/by_type.py``), case or not;
+- then the cross-version self-check (``batch/version_checks.py``): the same parameter
+  decided two ways in two versions leaves both cells inconclusive.
+
+Otherwise the cell is absent and the version says why (``reason``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..engine.by_type import type_reason
 from ..tags.schema import Formal, SchemaTags, UnknownOpError, schema_tags
 from ..vocab import Tag, Verdict
+from . import version_checks
+from .failures import FailedVariant, failed_variants as find_failed, failure_of
 from .versions import (MIN_RUNTIME_OPSET, Band, Planned, SchemaVersion, Selection,
                        schema_versions, version_at)
 
@@ -27,8 +40,23 @@ VERDICTS = ("agree", "disagree", "proposed", "inconclusive")
 DECIDED = ("agree", "disagree", "proposed")
 
 # how a version is decided (the column header of the closing counts)
-PROVED, EQUIVALENCE, BY_TYPE, EXPLAINED, NO_TAGS = (
-    "proved", "equivalence", "by type", "explained", "no tags")
+PROVED, FAILED, EQUIVALENCE, BY_TYPE, EXPLAINED, NO_TAGS = (
+    "proved", "failed", "equivalence", "by type", "explained", "no tags")
+DECIDED_BY = (PROVED, FAILED, EQUIVALENCE, BY_TYPE, EXPLAINED, NO_TAGS)
+VARIANT_FAILED = "variant failed"
+"""The rule of a cell left inconclusive because the variant that exercised it failed."""
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What the catalogue declares about its cases, by case name (the base case of a
+    variant): ``fails_at`` (version -> why its variant fails there), ``unexercised`` (the
+    (io, name) parameters it does not exercise) and ``exercised`` (those its own proof
+    exercised: what a failed variant of it would have)."""
+
+    fails_at: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    unexercised: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    exercised: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
 def judge(tag: str, supports: str) -> str:
@@ -43,6 +71,10 @@ def _tags_at(tags: Callable[..., SchemaTags], v: SchemaVersion) -> SchemaTags | 
         return tags(v.op, v.first, "")
     except UnknownOpError:
         return None
+
+
+def _base(r: Mapping[str, Any]) -> str:
+    return str(r.get("variant_of") or r.get("case"))
 
 
 def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
@@ -70,8 +102,10 @@ def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
             "failing": any(fails(r, p) for r, p in hits)}
 
 
-def _by_type_cell(f: Formal) -> dict[str, Any] | None:
-    if not f.non_differentiable_by_type:
+def _by_type_cell(t: SchemaTags, f: Formal, case_less: bool) -> dict[str, Any] | None:
+    """The cell the schema's types decide (``engine.by_type``: the op-level rules too, so the
+    table holds every by-type decision the ``ops`` section makes)."""
+    if type_reason(t, f, outputs_from_inputs=case_less) is None:
         return None
     supports = Tag.NONDIFF.value
     return {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
@@ -91,7 +125,8 @@ def _equivalent_cell(f: Formal, basis: SchemaTags, cells: dict[tuple[str, int], 
                      label: str) -> dict[str, Any] | None:
     g = basis.formal(f.io, f.position)
     theirs = cells.get((f.io, f.position))
-    if g is None or theirs is None or not _same_parameter(f, g) or not theirs.get("supports"):
+    if g is None or theirs is None or not _same_parameter(f, g) or not theirs.get("supports") \
+            or theirs["rule"] == "by type":
         return None
     return {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
             "verdict": judge(f.tag, theirs["supports"]), "supports": theirs["supports"],
@@ -103,6 +138,48 @@ def _formals(t: SchemaTags) -> tuple[Formal, ...]:
     return t.inputs + t.outputs
 
 
+def _proof_cells(t: SchemaTags, recs: Sequence[dict[str, Any]],
+                 fails: Callable[[dict, dict], bool], unexercised: Callable[[dict, dict], bool]
+                 ) -> dict[tuple[str, int], dict]:
+    hits: dict[tuple[str, int], list] = {}
+    for r in recs:
+        for p in r.get("parameters", []):
+            f = t.formal(p["io"], p["index"])
+            if f is not None and (p.get("rule") == "by type" or not unexercised(r, p)):
+                hits.setdefault((f.io, f.position), []).append((r, p))
+    cells = {}
+    for f in _formals(t):
+        cell = _cell_from_proofs(f, hits.get((f.io, f.position), ()), fails)
+        if cell is not None:
+            cells[(f.io, f.position)] = cell
+    return cells
+
+
+def _failed_cells(t: SchemaTags, cells: dict[tuple[str, int], dict],
+                  failed: Sequence[FailedVariant], decl: Declarations,
+                  bases: Mapping[str, str]) -> None:
+    """In place: a parameter no proof decides, that a failed variant would have exercised,
+    is inconclusive naming the failure, never decided by the variants that ignore it."""
+    for f in _formals(t):
+        key = (f.io, f.position)
+        if cells.get(key, {}).get("supports"):
+            continue
+        would = []
+        for fv in failed:
+            base = bases.get(fv.case, fv.case)
+            if (f.io, f.name) in decl.unexercised.get(base, frozenset()):
+                continue
+            exercised = decl.exercised.get(base)
+            if exercised is None or (f.io, f.name) in exercised:
+                would.append(fv)
+        if would:
+            cells[key] = {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
+                          "verdict": "inconclusive", "supports": None, "rule": VARIANT_FAILED,
+                          "cases": sorted(fv.case for fv in would), "failing": False,
+                          "reason": "the variant that exercises it failed: "
+                                    + "; ".join(fv.line() for fv in would)}
+
+
 def _records_by_version(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], list[dict]]:
     out: dict[tuple[str, int], list[dict]] = {}
     for r in records:
@@ -111,126 +188,190 @@ def _records_by_version(records: Iterable[dict[str, Any]]) -> dict[tuple[str, in
     return out
 
 
-def _proof_cells(t: SchemaTags, recs: Sequence[dict[str, Any]],
-                 fails: Callable[[dict, dict], bool]) -> dict[tuple[str, int], dict]:
-    hits: dict[tuple[str, int], list] = {}
-    for r in recs:
-        for p in r.get("parameters", []):
-            f = t.formal(p["io"], p["index"])
-            if f is not None:
-                hits.setdefault((f.io, f.position), []).append((r, p))
-    cells = {}
-    for f in _formals(t):
-        cell = _cell_from_proofs(f, hits.get((f.io, f.position), ()), fails) or _by_type_cell(f)
-        if cell is not None:
-            cells[(f.io, f.position)] = cell
-    return cells
-
-
-def unrunnable(r: dict[str, Any]) -> bool:
-    """A proof whose exported model no runtime runs (onnxruntime has no kernel for that
-    version, and onnx.reference none either): its node cannot be measured, so its version
-    is explained, not failed."""
-    return isinstance(r.get("numeric"), dict) and r["numeric"].get("runtime") is None
-
-
-def _why_unproved(v: SchemaVersion, recs: Sequence[dict], gaps: Sequence[Planned]) -> str:
-    idle = [r for r in recs if unrunnable(r)]
-    if idle:
-        return "; ".join(f"{r['case']}: no runtime runs {v.label()} "
-                         f"({(r['numeric'].get('why') or '')[:160]})" for r in idle[:2])
-    errors = [r for r in recs if r.get("status") in ("error", "no-tags", "invalid")]
-    if errors:
-        return "; ".join(f"{r['case']}: {r.get('error') or r.get('invalid')}"
-                         for r in errors[:2])
+def _why_unproved(v: SchemaVersion, failed: Sequence[FailedVariant],
+                  gaps: Sequence[Planned]) -> str:
+    if failed:
+        return "; ".join(fv.line() for fv in failed[:3]) + (
+            f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
     mine = [g for g in gaps if g.version == v]
     if mine:
         return "; ".join(f"{g.base.name}: {g.gap.value}" for g in mine[:2])
     return "no case of this op"
 
 
+def _version_of(r: Mapping[str, Any], targets: Mapping[str, int]) -> int | None:
+    """The schema version a record stands for: its own, else the one its variant was made
+    for, else the one in force at its opset."""
+    if isinstance(r.get("schema_version"), int):
+        return r["schema_version"]
+    if r.get("case") in targets:
+        return targets[r["case"]]
+    opset = r.get("opset")
+    v = version_at(str(r.get("op")), opset) if isinstance(opset, int) else None
+    return v.version if v else None
+
+
 def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection: Selection,
           ops: Iterable[str], tags: Callable[..., SchemaTags] | None = None,
           is_waived: Callable[[dict, dict], bool] | None = None,
-          targets: dict[str, int] | None = None) -> dict[str, Any]:
+          targets: dict[str, int] | None = None, declarations: Declarations | None = None,
+          case_less: Iterable[str] = ()) -> dict[str, Any]:
     """The ``versions`` section of a report: per op, per selected schema version, its cells
-    and how it was decided; and the counts by band. ``records``: every proof record of the
-    run (cases at their own opsets and variants); ``ops``: the ops run (with cases or decided
-    by type); ``targets``: variant case -> the schema version it was made to prove (an error
-    record has none of its own); ``is_waived``: a disagreement a waiver covers."""
+    and how it was decided; the failed variants; the counts by band. ``records``: every
+    record of the run (cases at their own opsets and variants); ``ops``: the ops run (with
+    cases or decided by type; ``case_less``: those without a case); ``targets``: variant
+    case -> the schema version it was made to prove; ``is_waived``: a disagreement a waiver
+    covers; ``declarations``: the catalogue's (``Declarations``)."""
     from .summary import fails as param_fails
     tags = tags or schema_tags
     waived = is_waived or (lambda r, p: False)
+    decl = declarations or Declarations()
+    targets = targets or {}
+    case_less = set(case_less)
+    bases = {str(r.get("case")): _base(r) for r in records}
+
+    def declared_at(r: Mapping[str, Any], version: int | None) -> str | None:
+        return decl.fails_at.get(_base(r), {}).get(version) if version else None
+
+    failed = find_failed(records, lambda r: _version_of(r, targets), declared_at)
+    failed_by_version: dict[tuple[str, int | None], list[FailedVariant]] = {}
+    for fv in failed:
+        failed_by_version.setdefault((fv.op, fv.version), []).append(fv)
 
     def fails(r: dict, p: dict) -> bool:
-        return (param_fails(p) and not unrunnable(r)
+        return (param_fails(p) and failure_of(r) is None
                 and not (p["verdict"] == "disagree" and waived(r, p)))
+
+    def unexercised(r: dict, p: dict) -> bool:
+        return (p["io"], p["name"]) in decl.unexercised.get(_base(r), frozenset())
+
     by_version = _records_by_version(records)
-    errors: dict[tuple[str, int], list] = {}
-    for r in records:
-        if not isinstance(r.get("schema_version"), int) and r.get("case") in (targets or {}):
-            errors.setdefault((r["op"], targets[r["case"]]), []).append(r)
     out_ops = []
+    flagged = 0
     for op in sorted(set(ops)):
         versions = [v for v in schema_versions(op)
                     if selection.wants(v) or by_version.get((op, v.version))]
         if not versions:
             continue
-        decided_cells: dict[int, dict[tuple[str, int], dict]] = {}
-        rows = []
-        # versions at or above opset 7 first: the old ones lean on the one in force at 7
-        for v in sorted(versions, key=lambda v: v.band is Band.BELOW_RUNTIME):
+        rows: dict[int, dict[str, Any]] = {}
+        cells_of: dict[int, dict[tuple[str, int], dict]] = {}
+        tags_of: dict[int, SchemaTags] = {}
+        for v in versions:
             t = _tags_at(tags, v)
             entry: dict[str, Any] = {"version": v.version, "in_force": [v.first, v.last],
                                      "band": v.band.value}
+            rows[v.version] = entry
             if t is None:
-                rows.append({**entry, "decided_by": NO_TAGS, "cells": [],
-                             "reason": "the tag source has no schema for this version"})
+                entry.update({"decided_by": NO_TAGS, "cells": [],
+                              "reason": "the tag source has no schema for this version"})
                 continue
+            tags_of[v.version] = t
+            if v.band is Band.BELOW_RUNTIME:
+                continue   # after every version it may lean on
+            here = failed_by_version.get((op, v.version), [])
             recs = [r for r in by_version.get((op, v.version), ()) if r.get("parameters")]
-            cells: dict[tuple[str, int], dict] = {}
-            decided_by, basis = EXPLAINED, None
-            if recs:
-                cells = _proof_cells(t, recs, fails)
-                decided_by = PROVED if any(
-                    r.get("status") != "invalid" and not unrunnable(r) for r in recs) or any(
-                    c.get("supports") and c["rule"] != "by type" and c.get("cases")
-                    for c in cells.values()) else EXPLAINED
-            elif v.band is Band.BELOW_RUNTIME:
-                w = version_at(op, MIN_RUNTIME_OPSET)
-                base = decided_cells.get(w.version) if w else None
-                tw = _tags_at(tags, w) if w else None
-                if base is not None and tw is not None:
-                    basis = w.label()
-                    for f in _formals(t):
-                        cell = _equivalent_cell(f, tw, base, basis) or _by_type_cell(f)
-                        if cell is not None:
-                            cells[(f.io, f.position)] = cell
-                    decided_by = EQUIVALENCE
-            if not cells:
-                cells = {(f.io, f.position): c for f in _formals(t)
-                         if (c := _by_type_cell(f)) is not None}
-                if cells and decided_by == EXPLAINED:
-                    decided_by = BY_TYPE
-            decided_cells[v.version] = cells
-            entry.update({"decided_by": decided_by, "cells": [
-                cells[(f.io, f.position)] for f in _formals(t) if (f.io, f.position) in cells]})
-            undecided = [f"{f.io} {f.position} ({f.name})" for f in _formals(t)
-                         if (f.io, f.position) not in cells]
+            proofs = [r for r in recs if failure_of(r) is None]
+            cells = _proof_cells(t, recs, fails, unexercised)
+            _failed_cells(t, cells, here, decl, bases)
+            for f in _formals(t):
+                if (f.io, f.position) not in cells and (
+                        c := _by_type_cell(t, f, op in case_less)) is not None:
+                    cells[(f.io, f.position)] = c
+            cells_of[v.version] = cells
+            undeclared = [fv for fv in here if not fv.declared]
+            if undeclared:
+                decided_by = FAILED
+            elif proofs:
+                decided_by = PROVED
+            elif cells and not here and all(c["rule"] == "by type" for c in cells.values()):
+                decided_by = BY_TYPE
+            else:
+                decided_by = EXPLAINED
+            entry["decided_by"] = decided_by
+            if decided_by != PROVED:
+                entry["reason"] = ("not proved: " if decided_by == FAILED else "") + \
+                    _why_unproved(v, here, gaps)
+        flagged += version_checks.flag(op, cells_of)
+        for v in versions:   # below opset 7: by equivalence with the version at opset 7
+            entry, t = rows[v.version], tags_of.get(v.version)
+            if t is None or v.band is not Band.BELOW_RUNTIME:
+                continue
+            cells, basis = _equivalence(op, v, t, tags, rows, cells_of, case_less)
+            cells_of[v.version] = cells
+            entry["decided_by"] = EQUIVALENCE if basis else (
+                BY_TYPE if cells else EXPLAINED)
             if basis:
                 entry["basis"] = basis
-            if decided_by != PROVED:
-                entry["reason"] = (
-                    f"decided by equivalence with {basis} (same parameters; below opset "
-                    f"{MIN_RUNTIME_OPSET} no runtime runs it)" if decided_by == EQUIVALENCE
-                    else _why_unproved(v, errors.get((op, v.version), [])
-                                       + by_version.get((op, v.version), []), gaps))
+                entry["reason"] = (f"decided by equivalence with {basis} (same parameters; "
+                                   f"below opset {MIN_RUNTIME_OPSET} no runtime runs it)")
+            else:
+                entry["reason"] = _no_equivalence(op, v, rows, gaps)
+        for v in versions:
+            entry, t = rows[v.version], tags_of.get(v.version)
+            if t is None:
+                continue
+            cells = cells_of[v.version]
+            entry["cells"] = [cells[(f.io, f.position)] for f in _formals(t)
+                              if (f.io, f.position) in cells]
+            undecided = [f"{f.io} {f.position} ({f.name})" for f in _formals(t)
+                         if (f.io, f.position) not in cells]
             if undecided:
                 entry["undecided"] = undecided
-            rows.append(entry)
-        rows.sort(key=lambda e: e["version"])
-        out_ops.append({"op": op, "versions": rows})
-    return {"selection": selection.text(), "summary": _summary(out_ops), "ops": out_ops}
+            rows[v.version] = {k: entry[k] for k in (
+                "version", "in_force", "band", "decided_by", "cells", "basis", "reason",
+                "undecided") if k in entry}
+        out_ops.append({"op": op, "versions": [rows[v.version] for v in versions]})
+    summary = _summary(out_ops)
+    summary["failed_variants"] = [fv.as_json() for fv in failed]
+    summary["undeclared_failures"] = sum(not fv.declared for fv in failed)
+    summary["versions_disagree"] = flagged
+    summary["stale_declarations"] = [
+        f"{r['case']}: {r['op']}-{r['schema_version']}" for r in records
+        if r.get("variant_of") and failure_of(r) is None
+        and declared_at(r, r.get("schema_version"))]
+    return {"selection": selection.text(), "summary": summary, "ops": out_ops}
+
+
+def _equivalence(op: str, v: SchemaVersion, t: SchemaTags, tags: Callable[..., SchemaTags],
+                 rows: dict[int, dict], cells_of: dict[int, dict], case_less: set[str]
+                 ) -> tuple[dict[tuple[str, int], dict], str | None]:
+    """The cells of a version in force below opset 7 (by equivalence with the proved version
+    at opset 7, then by type), and the basis' label (None: no cell came from it)."""
+    w = version_at(op, MIN_RUNTIME_OPSET)
+    base = cells_of.get(w.version) if w and rows.get(w.version, {}).get(
+        "decided_by") == PROVED else None
+    tw = _tags_at(tags, w) if w else None
+    cells: dict[tuple[str, int], dict] = {}
+    label = w.label() if w else None
+    if base is not None and tw is not None:
+        for f in _formals(t):
+            cell = _equivalent_cell(f, tw, base, label)
+            if cell is not None:
+                cells[(f.io, f.position)] = cell
+    basis = label if cells else None
+    for f in _formals(t):
+        if (f.io, f.position) not in cells and (
+                c := _by_type_cell(t, f, op in case_less)) is not None:
+            cells[(f.io, f.position)] = c
+    return cells, basis
+
+
+def _no_equivalence(op: str, v: SchemaVersion, rows: dict[int, dict],
+                    gaps: Sequence[Planned]) -> str:
+    """Why a version below opset 7 is not decided by equivalence (an equivalence with no
+    cell is no decision)."""
+    w = version_at(op, MIN_RUNTIME_OPSET)
+    if w is None:
+        return f"in force only below opset {MIN_RUNTIME_OPSET}, and no version at opset " \
+               f"{MIN_RUNTIME_OPSET} to be equivalent to"
+    at7 = rows.get(w.version)
+    if at7 is None or at7.get("decided_by") != PROVED:
+        why = (at7 or {}).get("reason") or "not in this run"
+        return (f"no equivalence: {w.label()}, the version in force at opset "
+                f"{MIN_RUNTIME_OPSET}, is {(at7 or {}).get('decided_by', 'not run')} "
+                f"({why})")
+    return (f"no equivalence: no parameter is the same as a decided one of {w.label()} "
+            f"(the version in force at opset {MIN_RUNTIME_OPSET})")
 
 
 def _summary(ops: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -238,8 +379,7 @@ def _summary(ops: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for o in ops:
         for e in o["versions"]:
             b = bands.setdefault(e["band"], {
-                "versions": 0, **{k: 0 for k in (PROVED, EQUIVALENCE, BY_TYPE, EXPLAINED,
-                                                 NO_TAGS)},
+                "versions": 0, **{k: 0 for k in DECIDED_BY},
                 "parameters": {v: 0 for v in VERDICTS}, "undecided_parameters": 0})
             b["versions"] += 1
             b[e["decided_by"]] += 1
@@ -251,16 +391,45 @@ def _summary(ops: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "failing": sum(c["failing"] for o in ops for e in o["versions"] for c in e["cells"])}
 
 
-def failed_variants(variants: Sequence[dict[str, Any]]) -> list[str]:
-    """Variants whose proof failed a check or whose attribution is ambiguous, as a default
-    run counts a failed or invalid case: the catalogue owes them a declaration (the case's
-    ``opsets``) or a fix; an export no route reaches is an explained version, not this."""
-    return [f"{r['case']}: {r['status']}" for r in variants
-            if r.get("status") in ("failed", "invalid") and not unrunnable(r)]
-
-
 def failing_cells(section: dict[str, Any]) -> list[tuple[str, int, dict]]:
     """(op, version, cell) of every cell that fails the run (an undeclared disagreement,
-    cases in conflict, a failed check): what the exit code counts."""
+    cases in conflict, versions that disagree, a failed check): what the exit code counts."""
     return [(o["op"], e["version"], c) for o in section["ops"] for e in o["versions"]
             for c in e["cells"] if c["failing"]]
+
+
+def settled_cells(section: Any) -> dict[tuple[str, int, str, str], str] | None:
+    """(op, version, io, parameter name) -> the supported tag of every decided cell of a
+    report's versions section (None: the report has none): what ``fix-tags`` may act on.
+    An inconclusive cell -- a failed variant, versions that disagree, cases in conflict --
+    is not in it."""
+    if not isinstance(section, dict) or not isinstance(section.get("ops"), list):
+        return None
+    out = {}
+    for o in section["ops"]:
+        for e in (o.get("versions") or []) if isinstance(o, dict) else []:
+            for c in (e.get("cells") or []) if isinstance(e, dict) else []:
+                if isinstance(c, dict) and c.get("verdict") in DECIDED and c.get("supports"):
+                    out[(o.get("op"), e.get("version"), c.get("io"), c.get("name"))] = \
+                        c["supports"]
+    return out
+
+
+def settled_only(records: list[dict[str, Any]], section: Any) -> list[dict[str, Any]]:
+    """``records`` with every parameter whose cell in ``section`` (a report's versions
+    section) is not decided, or is decided for another tag, left out; all of them when the
+    report has no versions section."""
+    settled = settled_cells(section)
+    if settled is None:
+        return records
+    out = []
+    for r in records:
+        params = r.get("parameters")
+        if not isinstance(params, list):
+            out.append(r)
+            continue
+        keep = [p for p in params if isinstance(p, dict) and settled.get(
+            (r.get("op"), r.get("schema_version"), p.get("io"), p.get("name")))
+            == p.get("supports")]
+        out.append({**r, "parameters": keep})
+    return out

@@ -30,7 +30,8 @@ def less_or_equal(a, b):
 
 
 CASES = [
-    Case("Equal", "equal_float", equal, (Float(3, 4), Float(3, 4)), ("a", "b")),
+    Case("Equal", "equal_float", equal, (Float(3, 4), Float(3, 4)), ("a", "b"),
+         fails_at={7: "Equal-7 takes bool, int32 and int64 only: floats from Equal-11"}),
     Case("Equal", "equal_int64", equal, (Int(3, 4, high=3), Int(3, 4, high=3)), ("a", "b"),
          notes="small integer range so some elements compare equal."),
     Case("Greater", "greater_float", greater, (Float(3, 4), Float(3, 4)), ("a", "b")),

@@ -99,6 +99,7 @@ CASES = [
                "input is computed from a float graph input that gets no gradient"),
     Case("Slice", "slice_start_end", slice_start_end, (Float(2, 4, 3),), ("x",)),
     Case("Slice", "slice_step2", slice_step2, (Float(2, 3, 5),), ("x",),
+         fails_at={1: "Slice-1 has no steps (from Slice-10): this case slices with step 2"},
          notes="starts, ends, axes and steps are all given (steps = 2)"),
     Case("Pad", "pad_constant", pad_constant, (Float(2, 3, 4),), ("x",),
          expect={"input 2": Expect("disagree", _PAD_VALUE)},
@@ -109,6 +110,8 @@ CASES = [
          unexercised={"input 3": _PAD_AXES}),
     Case("Pad", "pad_wrap", pad_wrap, (Float(2, 3, 4),), ("x",),
          unexercised={"input 3": _PAD_AXES},
+         fails_at={v: f"mode wrap exists from Pad-19: Pad-{v} defines constant, reflect "
+                      f"and edge only" for v in (2, 11, 13, 18)},
          notes="mode='circular' exports Pad mode 'wrap' (opset 19+)"),
     Case("Trilu", "trilu_upper_k1", trilu_upper_k1, (Float(3, 4),), ("x",)),
     Case("Trilu", "trilu_lower", trilu_lower, (Float(2, 3, 4),), ("x",)),

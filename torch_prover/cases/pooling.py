@@ -139,6 +139,8 @@ def maxunpool_output_shape(x, indices):
 
 _LP32 = ("opset 21, float32: onnxruntime implements only GlobalLpPool-2 (opsets 2-21; -22 only "
          "adds bfloat16) and only for float32; the onnx reference evaluator has no GlobalLpPool")
+_NO_LP22 = ("no runtime implements GlobalLpPool-22: onnxruntime has no kernel for it, "
+            "onnx.reference no GlobalLpPool")
 
 # RoiAlign and MaxRoiPool: torchvision.ops (roi_align, roi_pool) is their PyTorch home, and
 # torchvision is not installable here; these references follow the ONNX spec and the onnx
@@ -257,9 +259,13 @@ CASES = [
          unexercised={"output 1": "F.max_pool2d(return_indices=True) exports two MaxPool "
                                   "nodes; see maxpool_indices (reference)"}),
     Case("MaxPool", "maxpool_dilated_pad", maxpool_dilated_pad, (Float(1, 2, 4, 4),), ("x",),
-         unexercised={"output 1": "see maxpool_indices"}),
+         unexercised={"output 1": "see maxpool_indices"},
+         fails_at={v: f"MaxPool-{v} has no dilations (from MaxPool-10): this case's pool "
+                      f"is dilated" for v in (1, 8)}),
     Case("MaxPool", "maxpool_indices", maxpool_indices, (Float(2, 2, 4, 4),), ("x",),
          kind="reference", translation=max_pool_indices.translation,
+         fails_at={1: "MaxPool-1 has no Indices output (from MaxPool-8): this case computes "
+                      "them"},
          notes="reference: the natural export of return_indices=True has two MaxPool nodes"),
     Case("GlobalAveragePool", "globalaveragepool_adaptive", globalaveragepool,
          (Float(1, 3, 3, 3),), ("x",), exporter="torchscript",
@@ -273,10 +279,11 @@ CASES = [
          kind="reference", translation=global_max_pool.translation),
     Case("GlobalLpPool", "globallppool_p2", globallppool_p2, (Float(2, 3, 3, 3),), ("x",),
          kind="reference", translation=global_lp_pool.translation, float_dtype=torch.float32,
-         opset=21, notes=_LP32),
+         opset=21, fails_at={22: _NO_LP22}, notes=_LP32),
     Case("GlobalLpPool", "globallppool_p3", globallppool_p3,
          (Float(1, 2, 3, 3, low=0.2, high=2.0),), ("x",), kind="reference",
          translation=global_lp_pool.translation, float_dtype=torch.float32, opset=21,
+         fails_at={22: _NO_LP22},
          notes=_LP32 + "; positive inputs: |x|^3 is smooth there, away from the kink at 0"),
     Case("MaxUnpool", "maxunpool_2d", maxunpool_2d,
          (Float(2, 2, 2, 2), _window_argmax(2, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
@@ -295,6 +302,8 @@ CASES = [
          (Float(1, 2, 6, 6), _rois_with_batch([0, 0, 0], 6, 6, 0.5)), ("x", "rois"),
          kind="reference", translation=max_roi_pool.translation, opset=21,
          float_dtype=torch.float32,
+         fails_at={22: "no runtime implements MaxRoiPool-22: onnxruntime has no kernel for "
+                       "it, onnx.reference no MaxRoiPool"},
          notes="reference: torchvision.ops.roi_pool is not installable here. Opset 21, "
                "float32: onnxruntime implements only MaxRoiPool-1 (-22 only adds bfloat16), "
                "for float32; the onnx reference evaluator has no MaxRoiPool. One image, all "

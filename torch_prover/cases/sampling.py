@@ -134,21 +134,28 @@ CASES = [
                                    "are int64, non-differentiable by type), so the math "
                                    "decides: the Resize node's finite differences in scales are "
                                    "nonzero at a fixed output size; tagged non-differentiable")},
-         unexercised={"input 1": _ROI}),
+         unexercised={"input 1": _ROI},
+         fails_at={10: "Resize-10's linear mode samples at x / scale (asymmetric), "
+                       "F.interpolate(bilinear, align_corners=False) at (x + 0.5) / scale - 0.5 "
+                       "(half_pixel, from Resize-11): another function"}),
     Case("Resize", "resize_bicubic_size", resize_bicubic_size, (Float(1, 1, 3, 4),), ("x",),
-         unexercised={"input 1": _ROI}),
+         unexercised={"input 1": _ROI},
+         fails_at={10: "Resize-10 has neither sizes nor the cubic mode (both from Resize-11)"}),
     Case("Resize", "resize_nearest_size", resize_nearest_size, (Float(1, 1, 2, 3),), ("x",),
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_crop_roi", resize_crop_roi,
          (Float(1, 2, 4, 4), Fixed([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
          translation=resize_crop.translation,
          expect={"input 1": Expect("disagree", _ROI_MOVES)},
+         fails_at={10: "Resize-10 has no roi, sizes or tf_crop_and_resize (from Resize-11)"},
          notes="reference: F.interpolate has no tf_crop_and_resize mode. roi (axes 2, 3) is "
                "chosen so that every sample position (0.3, 1.35, 2.4 and 0.6, 1.65, 2.7 on a "
                "4-pixel axis) lies strictly between pixels and inside the image: no kink "
                "near the point; sizes [3, 3] keep the output shape fixed while roi moves"),
     Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
+         fails_at={10: "Upsample-10 is deprecated (Resize replaces it): onnx.checker refuses "
+                       "every model that uses it"},
          notes="Upsample is deprecated since opset 10: only the TorchScript exporter at opset "
                "9 emits it"),
     Case("Col2Im", "col2im_fold", col2im_fold, (Float(1, 4, 6),), ("x",)),

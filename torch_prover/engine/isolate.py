@@ -28,6 +28,7 @@ import onnx.utils
 from ..errors import ProverError, capped, describe
 from .mapping import is_float_dtype, subgraph_names
 from .numeric import FWD_TOL, choose_runtime
+from .runtimes import Target
 
 Value = Union[np.ndarray, list]
 """A tensor, or a tensor sequence (a list of tensors), as the runtimes take and give them."""
@@ -186,9 +187,11 @@ def _outer_names(model: onnx.ModelProto, node_index: int) -> list[str]:
     return sorted(subgraph_names(g.node[node_index]) & scope)
 
 
-def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, np.ndarray]):
-    """The values of ``names`` in a run of ``model`` on ``feeds``, the runtime that ran it
-    and why another was skipped."""
+def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, np.ndarray],
+             target: Target | None = None):
+    """The values of ``names`` in a run of ``model`` on ``feeds`` (by a runtime that
+    implements ``target``'s schema version), the runtime that ran it and why another was
+    skipped."""
     g = model.graph
     graph_inputs = {i.name for i in g.input}
     feeds = {k: v for k, v in feeds.items() if k in graph_inputs}
@@ -207,7 +210,7 @@ def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, n
     # untyped extra outputs: both runtimes type them from the producing node
     m.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in outs)
     outs = [o.name for o in m.graph.output]
-    runner, got, why = choose_runtime(m, feeds)
+    runner, got, why = choose_runtime(m, feeds, target)
     if runner is None:
         raise WitnessError(f"the exported model does not run ({why})")
     for n in wanted:
@@ -233,7 +236,8 @@ class IsolatedNode:
         outer = _outer_names(model, node_index)
         outs = [o for o in node.output if o]
         sources = list(dict.fromkeys([n for n in node.input if n] + outer + outs))
-        captured, self.capture_runtime, capture_why = _capture(model, sources, feeds)
+        captured, self.capture_runtime, capture_why = _capture(
+            model, sources, feeds, Target(node.op_type, node.domain))
 
         # graph input names: a value read twice gets one input per use (a subgraph's read
         # keeps the original name), so each node input index moves alone

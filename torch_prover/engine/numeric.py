@@ -17,6 +17,7 @@ import onnx.numpy_helper
 import torch
 
 from ..errors import describe
+from . import runtimes
 from .precision import Precision, model_precision, runtime_name
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
@@ -212,10 +213,17 @@ def forward_bound(fwd_tol: float, outputs: Sequence[np.ndarray]) -> float:
     return fwd_tol * max(1.0, max(mags, default=1.0))
 
 
-def choose_runtime(model, feeds) -> tuple[Runner | None, list, str]:
-    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run."""
+def choose_runtime(model, feeds, target: runtimes.Target | None = None
+                   ) -> tuple[Runner | None, list, str]:
+    """onnxruntime first; the reference evaluator where onnxruntime fails to load or run --
+    each only where it implements ``target``'s schema version (every node's when None:
+    ``engine/runtimes.py``), so a number is never another version's."""
     reasons = []
-    for kind in ("onnxruntime", "reference"):
+    for kind in (runtimes.ONNXRUNTIME, runtimes.REFERENCE):
+        why_not = runtimes.unfaithful(kind, model, target)
+        if why_not is not None:
+            reasons.append(f"{kind}: {why_not}")
+            continue
         try:
             runner = Runner(model, kind)
             got = runner.run(feeds)
@@ -230,7 +238,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
           grads: dict[str, torch.Tensor], zero_grads: set[str], initializers: set[str],
           float_dtype: str, seed: int = 0, fwd_tol: float | None = None,
           vjp_tol: float | None = None, more: Sequence[SeedPoint] = (),
-          drawn: Mapping[int, str] = {}) -> NumericResult:
+          drawn: Mapping[int, str] = {},
+          target: runtimes.Target | None = None) -> NumericResult:
     """Forward check of ``model`` against PyTorch's outputs, then one FD-vs-VJP check per
     tensor in ``grads`` (graph input or initializer name -> PyTorch gradient), on this
     seed and on every seed in ``more``: a gradient that is zero on one seed and not on
@@ -239,8 +248,9 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
     are random draws (index -> the op that drew them), compared by shape and type only;
     when one of them carries a dy, no VJP is compared (the runtime's draw is not PyTorch's,
     and a finite difference across runs differentiates two draws), and ``vjp_skipped``
-    says so."""
-    runner, got, why = choose_runtime(model, feeds)
+    says so. ``target``: the node under proof, whose schema version the runtime must
+    implement (``choose_runtime``)."""
+    runner, got, why = choose_runtime(model, feeds, target)
     if runner is None:
         return NumericResult(None, f"no runtime could run the model ({why})", None, False,
                              "not run")

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from . import fidelity
 from . import function_body
 from . import node_witness
 from . import numeric as numeric_mod
@@ -21,6 +22,7 @@ from .folding import folded_parameters
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
+from .runtimes import Target
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from .test_data import random_sources
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
@@ -74,7 +76,8 @@ def _numeric_stage(case: Case, pr: ProbeResult, exported: Exported, mapping: Nod
         model, feeds=points[0].feeds, expected_outputs=outs, dy=points[0].dy,
         grads=points[0].grads, zero_grads=zero, initializers=set(first.params),
         float_dtype=_least_precise(case.float_dtype, outs), seed=case.seeds[0],
-        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:], drawn=drawn)
+        fwd_tol=case.fwd_tol, vjp_tol=case.vjp_tol, more=points[1:], drawn=drawn,
+        target=Target(case.op, case.domain))
 
 
 def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,
@@ -106,6 +109,14 @@ def _least_precise(float_dtype: torch.dtype, outs: Sequence[torch.Tensor]) -> st
     worst = min(dtypes, key=lambda d: _PRECISION.get(d, 3))
     return str(worst).removeprefix("torch.").replace("complex128", "float64").replace(
         "complex64", "float32")
+
+
+def _runtime_gap(result: numeric_mod.NumericResult | None) -> str | None:
+    """Why no runtime that implements the node's schema version ran the model (None: one
+    did, or numeric checks are off)."""
+    if result is None or result.runtime is not None:
+        return None
+    return result.why
 
 
 def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
@@ -155,12 +166,15 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     node = (exported.model.graph.node[mapping.node_index]
             if mapping.node_index is not None else None)
     initializers = {t.name for t in exported.model.graph.initializer}
+    faithful = fidelity.check(exported.model, mapping.node_index, case.op, _runtime_gap(
+        numeric_res))
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
                         {t.name for t in exported.model.graph.initializer}, keep, body,
                         autograd_source(case.kind, exported.exporter, node), aten_target(node),
                         folded_parameters(exported.model, mapping.node_index, run.params, [
-                            n for n in pr.params if n not in initializers]))
+                            n for n in pr.params if n not in initializers]),
+                        unfaithful=None if faithful.faithful else faithful.reason())
     problems = mapping.problems
     invalid = None
     if problems:
@@ -174,7 +188,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
                  gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
                  route_note=exported.route_note, notes=tuple(mapping.shared_notes),
-                 node=mapping.node_index)
+                 node=mapping.node_index, fidelity=faithful)
 
 
 def _module_factory(model: Any) -> Callable[[], torch.nn.Module] | type:

@@ -64,6 +64,21 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
     return None
 
 
+def _fidelity_problem(rec: dict[str, Any]) -> str | None:
+    """A run that is not one of its schema version (``fidelity``) decides nothing but by
+    type, and only such a run has parameters under the rule that says so."""
+    unfaithful = bool((rec.get("fidelity") or {}).get("problems"))
+    for p in rec["parameters"]:
+        rule = Rule(p["rule"])
+        if unfaithful and rule not in (Rule.UNFAITHFUL, Rule.BY_TYPE, Rule.AMBIGUOUS):
+            return f"{p['io']} {p['index']}: rule {p['rule']!r} in a run that is not one " \
+                   f"of its schema version"
+        if not unfaithful and rule == Rule.UNFAITHFUL:
+            return f"{p['io']} {p['index']}: rule {p['rule']!r} without the fidelity " \
+                   f"problems that make it"
+    return None
+
+
 def _tag(value: Any) -> Tag | None:
     return None if value is None else Tag(value)
 
@@ -87,6 +102,9 @@ def record_problem(rec: dict[str, Any], case: Case, tags: TagsOf) -> str | None:
             why = _parameter_problem(p, case, schema, latest)
             if why:
                 return why
+        why = _fidelity_problem(rec)
+        if why:
+            return why
         want = status_of(bool(rec.get("invalid")), [
             (Verdict(p["verdict"]), Rule(p["rule"]),
              Verdict(p["expected"]["verdict"]) if p.get("expected") else None)

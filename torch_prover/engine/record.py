@@ -26,6 +26,7 @@ from ..case import Case
 from ..vocab import DocKind, Evidence, Tag, Verdict
 from . import node_witness
 from . import numeric as numeric_mod
+from .fidelity import Fidelity
 from .function_body import BodyResult
 from . import test_data
 from .numeric import NumericResult, VjpCheck, shown_error, shown_value
@@ -75,6 +76,7 @@ class Proof:
     body: BodyResult | None = None       # the op's function body, expanded for the node
     notes: tuple[str, ...] = ()          # what the mapping cost, with the stricter proof
     node: int | None = None              # the proved node's index in the graph (not recorded)
+    fidelity: Fidelity | None = None     # whether the run was one of its schema version
 
     @property
     def op(self) -> str:
@@ -182,6 +184,8 @@ def record(proof: Proof) -> dict[str, Any]:
         **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
         **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),
         **({"notes": list(proof.notes)} if proof.notes else {}),
+        **({"fidelity": proof.fidelity.record()}
+           if proof.fidelity is not None and not proof.fidelity.faithful else {}),
     }
 
 

@@ -30,7 +30,9 @@ Before the table: a parameter whose schema allows no gradient-carrying type is N
 and so is every input of an op none of whose outputs allows one (OptionalHasElement,
 NMS) -- the schema alone decides those (``engine.by_type``, which also decides the
 parameters of ops without a case); then an ambiguous attribution or a forward
-mismatch makes the verdict inconclusive.
+mismatch makes the verdict inconclusive, and so does a run that is not one of the schema
+version judged (``engine.fidelity``: a node that version does not accept, or no runtime
+that implements it).
 ``agree`` therefore always rests on evidence that could have said ``disagree``.
 
 After the table: a parameter its case declares under a named convention
@@ -71,6 +73,7 @@ class Rule(StrEnum):
     """Which row of the table decided: a record field, so reports never parse reasons."""
 
     AMBIGUOUS = "ambiguous attribution"
+    UNFAITHFUL = "not a run of its schema version"   # engine.fidelity: the node or runtime
     FORWARD = "forward mismatch"
     BY_TYPE = "by type"
     BOTH = "both witnesses"
@@ -156,14 +159,18 @@ def by_type_decision(tag: Tag, reason: str) -> Decision:
 
 
 def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None = None,
-           problem: str | None = None, forward: str | None = None,
+           problem: str | None = None, unfaithful: str | None = None,
+           forward: str | None = None,
            vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False,
            body: Witness = NO_BODY) -> Decision:
     """The verdict of one parameter (the module docstring's table). ``by_type``: why the
     schema's types alone decide this parameter (``engine.by_type.type_reason``), or None;
-    ``body``: the function-body witness, which can only flag a decision of both others."""
+    ``body``: the function-body witness, which can only flag a decision of both others;
+    ``unfaithful``: why the run is not one of the schema version judged
+    (``engine.fidelity``): nothing it measured is evidence about that version."""
     d = _table(autograd=autograd, numeric=numeric, tag=tag, by_type=by_type, problem=problem,
-               forward=forward, vjp=vjp, vjp_detail=vjp_detail, reference=reference)
+               unfaithful=unfaithful, forward=forward, vjp=vjp, vjp_detail=vjp_detail,
+               reference=reference)
     said = body.says
     if d.rule == Rule.BOTH and said is not None and said != d.supports:
         return Decision(INCONCLUSIVE, None, Rule.WITNESSES_DISAGREE,
@@ -173,7 +180,8 @@ def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
 
 
 def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None,
-           problem: str | None, forward: str | None, vjp: Vjp, vjp_detail: str,
+           problem: str | None, unfaithful: str | None, forward: str | None, vjp: Vjp,
+           vjp_detail: str,
            reference: bool) -> Decision:
     """The module docstring's table, before the function body is heard."""
     def done(supports: Tag | None, rule: Rule, reason: str) -> Decision:
@@ -183,6 +191,8 @@ def _table(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
         return by_type_decision(tag, by_type)
     if problem:
         return done(None, Rule.AMBIGUOUS, f"ambiguous attribution: {problem}")
+    if unfaithful:
+        return done(None, Rule.UNFAITHFUL, unfaithful)
     if forward:
         return done(None, Rule.FORWARD, f"the exported model is not the PyTorch model: {forward}")
     a, n = autograd.says, numeric.says
@@ -227,7 +237,7 @@ _RULE_WITNESSES: dict[Rule, tuple[Tag | None, Tag | None] | None] = {
     Rule.NUMERIC_OVER_AUTOGRAD: (Tag.NONDIFF, Tag.DIFF),
     Rule.VJP_FAILED: (Tag.DIFF, Tag.DIFF),
     Rule.NOT_EXERCISED: (None, None),
-    Rule.BY_TYPE: None, Rule.AMBIGUOUS: None, Rule.FORWARD: None,
+    Rule.BY_TYPE: None, Rule.AMBIGUOUS: None, Rule.FORWARD: None, Rule.UNFAITHFUL: None,
 }
 
 
@@ -260,7 +270,8 @@ def rule_holds(rule: Rule, autograd: A, numeric: N, supports: Tag | None) -> boo
     return (want is None or want == (a, n)) and supports is None
 
 
-UNUSABLE = frozenset({Rule.AMBIGUOUS, Rule.FORWARD, Rule.VJP_FAILED, Rule.CONFLICT})
+UNUSABLE = frozenset({Rule.AMBIGUOUS, Rule.UNFAITHFUL, Rule.FORWARD, Rule.VJP_FAILED,
+                      Rule.CONFLICT})
 """Evidence no convention may decide over: the case itself is in question."""
 
 

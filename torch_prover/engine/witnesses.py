@@ -257,9 +257,11 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                output_names: Sequence[str], initializers: set[str],
                keep_option: str, body: BodyResult | None = None, autograd_source: str = "",
                aten: tuple[str, str] | None = None,
-               folded_from: Mapping[int, str] | None = None) -> tuple[Parameter, ...]:
+               folded_from: Mapping[int, str] | None = None,
+               unfaithful: str | None = None) -> tuple[Parameter, ...]:
     """Every node input and output as a Parameter with its witnesses and its verdict
-    (``autograd_source``, ``aten``: ``engine.pytorch_source``)."""
+    (``autograd_source``, ``aten``: ``engine.pytorch_source``; ``unfaithful``: why the run
+    is not one of the schema version in ``tags``, ``engine.fidelity``)."""
     params = set(pr.params)
     folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == E.GRAD]
     n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
@@ -325,7 +327,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 third = Witness(f.outcome, f.detail, f.path)
             decision = decide(autograd=autograd, numeric=num, tag=formal.tag,
                               by_type=None if why is None else why.reason,
-                              problem=a.problem if a is not None else None, forward=forward,
+                              problem=a.problem if a is not None else None,
+                              unfaithful=unfaithful, forward=forward,
                               vjp=vjp, vjp_detail=vjp_detail,
                               reference=case.kind == "reference", body=third)
             declared = case.expect.get(f"{io} {i}")

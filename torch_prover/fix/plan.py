@@ -14,6 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ..batch.version_table import settled_only
 from ..errors import UsageError
 from ..vocab import Tag, Verdict
 from .locate import Block, CallSite, SourceTree, Unlocated
@@ -124,7 +125,9 @@ def load_report(path: str | Path) -> list[dict[str, Any]]:
             raise UsageError(f"--report {path}: cases[{i}] is not a verify-all case record")
         for j, p in enumerate(rec.get("parameters", [])):
             _check_parameter(path, f"cases[{i}] {rec['op']}/{rec.get('case')}", j, p)
-    return cases
+    # an all-versions report: only what its versions table decides (no failed variant's,
+    # no cell the versions disagree on)
+    return settled_only(cases, doc.get("versions"))
 
 
 def version_records(section: Any) -> list[dict[str, Any]]:

@@ -15,9 +15,12 @@ from typing import Any
 _LETTER = {"differentiable": "D", "non-differentiable": "N", "unknown": "?"}
 
 LEGEND = ("cells: D/N = tag confirmed; N!D = tag N, evidence D (disagree); ?>D = unknown "
-          "tag, evidence proposes D; ? = inconclusive; - = no such parameter in that "
+          "tag, evidence proposes D; ? = inconclusive (?f: the variant exercising it failed; "
+          "?v: versions disagree); - = no such parameter in that "
           "version; = = same as the version on the left; ~ = by equivalence with the "
           "version in force at opset 7; t = by type")
+_MARK = {"variant failed": "f", "versions disagree": "v"}
+"""The rules of an inconclusive cell the table spells out (batch/version_table.py)."""
 
 
 def cell_text(c: dict[str, Any] | None) -> str:
@@ -25,7 +28,8 @@ def cell_text(c: dict[str, Any] | None) -> str:
         return "-"
     tag, sup = _LETTER.get(c["tag"], "?"), _LETTER.get(c.get("supports") or "", "")
     v = c["verdict"]
-    text = {"agree": tag, "disagree": f"{tag}!{sup}", "proposed": f"?>{sup}"}.get(v, "?")
+    text = {"agree": tag, "disagree": f"{tag}!{sup}", "proposed": f"?>{sup}"}.get(
+        v, "?" + _MARK.get(c.get("rule", ""), ""))
     rule = c.get("rule", "")
     return text + ("~" if c.get("basis") else "t" if rule == "by type" else "")
 
@@ -59,9 +63,15 @@ def _rows(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[str
 
 
 def _notes(op_entry: dict[str, Any]) -> list[str]:
-    """One line per version not proved by a case: how it was decided, or why it was not."""
-    return [f"  {op_entry['op']}-{e['version']} ({e['decided_by']}): {e['reason']}"
-            for e in op_entry["versions"] if e.get("reason")]
+    """One line per version not proved by a case (how it was decided, or why it was not),
+    and per cell the versions disagree on."""
+    out = []
+    for e in op_entry["versions"]:
+        if e.get("reason"):
+            out.append(f"  {op_entry['op']}-{e['version']} ({e['decided_by']}): {e['reason']}")
+        out.extend(f"  {op_entry['op']}-{e['version']} {c['io']} {c['name']}: {c['reason']}"
+                   for c in e["cells"] if c.get("rule") == "versions disagree")
+    return out
 
 
 def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool = True) -> str:
@@ -94,14 +104,15 @@ def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool 
 
 def _notable(o: dict[str, Any]) -> bool:
     return any(c["verdict"] != "agree" for e in o["versions"] for c in e["cells"]) or any(
-        e.get("undecided") or e["decided_by"] in ("explained", "no tags") for e in o["versions"])
+        e.get("undecided") or e["decided_by"] in ("failed", "explained", "no tags")
+        for e in o["versions"])
 
 
 def summary_lines(section: dict[str, Any]) -> list[str]:
     """The counts by band, with their units: schema versions, and parameters."""
     out = []
     for band, b in section["summary"]["by_band"].items():
-        how = ", ".join(f"{b[k]} {k}" for k in ("proved", "equivalence", "by type",
+        how = ", ".join(f"{b[k]} {k}" for k in ("proved", "failed", "equivalence", "by type",
                                                 "explained", "no tags") if b[k])
         params = ", ".join(f"{n} {v}" for v, n in b["parameters"].items() if n)
         und = b["undecided_parameters"]
@@ -109,10 +120,23 @@ def summary_lines(section: dict[str, Any]) -> list[str]:
                    f"{params or 'none'}" + (f", {und} undecided" if und else ""))
     out.append(f"failing version cells (undeclared, unwaived): {section['summary']['failing']}")
     failed = section["summary"].get("failed_variants") or []
-    if failed:
-        out.append(f"variants that failed a check or are invalid: {len(failed)} case results "
-                   f"({'; '.join(failed[:5])}{'; ...' if len(failed) > 5 else ''})")
+    undeclared = [f for f in failed if not f["declared"]]
+    out.append(f"failed variants: {len(failed)} ({len(undeclared)} not declared by their "
+               f"cases, which fails the run)")
+    out.extend(failed_lines(failed))
+    stale = section["summary"].get("stale_declarations") or []
+    if stale:
+        out.append(f"declared failures that did not fail (remove the declaration): "
+                   f"{'; '.join(stale)}")
     return out
+
+
+def failed_lines(failed: list[dict[str, Any]]) -> list[str]:
+    """One line per failed variant: the case, the version it stood for, why (its kind and
+    reason), and the case's declaration when it has one."""
+    return [f"  {f['case']} ({f['op']}-{f['version']}): {f['kind']}: {f['reason']}"
+            + (f" [declared: {f['declared']}]" if f["declared"] else " [not declared]")
+            for f in failed]
 
 
 def versions_markdown(section: dict[str, Any]) -> str:
