@@ -17,8 +17,9 @@ LAYERS = [
     ("engine",),                # one proof, stage by stage
     ("cases",),                 # the catalogue and its reference-op machinery
     ("output",),                # evidence (the only writer), reports, coverage
-    ("preflight",),             # argument / output-location / --tags-from checks
+    ("preflight", "config"),    # argument / output-location / --tags-from checks; pyproject
     ("batch",),                 # verify-all: the worker pool writes through output.evidence
+    ("gate",),                  # verify-all --changed-from: prove what a PR changes; new-case
     ("fix",),                   # fix-tags: verdicts -> a patch against ONNX's C++ sources
     ("pr",),                    # the PR workflow (run a script, generate one)
     ("cli", "__init__", "__main__"),

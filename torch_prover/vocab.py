@@ -101,6 +101,7 @@ class DocKind(StrEnum):
     PROVE = "prove"                # prove --format json: its proof records
     RUN = "run"                    # run --format json: the script's proof record
     FIX_TAGS = "fix-tags"          # fix-tags --format json
+    PR_GATE = "pr-gate"            # verify-all --changed-from BASE --format json
     ERROR = "error"                # any command's --format json when it ends on an error
 
 
