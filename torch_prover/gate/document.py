@@ -39,8 +39,8 @@ def counts(judged: Sequence[Judged]) -> dict[str, int]:
 
 def _reason(diff: Diff, n: dict[str, int], changes: int) -> str:
     if not changes:
-        return (f"nothing to prove: the installed onnx has the base's tags in all "
-                f"{diff.compared} schema versions compared")
+        return (f"nothing to prove: the installed onnx has the base's tags in each of the "
+                f"{diff.compared} schema versions compared, and no other")
     total = sum(n.values()) - n[GateVerdict.REMOVED]
     shown = [f"{n[v]} {v}" for v in GateVerdict if n[v] and v is not GateVerdict.REMOVED]
     head_ = (f"{n[GateVerdict.REFUTED]} of {total} changed tags refuted by the evidence"

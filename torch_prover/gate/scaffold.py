@@ -197,7 +197,7 @@ def _module(op, schema, case, ref, params, ret, ins, attr_args, notes, specs, fl
         f"from torch_prover.case import {', '.join(spec_names)}",
         "from torch_prover.cases.reference import reference_op",
         "",
-        f'SCAFFOLD = "write {ref} and the inputs (the TODOs), then delete this line"',
+        f'SCAFFOLD = "write {ref} and the inputs (the TODOs), then delete its SCAFFOLD line"',
         "",
         "",
         f'@reference_op("{op}"' + (f", opset={opset})" if opset else ")"),
@@ -279,6 +279,8 @@ def command(op: str, output: str | None, cwd: Path, stdout) -> int:
         return 0
     write_new(path, text)
     version = onnx.defs.get_schema(op).since_version
+    if path.is_absolute() and path.is_relative_to(cwd):
+        path = path.relative_to(cwd)
     stdout.write(f"wrote {path}: a case scaffold for {op}-{version} (case {case})\n"
                  "next: write its reference and inputs (the TODOs), delete its SCAFFOLD line, "
                  "then run\n"
