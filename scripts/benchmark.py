@@ -12,6 +12,10 @@
    runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
 5. `verify-all --versions all` (every ai.onnx schema version, issue 19): cold and warm,
    fresh processes, with the peak RSS of its workers; `--skip-versions` leaves it out.
+6. PR mode (`verify-all --changed-from BASE`, docs/pr-gate.md) on a PR that changes one
+   op, from start to verdict, fresh processes: cold (empty cache) and warm; the base is the
+   installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited.
+   `--pr-gate-only` runs just this one.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -39,8 +43,12 @@ def main() -> int:
     ap.add_argument("--naive-sample", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skip-versions", action="store_true")
+    ap.add_argument("--pr-gate-only", action="store_true")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tp-bench-"))
+    if args.pr_gate_only:
+        _pr_gate(work, args.jobs)
+        return 0
     cache, out = work / "cache", work / "models"
 
     # 1. cold, in a fresh process so imports count as they do for a user
@@ -89,7 +97,37 @@ def main() -> int:
     print(f"(fast_export: {res.fast_export})")
     if not args.skip_versions:
         _all_versions(work, args.jobs)
+    _pr_gate(work, args.jobs)
     return 0
+
+
+def _flip(text: str, anchor: str, param: str, old: str, new: str) -> str:
+    """The Changelog.md with ``param``'s marker ``old`` set to ``new`` in op section
+    ``anchor`` (a PR that changes that one tag)."""
+    start = text.index(f'<a name="{anchor}"></a>')
+    entry = text.index(f"<dt><tt>{param}</tt> (", start)
+    end = text.index(")", entry)
+    assert old in text[entry:end], (anchor, param)
+    return text[:entry] + text[entry:end].replace(old, new) + text[end:]
+
+
+def _pr_gate(work: Path, jobs: int) -> None:
+    """A PR that changes one op, start to verdict in a fresh process, cold then warm."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from onnx_docs import generate
+    generated = (generate(work / "onnx") / "Changelog.md").read_text(encoding="utf-8")
+    prs = [("Relu-14 X (1 case)", "Relu-14", "X", "differentiable", "non-differentiable"),
+           ("Clip-13 min (4 cases)", "Clip-13", "min", "non-differentiable", "differentiable")]
+    for label, anchor, param, old, new in prs:
+        base = work / f"base-{anchor}.md"
+        base.write_text(_flip(generated, anchor, param, old, new), encoding="utf-8")
+        cache = work / f"gate-cache-{anchor}"
+        cmd = [str(BIN / "torch-prover"), "verify-all", "--changed-from", str(base),
+               "--cache-dir", str(cache), "--no-write", "--jobs", str(jobs)]
+        cold, rc = _timed(cmd)
+        warm, rc_warm = _timed(cmd)
+        print(f"PR mode, a PR changing {label}: cold {cold:5.1f} s, warm {warm:5.1f} s "
+              f"(fresh process, start to verdict; exit codes {rc}, {rc_warm})")
 
 
 def _all_versions(work: Path, jobs: int) -> None:

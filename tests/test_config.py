@@ -80,17 +80,23 @@ def test_a_bad_file_stops_every_command_before_any_work(tmp_path, monkeypatch, c
     assert '"reason": "' + str(tmp_path / "pyproject.toml") in capsys.readouterr().out
 
 
-def test_flags_override_the_file(tmp_path, monkeypatch):
+@pytest.fixture
+def asked(monkeypatch):
+    """The verify-all requests the CLI makes, each stopped before any work."""
+    requests = []
+
+    def stop(request):
+        requests.append(request)
+        raise UsageError("stopped")
+    monkeypatch.setattr(verify, "prepare", stop)
+    return requests
+
+
+def test_flags_override_the_file(tmp_path, monkeypatch, asked):
     """What verify-all is asked for: the file's values, then each flag given over them."""
     root = _project(tmp_path, 'jobs = 3\ncache-dir = "c"\nwaivers = "w.toml"\n')
     (root / "w.toml").write_text("")
     monkeypatch.chdir(root)
-    asked = []
-
-    def stop(request):
-        asked.append(request)
-        raise UsageError("stopped")
-    monkeypatch.setattr(verify, "prepare", stop)
     cli.main(["verify-all", "--no-write"])
     cli.main(["verify-all", "--no-write", "--jobs", "1", "--cache-dir", "flag",
               "--waivers", "mine.toml"])
@@ -102,15 +108,9 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
     assert no_cache.cache_dir is None
 
 
-def test_without_a_file_the_defaults_are_todays(tmp_path, monkeypatch):
+def test_without_a_file_the_defaults_are_todays(tmp_path, monkeypatch, asked):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    asked = []
-
-    def stop(request):
-        asked.append(request)
-        raise UsageError("stopped")
-    monkeypatch.setattr(verify, "prepare", stop)
     cli.main(["verify-all", "--no-write"])
     assert asked[0].jobs == 2 and asked[0].cache_dir == str(tmp_path / "xdg" / "torch-prover")
     assert asked[0].waivers is None and asked[0].tags_from is None

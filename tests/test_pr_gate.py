@@ -297,3 +297,17 @@ def test_a_base_that_is_not_onnx_docs_is_refused(tmp_path, content, says, no_wor
     assert code == 2 and out.err.count("\n") == 1 and says in out.err
     doc = validate_text(out.out)
     assert doc["kind"] == "error" and says in doc["reason"]
+
+
+def test_a_comment_past_githubs_limit_keeps_the_table(pr_run):
+    """Many changed versions: the details go, the table and headline stay, under 65,536."""
+    from torch_prover.gate.comment import COMMENT_LIMIT, markdown
+    doc = dict(pr_run["doc"])
+    doc["changes"] = doc["changes"] * 60
+    md = markdown(doc)
+    assert len(md) <= COMMENT_LIMIT < len(markdown({**doc, "changes": doc["changes"][:3]})) * 60
+    assert "The proofs behind each verdict are left out" in md
+    assert md.count("| Clip-13 | changed tags | input 1 (min) |") == 60
+    doc["changes"] = doc["changes"] * 20
+    md = markdown(doc)
+    assert len(md) <= COMMENT_LIMIT and md.rstrip().endswith("`--format json` has every row)")

@@ -106,9 +106,8 @@ def _base_tags(base: DocsTags, op: str, version: int | None) -> SchemaTags | Non
 
 
 def _pr_versions(op: str) -> list[int]:
-    import onnx.defs
-    return sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                   if s.name == op and s.domain in ("", "ai.onnx")})
+    from ..batch.versions import schema_versions
+    return [v.version for v in schema_versions(op)]
 
 
 def diff(base: DocsTags) -> Diff:

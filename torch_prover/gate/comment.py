@@ -105,6 +105,10 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
             "its type constraints, attributes at their defaults); write its module, then "
             f"`pytest -k {c['op'].lower()}` and `torch-prover prove {c['op']}`"
             for c in new_cases]))
+    gaps = [f"{c['op']}-{c['version']}: {g['case']}: {g['why']}"
+            for c in doc["changes"] for g in c["gaps"]]
+    if gaps:
+        out.append(("Cases that reach no changed version (so they prove nothing here)", gaps))
     if doc["also"]:
         out.append(("Tags this PR does not change (found in the same proofs; not failing)",
                     _also_lines(doc["also"])))
@@ -115,7 +119,29 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 # ----------------------------------------------------------------------------- Markdown
+COMMENT_LIMIT = 65536
+"""GitHub's limit on a comment's (and a PR body's) length, in characters."""
+
+OVER_LIMIT = ("The proofs behind each verdict are left out: with them this comment would pass "
+              "GitHub's {limit:,}-character limit. `--format text` and `--format json` give "
+              "them, each with the command that reproduces it.")
+
+
 def markdown(doc: dict[str, Any]) -> str:
+    """The PR comment; past GitHub's limit, without the proofs' details, then with the
+    table cut to fit (every format but this one keeps everything)."""
+    full = _markdown(doc, details=True)
+    if len(full) <= COMMENT_LIMIT:
+        return full
+    short = _markdown(doc, details=False)
+    if len(short) <= COMMENT_LIMIT:
+        return short
+    cut = short[:COMMENT_LIMIT - 200].rsplit("\n", 1)[0]
+    return cut + f"\n\n(cut at GitHub's {COMMENT_LIMIT:,}-character limit: `--format json` " \
+                 "has every row)\n"
+
+
+def _markdown(doc: dict[str, Any], details: bool) -> str:
     out = ["## torch-prover: the differentiability tags this PR changes", "",
            f"**{_upper(_outcome(doc))}.** {_upper(doc['reason'])}.", "",
            _upper(_sources(doc)) + ".", ""]
@@ -132,7 +158,9 @@ def markdown(doc: dict[str, Any]) -> str:
         out.append(md_row(f"{c['op']}-{c['version']}", c["kind"],
                           f"{p['io']} {p['index']} ({p['name']})", p["base"] or "—",
                           p["pr"] or "—", verdict))
-    for verdict in ORDER:
+    if not details:
+        out += ["", OVER_LIMIT.format(limit=COMMENT_LIMIT)]
+    for verdict in ORDER if details else ():
         hits = [(c, p) for c, p in _rows(doc) if p["verdict"] == verdict]
         if not hits:
             continue
