@@ -185,8 +185,8 @@ def test_an_unchanged_base_proves_nothing(docs, no_work, capsys, monkeypatch):
     monkeypatch.chdir(docs.parent)
     monkeypatch.setenv("COLUMNS", "100")
     code = cli.main(["verify-all", "--changed-from", "docs/Changelog.md", "--no-write"])
-    out = capsys.readouterr().out
-    assert code == 0
+    out, err = capsys.readouterr()
+    assert code == 0, err
     assert_example("pr-gate-nothing",
                    "$ torch-prover verify-all --changed-from docs/Changelog.md\n" + out)
     total = len({(s.name, s.since_version) for s in onnx.defs.get_all_schemas_with_history()

@@ -270,7 +270,7 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
         changed_from=args.changed_from, jobs=args.jobs, timeout=args.timeout,
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
-        report=args.report, fmt=args.format, progress=Progress()))
+        report=args.report, progress=Progress()))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)

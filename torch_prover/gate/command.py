@@ -36,7 +36,6 @@ class Request:
     cache_dir: str | None = None
     waivers: str | None = None
     report: str | None = None
-    fmt: str = "text"
     progress: Callable[[int, int, str], None] | None = None
 
 
