@@ -159,3 +159,29 @@ def test_in_a_checkout_it_writes_into_the_catalogue_never_over_a_file(tmp_path, 
     assert list(elsewhere.iterdir()) == []
     assert cli.main(["new-case", "Relux"]) == 2
     assert "did you mean Relu" in capsys.readouterr().err
+
+
+def test_every_ops_scaffold_is_a_module_the_reference_machinery_accepts():
+    """Each non-deprecated op's scaffold, run as a module, passes reference_op's checks of
+    its signature against the schema (inputs, attribute names and types). In a child
+    process: the ~200 reference ops it registers stay out of this one."""
+    import subprocess
+    code = (
+        "import onnx.defs\n"
+        "from torch_prover.gate.scaffold import render\n"
+        "from torch_prover.tags.schema import all_ops\n"
+        "bad = []\n"
+        "ops = [op for op in all_ops() if not onnx.defs.get_schema(op).deprecated]\n"
+        "for op in ops:\n"
+        "    try:\n"
+        "        exec(compile(render(op)[0], op, 'exec'), {'__name__': 'scaffold_' + op})\n"
+        "    except Exception as exc:\n"
+        "        bad.append(f'{op}: {type(exc).__name__}: {exc}'.splitlines()[0])\n"
+        "print(len(ops)); print('\\n'.join(bad))\n")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    count, *bad = done.stdout.strip().split("\n")
+    assert int(count) == len([s for s in onnx.defs.get_all_schemas() if s.domain == ""
+                              and not s.deprecated])
+    assert bad == [], bad

@@ -102,6 +102,11 @@ def _attributes(schema) -> tuple[list[str], list[str], list[str]]:
             params.append(f"{var}: {ann} | None = None")
             continue
         value = _python(onnx.helper.get_attribute_value(a.default_value))
+        if isinstance(value, list):   # torch.library takes no list default
+            params.append(f"{var}: {ann} | None = None")
+            notes.append(f"attribute {a.name} defaults to {value!r}: None leaves it unset, "
+                         "so the node takes that default; the reference applies it")
+            continue
         params.append(f"{var}: {ann} = {value!r}")
     return params, args, notes
 
