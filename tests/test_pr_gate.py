@@ -158,9 +158,18 @@ def test_a_confirmed_change_passes(docs, cache, tmp_path):
     text = set_tag((docs / "Changelog.md").read_text(encoding="utf-8"), "Relu-14", "X", D, N)
     (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
     done = _gate(tmp_path, "--changed-from", "Changelog.md", "--cache-dir", str(cache),
-                 "--no-write")
+                 "--out", "evidence", "--format", "markdown", "--report", "comment.md")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("PR gate: 1 changed tags, none refuted (1 confirmed) in 1 ")
+    comment = (tmp_path / "comment.md").read_text()
+    assert comment.startswith("## torch-prover: the differentiability tags this PR changes")
+    assert "| Relu-14 | changed tags | input 0 (X) | non-differentiable | differentiable | " \
+           "confirmed |" in comment
+    lo, hi = _in_force("Relu", 14)
+    relu = {c.name for c in all_cases() if c.op == "Relu" and lo <= c.export_opset <= hi}
+    written = {p.parent.relative_to(tmp_path / "evidence").as_posix()
+               for p in (tmp_path / "evidence").rglob("proof.json")}
+    assert written == {f"Relu/{name}" for name in relu}
 
 
 def test_a_waiver_from_pyproject_accepts_a_refutation(pr_run, cache, tmp_path):
