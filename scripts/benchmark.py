@@ -15,6 +15,10 @@
 6. the CI outputs (issue 27): the default run's JUnit test counts, and `node-tests
    models --run` over the committed evidence (written / passed / failed / explained, and
    its time); `--only-ci` prints these alone (the JUnit counts then from a warm run).
+7. PR mode (`verify-all --changed-from BASE`, docs/pr-gate.md) on a PR that changes one
+   op, from start to verdict, fresh processes: cold (empty cache) and warm; the base is the
+   installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited.
+   `--pr-gate-only` runs just this one.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -43,10 +47,14 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skip-versions", action="store_true")
     ap.add_argument("--only-ci", action="store_true")
+    ap.add_argument("--pr-gate-only", action="store_true")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tp-bench-"))
-    if args.only_ci:
-        _ci(work, None, args.jobs)
+    if args.only_ci or args.pr_gate_only:
+        if args.only_ci:
+            _ci(work, None, args.jobs)
+        if args.pr_gate_only:
+            _pr_gate(work, args.jobs)
         return 0
     cache, out = work / "cache", work / "models"
 
@@ -97,6 +105,7 @@ def main() -> int:
     _ci(work, rep, args.jobs)
     if not args.skip_versions:
         _all_versions(work, args.jobs)
+    _pr_gate(work, args.jobs)
     return 0
 
 
@@ -125,6 +134,35 @@ def _ci(work: Path, rep: dict | None, jobs: int) -> None:
           f"written; " + "; ".join(f"{k} {v['passed']} passed, {v['failed']} failed"
                                    for k, v in run.items())
           + f"; {s['explained']} explained, {s['refused']} refused (exit {rc}, {t:.1f} s)")
+
+
+def _flip(text: str, anchor: str, param: str, old: str, new: str) -> str:
+    """The Changelog.md with ``param``'s marker ``old`` set to ``new`` in op section
+    ``anchor`` (a PR that changes that one tag)."""
+    start = text.index(f'<a name="{anchor}"></a>')
+    entry = text.index(f"<dt><tt>{param}</tt> (", start)
+    end = text.index(")", entry)
+    assert old in text[entry:end], (anchor, param)
+    return text[:entry] + text[entry:end].replace(old, new) + text[end:]
+
+
+def _pr_gate(work: Path, jobs: int) -> None:
+    """A PR that changes one op, start to verdict in a fresh process, cold then warm."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from onnx_docs import generate
+    generated = (generate(work / "onnx") / "Changelog.md").read_text(encoding="utf-8")
+    prs = [("Relu-14 X (1 case)", "Relu-14", "X", "differentiable", "non-differentiable"),
+           ("Clip-13 min (4 cases)", "Clip-13", "min", "non-differentiable", "differentiable")]
+    for label, anchor, param, old, new in prs:
+        base = work / f"base-{anchor}.md"
+        base.write_text(_flip(generated, anchor, param, old, new), encoding="utf-8")
+        cache = work / f"gate-cache-{anchor}"
+        cmd = [str(BIN / "torch-prover"), "verify-all", "--changed-from", str(base),
+               "--cache-dir", str(cache), "--no-write", "--jobs", str(jobs)]
+        cold, rc = _timed(cmd)
+        warm, rc_warm = _timed(cmd)
+        print(f"PR mode, a PR changing {label}: cold {cold:5.1f} s, warm {warm:5.1f} s "
+              f"(fresh process, start to verdict; exit codes {rc}, {rc_warm})")
 
 
 def _all_versions(work: Path, jobs: int) -> None:

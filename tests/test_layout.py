@@ -17,8 +17,9 @@ LAYERS = [
     ("engine",),                # one proof, stage by stage
     ("cases",),                 # the catalogue and its reference-op machinery
     ("output",),                # evidence (the only writer), reports, coverage
-    ("preflight",),             # argument / output-location / --tags-from checks
+    ("preflight", "config"),    # argument / output-location / --tags-from checks; pyproject
     ("batch",),                 # verify-all: the worker pool writes through output.evidence
+    ("gate",),                  # verify-all --changed-from: prove what a PR changes; new-case
     ("fix",),                   # fix-tags: verdicts -> a patch against ONNX's C++ sources
     ("pr",),                    # the PR workflow (run a script, generate one)
     ("ci",),                    # CI's languages: annotations, JUnit, step summary, node tests
@@ -36,7 +37,7 @@ LONG = {
     "batch/pool.py": "the worker pool and its isolation (pipes, parent-death signal, "
                      "timeouts, worker recycling, reaping) beside the cache that must not "
                      "change a verdict",
-    "cli.py": "the argument parser of 11 commands, whose help strings are the users' "
+    "cli.py": "the argument parser of 12 commands, whose help strings are the users' "
               "documentation, and the one place errors become exit codes",
 }
 """Modules allowed over MAX_LINES, each with its reason."""

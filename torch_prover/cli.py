@@ -77,13 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify-all", help="prove every catalogue case and report all tags")
     v.add_argument("--ops", help="comma-separated ops (default: every op with a case)")
-    v.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)),
-                   help="parallel workers (default: 2)")
+    v.add_argument("--jobs", type=int, help="parallel workers (default: 2, or [tool.torch-prover] "
+                                            "jobs in pyproject.toml)")
     v.add_argument("--report", metavar="FILE", help="write the report here (format: --format)")
     v.add_argument("--waivers", metavar="FILE", help="TOML file of known disagreements")
     _proof_options(v, ("text", "json", "markdown", "html"))
     v.add_argument("--no-cache", action="store_true", help="recompute every case")
-    v.add_argument("--cache-dir", default=str(_default_cache_dir()), help="result cache")
+    v.add_argument("--cache-dir", help="result cache (default: ~/.cache/torch-prover, or "
+                                       "[tool.torch-prover] cache-dir in pyproject.toml)")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
     v.add_argument("--versions", default="latest", metavar="latest|all|A..B", help=(
         "schema versions to prove: latest (each case at its own opset, the default), all "
@@ -92,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "op); `torch-prover merge` joins the JSON "
                                                  "reports")
     ci_options.add_arguments(v)
+    v.add_argument("--changed-from", metavar="BASE", help=(
+        "PR mode: prove only the tags the installed onnx (the PR's build) changes against "
+        "the base branch's docs/Changelog.md or docs/Operators.md, and print a PR comment "
+        "(docs/pr-gate.md); exit 1 when the evidence refutes a changed tag"))
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
@@ -157,12 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--include-conventions", action="store_true",
                    help="also edit parameters a named convention decides (left out by "
                         "default; the PR text labels them in their own section)")
-    x.add_argument("--jobs", type=int, default=2, help="workers when running verify-all")
+    x.add_argument("--jobs", type=int, help="workers when running verify-all (default: 2, or "
+                                            "[tool.torch-prover] jobs in pyproject.toml)")
     x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
                    help="without --report: the schema versions verify-all proves (default: "
                         "latest); with --report, the report's own")
     x.add_argument("--format", choices=("text", "json"), default="text",
                    help="the summary on stdout as text or as one JSON object")
+
+    n = sub.add_parser("new-case", help="write a catalogue case scaffold for an op, from its "
+                                        "schema (docs/pr-gate.md)")
+    n.add_argument("op", help="ONNX op name, e.g. Shrink")
+    n.add_argument("-o", "--output", help="write here, a new file (default: "
+                                          "torch_prover/cases/<op>.py in a torch_prover "
+                                          "checkout; - for stdout)")
 
     e = sub.add_parser("check-evidence", help="re-run a tree of evidence directories and "
                                               "report match / mismatch / cannot run for each")
@@ -189,6 +202,24 @@ def build_parser() -> argparse.ArgumentParser:
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "torch-prover"
+
+
+def _configure(args: argparse.Namespace) -> None:
+    """``[tool.torch-prover]`` of the nearest pyproject.toml (config.py) under the flags:
+    each option the command line left unset takes the file's value, else the built-in
+    default. Checked before any work (exit 2 naming file and key)."""
+    from . import config
+    found = config.load()
+    args.config = found
+    config.apply(args, found, {"jobs": max(1, min(2, os.cpu_count() or 1)),
+                               "cache_dir": str(_default_cache_dir())},
+                 skip=frozenset({"tags_from"}) if getattr(args, "changed_from", None)
+                 else frozenset())
+
+
+def _cache_dir(args: argparse.Namespace) -> Path:
+    """The result cache of a command without ``--cache-dir`` (tags --explain, fix-tags)."""
+    return Path(args.config.get("cache_dir") or _default_cache_dir())
 
 
 def _default_out(args: argparse.Namespace) -> str | None:
@@ -226,6 +257,8 @@ def _terminal_width() -> int:
 def _cmd_verify_all(args: argparse.Namespace) -> int:
     from .batch import verify
     from .batch.progress import Progress
+    if args.changed_from is not None:
+        return _cmd_pr_gate(args)
     note = _default_out(args)
     ci = ci_options.plan(args, args.argv)
     request = verify.Request(
@@ -245,6 +278,26 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     _emit_batch(outcome.report, args.format, args.report)
     ci_options.emit(ci, outcome.report, args.format)
     return outcome.exit_code
+
+
+def _cmd_pr_gate(args: argparse.Namespace) -> int:
+    """``verify-all --changed-from BASE``: the PR gate (gate/command.py)."""
+    from .batch.progress import Progress
+    from .gate import command as gate
+    gate.refuse_combinations(args.ops, args.versions, args.shard, args.tags_from, args.format)
+    note = _default_out(args)
+    prepared = gate.prepare(gate.Request(
+        changed_from=args.changed_from, jobs=args.jobs, timeout=args.timeout,
+        numeric=not args.no_numeric, out=None if args.no_write else args.out,
+        cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
+        report=args.report, progress=Progress()))
+    if note:
+        print(note, file=sys.stderr)
+    doc, warnings = gate.run(prepared)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    gate.emit(doc, args.format, args.report, _terminal_width(), sys.stdout, sys.stderr)
+    return doc["exit_code"]
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -314,7 +367,7 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     if getattr(args, "explain", False):
         from .batch.tags_explain import explain_tags
         return explain_tags(op, tags, args.opset, args.format, _terminal_width(),
-                            _default_cache_dir())
+                            _cache_dir(args))
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.tags_doc(tags)))
     else:
@@ -405,15 +458,21 @@ def _cmd_node_tests(args: argparse.Namespace) -> int:
     return command(args.models, args.output, args.run, args.format, _terminal_width())
 
 
+def _cmd_new_case(args: argparse.Namespace) -> int:
+    from .gate.scaffold import command
+    return command(args.op, args.output, Path.cwd(), sys.stdout)
+
+
 def _cmd_fix_tags(args: argparse.Namespace) -> int:
     from .fix.command import cmd_fix_tags
-    return cmd_fix_tags(args, _default_cache_dir())
+    return cmd_fix_tags(args, _cache_dir(args))
 
 
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
             "fix-tags": _cmd_fix_tags, "merge": _cmd_merge,
-            "check-evidence": _cmd_check_evidence, "node-tests": _cmd_node_tests}
+            "check-evidence": _cmd_check_evidence, "node-tests": _cmd_node_tests,
+            "new-case": _cmd_new_case}
 
 
 def _json_requested(argv: Sequence[str]) -> bool:
@@ -460,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = getattr(args, "format", None) == "json"
     args.argv = argv
     try:
+        _configure(args)
         return COMMANDS[args.command](args)
     except ProverError as exc:
         if args.debug and isinstance(exc, CaseError):

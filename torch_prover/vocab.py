@@ -102,6 +102,7 @@ class DocKind(StrEnum):
     RUN = "run"                    # run --format json: the script's proof record
     FIX_TAGS = "fix-tags"          # fix-tags --format json
     NODE_TESTS = "node-tests"      # node-tests --format json, and OUT/node-tests.json
+    PR_GATE = "pr-gate"            # verify-all --changed-from BASE --format json
     ERROR = "error"                # any command's --format json when it ends on an error
 
 

@@ -92,7 +92,8 @@ def _selected_cases(ops_arg: str | None, entries: Sequence[dict[str, Any]]
     return sorted(chosen, key=lambda c: order[c.name]), frozenset(case_less)
 
 
-def _load_waivers(path: str | None) -> tuple[Any, ...]:
+def load_waivers(path: str | None) -> tuple[Any, ...]:
+    """``--waivers``: the file's waivers, checked against the catalogue (UsageError), or ()."""
     if not path:
         return ()
     from ..cases import all_cases
@@ -166,7 +167,7 @@ def prepare(request: Request) -> Prepared:
         cases = [c for c in cases if c.op in mine]
         case_less_selected = frozenset(mine - {c.op for c in cases})
     planned = tuple(plan(cases, selection)) if selection.expands else ()
-    waivers = _load_waivers(request.waivers)
+    waivers = load_waivers(request.waivers)
     out = None
     if request.out is not None:
         out = preflight.writable_dir(request.out, "--out")

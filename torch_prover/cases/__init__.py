@@ -71,6 +71,9 @@ def all_cases() -> tuple[Case, ...]:
     seen: dict[str, str] = {}
     for module in case_modules():
         info = type("Info", (), {"name": module.__name__.rsplit(".", 1)[-1]})
+        if getattr(module, "SCAFFOLD", None):   # gate/scaffold.py: never proved unwritten
+            raise CaseError(f"cases/{info.name}.py is a new-case scaffold not yet completed: "
+                            f"{module.SCAFFOLD}")
         for case in getattr(module, "CASES", ()):
             if not isinstance(case, Case):
                 raise CaseError(f"cases/{info.name}.py: CASES holds a {type(case).__name__}, not a Case")

@@ -376,8 +376,11 @@ def _by_type_mark(report: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) 
 
 
 def prove_command(op: str, case: str, tags_path: str | None = None) -> str:
-    """The command that proves one catalogue case (and reproduces its verdicts)."""
-    return f"torch-prover prove {op} --case {case}" + (f" --tags-from {tags_path}" if tags_path else "")
+    """The command that proves one catalogue case (and reproduces its verdicts); a variant
+    ``<case>@<opset>`` (``batch/versions.py``) is its case at that opset."""
+    name, at, opset = case.partition("@")
+    return (f"torch-prover prove {op} --case {name}" + (f" --opset {opset}" if at else "")
+            + (f" --tags-from {tags_path}" if tags_path else ""))
 
 
 def reproduce(report: dict[str, Any], rec: dict[str, Any]) -> str:

@@ -1,0 +1,53 @@
+"""A simulated PR for the gate's tests: the installed onnx's own docs, edited into a base.
+
+The installed onnx plays the PR's build. Its generated docs (``scripts/onnx_docs.py``:
+gen_doc.py of the onnx package, about 4 s) are a base with no change at all; each edit
+below makes the base differ from the PR in one known way, so a test's expectation comes
+from the edit it made (and the schema's history), never from the gate's output.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generate_docs(root: Path) -> Path:
+    """``root/docs`` holding the installed onnx's Changelog.md and Operators.md."""
+    spec = importlib.util.spec_from_file_location("onnx_docs", ROOT / "scripts" / "onnx_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.generate(root)
+
+
+def _section(text: str, anchor: str) -> tuple[int, int]:
+    """(start, end) of the op section whose heading anchor is ``anchor`` (``Relu-14`` in a
+    Changelog.md, ``Relu`` in an Operators.md): up to the next heading of level 1-3."""
+    m = re.search(rf'^### (?:<sub>\w+</sub> )?<a name="{re.escape(anchor)}"></a>.*$', text,
+                  re.M)
+    assert m, f"no section {anchor}"
+    nxt = re.compile(r"^#{1,3} ", re.M).search(text, m.end())
+    return m.start(), nxt.start() if nxt else len(text)
+
+
+def set_tag(text: str, anchor: str, param: str, old: str, new: str) -> str:
+    """The section's entry of ``param``: its marker ``old`` replaced by ``new``
+    (``differentiable`` <-> ``non-differentiable``); the entry must carry ``old``."""
+    start, end = _section(text, anchor)
+    body = text[start:end]
+    entry = re.compile(rf"^<dt><tt>{re.escape(param)}</tt> \(([^)]*)\) : ", re.M)
+    m = entry.search(body)
+    assert m, f"{anchor}: no entry {param}"
+    marks = [t.strip() for t in m.group(1).split(",")]
+    assert old in marks, f"{anchor} {param}: marked {marks}, not {old}"
+    marks[marks.index(old)] = new
+    edited = body[:m.start(1)] + ", ".join(marks) + body[m.end(1):]
+    return text[:start] + edited + text[end:]
+
+
+def drop_section(text: str, anchor: str) -> str:
+    """The text without the op section ``anchor``: a schema version the base lacks."""
+    start, end = _section(text, anchor)
+    return text[:start] + text[end:]

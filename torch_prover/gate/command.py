@@ -1,0 +1,154 @@
+"""``verify-all --changed-from BASE``: check everything, prove the changes, print the comment.
+
+``prepare`` makes every check that needs no proof -- the flags PR mode cannot combine
+with, ``--jobs``/``--timeout``, the base docs file (read as ``--tags-from`` reads one),
+the waivers, every output location against every input and the tool's trees -- then
+computes the diff and the proofs it needs, and checks the evidence directories those
+would write. ``run`` proves them in verify-all's worker pool (same cache, same evidence)
+and builds the ``pr-gate`` document. Nothing else of verify-all's full run happens: no
+other case, no index files, no pruning (a partial run must not rewrite ``models/``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import preflight
+from ..case import Case
+from ..errors import UsageError
+from .changes import Diff, diff
+from .select import Proving, select, to_run
+
+FORMATS = ("text", "json", "markdown")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What PR mode is asked to do (verify-all's flags that apply to it, as data)."""
+
+    changed_from: str
+    jobs: int = 2
+    timeout: float = 120.0
+    numeric: bool = True
+    out: str | None = None
+    cache_dir: str | None = None
+    waivers: str | None = None
+    report: str | None = None
+    progress: Callable[[int, int, str], None] | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    request: Request
+    diff: Diff
+    provings: tuple[Proving, ...]
+    todo: tuple[Case, ...]
+    waivers: tuple[Any, ...]
+    out: Path | None
+    warnings: tuple[str, ...]
+    started: float
+
+
+def refuse_combinations(ops: str | None, versions: str, shard: str | None,
+                        tags_from: str | None, fmt: str) -> None:
+    """The verify-all flags PR mode decides itself, or cannot honour: one line, exit 2."""
+    given = [(ops, "--ops", "the ops are the ones the PR changes"),
+             (versions != "latest" or None, "--versions",
+              "the schema versions are the ones the PR changes"),
+             (shard, "--shard", "a PR's changes are proved in one run"),
+             (tags_from, "--tags-from", "the PR's tags are the installed onnx's (its build); "
+                                        "--changed-from gives the base's")]
+    for value, flag, why in given:
+        if value:
+            raise UsageError(f"--changed-from with {flag}: {why}; drop {flag}")
+    if fmt not in FORMATS:
+        raise UsageError(f"--changed-from with --format {fmt}: PR mode writes "
+                         f"{', '.join(FORMATS)}")
+
+
+def _load_base(path: str):
+    from ..tags.docs import DocsError, load
+    preflight.readable_file(path, "--changed-from")
+    try:
+        return load(path)
+    except DocsError as exc:
+        raise UsageError(f"--changed-from: {exc}") from None
+
+
+def prepare(req: Request) -> Prepared:
+    """Every check before any proof, in the order a user fixes them; raises UsageError."""
+    from ..batch.verify import load_waivers
+    started = time.perf_counter()
+    preflight.positive_int(req.jobs, "--jobs")
+    preflight.positive_seconds(req.timeout, "--timeout")
+    base = _load_base(req.changed_from)
+    waivers = load_waivers(req.waivers)
+    out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
+    warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
+    if req.report is not None:
+        preflight.writable_file(req.report, "--report")
+    found = diff(base)
+    provings = select(found.changes)
+    todo = to_run(provings)
+    trees: list[tuple[str, Any]] = [("--cache-dir", req.cache_dir)]
+    if out is not None:
+        trees += [("--out", out / op) for op in sorted({c.op for c in todo})]
+        preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
+    preflight.outputs_apart([("--report", req.report)] if req.report is not None else [],
+                            [("--changed-from", req.changed_from), ("--waivers", req.waivers)],
+                            trees)
+    return Prepared(req, found, provings, tuple(todo), waivers, out,
+                    (warning,) if warning else (), started)
+
+
+def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Prove what changed; the ``pr-gate`` document and the warnings for stderr."""
+    import onnx
+
+    from ..batch import waivers as waivers_mod
+    from ..batch.pool import BatchOptions, run_batch
+    from .document import build
+    from .judge import also_found, judge
+    req = prepared.request
+    result = None
+    if prepared.todo:
+        result = run_batch(list(prepared.todo), BatchOptions(
+            jobs=req.jobs, timeout=req.timeout, numeric=req.numeric, out=prepared.out,
+            cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
+            progress=req.progress))
+    records = result.records if result else []
+    by_name = {r["case"]: r for r in records}
+    pseudo = [{"op": p.change.op, "case": None, "parameters": list(p.by_type)}
+              for p in prepared.provings if p.by_type]
+    waived, _stale = waivers_mod.apply(list(prepared.waivers), records + pseudo)
+    judged = [judge(p, by_name, waived) for p in prepared.provings]
+    doc = build(prepared.diff, prepared.provings, judged, records,
+                also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
+                wall_time_s=time.perf_counter() - prepared.started,
+                cache_hits=result.cache_hits if result else 0)
+    warnings = prepared.warnings + tuple(result.warnings if result else ())
+    return doc, warnings
+
+
+def render(doc: dict[str, Any], fmt: str, width: int | None) -> str:
+    from ..output.report import to_json
+    from .comment import markdown, text
+    if fmt == "json":
+        return to_json(doc)
+    return markdown(doc) if fmt == "markdown" else text(doc, width)
+
+
+def emit(doc: dict[str, Any], fmt: str, report: str | None, width: int | None,
+         stdout, stderr) -> None:
+    """The rendering to ``--report`` (stdout then shows the text; JSON stays JSON), or to
+    stdout."""
+    from ..output.evidence import write_text
+    rendered = render(doc, fmt, width)
+    if report:
+        write_text(Path(report), rendered)
+        stdout.write(rendered if fmt == "json" else render(doc, "text", width))
+        print(f"PR comment written to {report}", file=stderr)
+    else:
+        stdout.write(rendered)

@@ -1,0 +1,205 @@
+"""The PR gate's comment: Markdown for the PR, and the same in text for a terminal or a log.
+
+Both render the ``pr-gate`` document (``document.py``) and nothing else: what changed
+(one row per changed parameter: base tag, PR tag, verdict), then each verdict with the
+proofs behind it -- every proof's verdict, its reason and the command that reproduces it
+-- refutations first, then what could not be proved and why (an op without a case: how
+to add one), failed proofs, disagreements on tags the PR does not change, the base's
+versions the PR lacks, what an Operators.md base cannot see, and the exit code.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..output.report import DEFAULT_WIDTH, md_cell, md_row, table, wrap_line
+from .judge import GateVerdict
+
+ORDER = (GateVerdict.REFUTED, GateVerdict.WAIVED, GateVerdict.NOT_PROVED,
+         GateVerdict.PROPOSED, GateVerdict.CONFIRMED, GateVerdict.REMOVED)
+"""The order of the details: what fails the gate first, what needs a reviewer next."""
+
+HEADINGS = {
+    GateVerdict.REFUTED: "Refuted: the evidence contradicts the PR's tag (the gate fails)",
+    GateVerdict.WAIVED: "Refuted but waived",
+    GateVerdict.NOT_PROVED: "Not proved",
+    GateVerdict.PROPOSED: "Proposed: the PR leaves the tag unknown, the evidence decides it",
+    GateVerdict.CONFIRMED: "Confirmed: the evidence supports the PR's tag",
+    GateVerdict.REMOVED: "Removed by the PR: nothing to prove",
+}
+
+LATEST_ONLY = ("The base is an Operators.md: it documents each op's latest schema version "
+               "only, so only those were compared and a change to an older version's tags "
+               "is not seen. Give the base's Changelog.md to compare every version.")
+
+
+def _rows(doc: dict[str, Any]):
+    for c in doc["changes"]:
+        for p in c["parameters"]:
+            yield c, p
+
+
+def _label(c: dict[str, Any], p: dict[str, Any]) -> str:
+    return f"{c['op']}-{c['version']} {p['io']} {p['index']} ({p['name']})"
+
+
+def _verdict_cell(p: dict[str, Any]) -> str:
+    if p["verdict"] in (GateVerdict.REFUTED, GateVerdict.WAIVED, GateVerdict.PROPOSED):
+        return f"{p['verdict']}: supports {p['supports']}"
+    return p["verdict"]
+
+
+def _witness_line(w: dict[str, Any], code: str = "") -> str:
+    """One proof's verdict: case (opset), verdict, the rule unless its reason starts with
+    it, whether the case declares the disagreement, and the reason."""
+    where = f" (opset {w['opset']})" if w["opset"] is not None else ""
+    rule = "" if w["reason"].startswith(w["rule"]) else f", {w['rule']}"
+    declared = ""
+    if w["declared"] == w["verdict"] == "disagree":
+        declared = (" (the case declares this disagreement for today's tags; this PR is "
+                    "the one introducing the tag)")
+    return f"{code}{w['case']}{code}{where}: {w['verdict']}{rule}{declared}: {w['reason']}"
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _outcome(doc: dict[str, Any]) -> str:
+    if doc["exit_code"]:
+        return f"exit {doc['exit_code']}: the gate fails (a changed tag the evidence refutes)"
+    return "exit 0: the gate passes (no changed tag refuted)"
+
+
+def _sources(doc: dict[str, Any]) -> str:
+    b = doc["base"]
+    what = "each op's latest version" if b["latest_only"] else "every schema version"
+    return (f"base: {b['path']} ({b['kind']}, {what}); PR: the installed onnx "
+            f"{doc['pr']['onnx']}; {doc['summary']['versions_compared']} schema versions "
+            "compared")
+
+
+def _also_lines(also: list[dict[str, Any]]) -> list[str]:
+    """One line per parameter, its cases together."""
+    by_param: dict[tuple, list[dict[str, Any]]] = {}
+    for a in also:
+        by_param.setdefault((a["op"], a["version"], a["io"], a["index"], a["name"]), []).append(a)
+    out = []
+    for (op, version, io, index, name), hits in by_param.items():
+        cases = ", ".join(a["case"] + (" (declared)" if a["declared"] else "") for a in hits)
+        out.append(f"{op}-{version} {io} {index} ({name}): tagged {hits[0]['tag']}, the "
+                   f"evidence supports {hits[0]['supports']} in {cases}")
+    return out
+
+
+def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(heading, lines) of what follows the verdicts."""
+    out = []
+    if doc["failed"]:
+        out.append(("Proofs that failed", [f"{f['case']} ({f['op']}): {f['error']}"
+                                           for f in doc["failed"]]))
+    new_cases = [c for c in doc["changes"] if c["no_case"]]
+    if new_cases:
+        out.append(("Ops without a case", [
+            f"{c['op']}-{c['version']}: {c['op']} has no case in the catalogue. "
+            f"`{c['new_case']}` writes a case scaffold from the schema (inputs typed from "
+            "its type constraints, attributes at their defaults); write its module, then "
+            f"`pytest -k {c['op'].lower()}` and `torch-prover prove {c['op']}`"
+            for c in new_cases]))
+    gaps = [f"{c['op']}-{c['version']}: {g['case']}: {g['why']}"
+            for c in doc["changes"] for g in c["gaps"]]
+    if gaps:
+        out.append(("Cases that reach no changed version (so they prove nothing here)", gaps))
+    if doc["also"]:
+        out.append(("Tags this PR does not change (found in the same proofs; not failing)",
+                    _also_lines(doc["also"])))
+    if doc["removed"]:
+        out.append(("In the base, not in the PR (nothing to prove)",
+                    [", ".join(doc["removed"])]))
+    return out
+
+
+# ----------------------------------------------------------------------------- Markdown
+COMMENT_LIMIT = 65536
+"""GitHub's limit on a comment's (and a PR body's) length, in characters."""
+
+OVER_LIMIT = ("The proofs behind each verdict are left out: with them this comment would pass "
+              "GitHub's {limit:,}-character limit. `--format text` and `--format json` give "
+              "them, each with the command that reproduces it.")
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The PR comment; past GitHub's limit, without the proofs' details, then with the
+    table cut to fit (every format but this one keeps everything)."""
+    full = _markdown(doc, details=True)
+    if len(full) <= COMMENT_LIMIT:
+        return full
+    short = _markdown(doc, details=False)
+    if len(short) <= COMMENT_LIMIT:
+        return short
+    cut = short[:COMMENT_LIMIT - 200].rsplit("\n", 1)[0]
+    return cut + f"\n\n(cut at GitHub's {COMMENT_LIMIT:,}-character limit: `--format json` " \
+                 "has every row)\n"
+
+
+def _markdown(doc: dict[str, Any], details: bool) -> str:
+    out = ["## torch-prover: the differentiability tags this PR changes", "",
+           f"**{_upper(_outcome(doc))}.** {_upper(doc['reason'])}.", "",
+           _upper(_sources(doc)) + ".", ""]
+    if doc["base"]["latest_only"]:
+        out += [f"> {LATEST_ONLY}", ""]
+    if not doc["changes"]:
+        return "\n".join(out)
+    out += [md_row("schema version", "change", "parameter", "base tag", "PR tag", "verdict"),
+            md_row(*["---"] * 6)]
+    for c, p in _rows(doc):
+        verdict = _verdict_cell(p)
+        if p["verdict"] == GateVerdict.REFUTED:
+            verdict = f"**{verdict}**"
+        out.append(md_row(f"{c['op']}-{c['version']}", c["kind"],
+                          f"{p['io']} {p['index']} ({p['name']})", p["base"] or "—",
+                          p["pr"] or "—", verdict))
+    if not details:
+        out += ["", OVER_LIMIT.format(limit=COMMENT_LIMIT)]
+    for verdict in ORDER if details else ():
+        hits = [(c, p) for c, p in _rows(doc) if p["verdict"] == verdict]
+        if not hits:
+            continue
+        out += ["", f"### {HEADINGS[verdict]}"]
+        for c, p in hits:
+            out += ["", f"**{_label(c, p)}**: {md_cell(p['why'])}"]
+            for w in p["witnesses"]:
+                out.append(f"- {md_cell(_witness_line(w, '`'))}")
+                if w["command"]:
+                    out.append(f"  `{w['command']}`")
+    for heading, lines in _notes(doc):
+        out += ["", f"### {heading}", ""] + [f"- {line}" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- text
+def text(doc: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
+    out = wrap_line(f"PR gate: {doc['reason']}", width)
+    out += wrap_line(_sources(doc), width)
+    if doc["base"]["latest_only"]:
+        out += wrap_line("note: " + LATEST_ONLY, width)
+    if doc["changes"]:
+        rows = [[f"{c['op']}-{c['version']}", c["kind"],
+                 f"{p['io']} {p['index']} ({p['name']})", p["base"] or "-", p["pr"] or "-",
+                 _verdict_cell(p)] for c, p in _rows(doc)]
+        out += [""] + table(rows, ["version", "change", "parameter", "base", "PR", "verdict"],
+                            width, flex=5)
+    for verdict in ORDER:
+        for c, p in _rows(doc):
+            if p["verdict"] != verdict:
+                continue
+            out += [""] + wrap_line(f"{verdict}: {_label(c, p)}: {p['why']}", width)
+            for w in p["witnesses"]:
+                out += wrap_line("  " + _witness_line(w), width, "    ")
+                if w["command"]:
+                    out.append(f"    {w['command']}")
+    for heading, lines in _notes(doc):
+        out += ["", heading + ":"]
+        for line in lines:
+            out += wrap_line("  " + line, width, "    ")
+    out += ["", _outcome(doc)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,75 @@
+"""Which proofs prove a changed schema version: the op's catalogue cases, and their variants.
+
+A case proves the schema version in force at its own opset; any other version V of its op
+is proved by the case's *variant* at an opset where V is in force (``batch/versions.py``:
+``plan`` and ``route``, the machinery of ``verify-all --versions``), or has a typed gap
+(below opset 7, outside the opsets the case declares, no exporter reaches it). So a
+changed version is proved by exactly the cases and variants that reach it: a
+``Selection`` of the opsets in which V is in force selects V alone (an op's versions are
+in force over disjoint opset ranges). An op without a case is decided by its schema's
+types where they decide (``engine/by_type.py``), and otherwise cannot be proved: the
+comment says how to add a case (``new-case``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..batch.versions import Selection, covers, plan, schema_versions
+from ..case import Case
+from .changes import Change
+
+
+@dataclass(frozen=True)
+class Proving:
+    """How one changed version is proved: the cases (own opset) and variants to run, the
+    cases no route reaches it with (and why), or, for an op without a case, its by-type
+    rows (shaped like a record's parameters) and whether it has no case at all."""
+
+    change: Change
+    cases: tuple[Case, ...] = ()
+    gaps: tuple[tuple[str, str], ...] = ()       # (case name, why no variant proves it)
+    by_type: tuple[dict[str, Any], ...] = ()     # an op without a case: decided by type
+    no_case: bool = False
+
+
+def _version(change: Change):
+    return next(v for v in schema_versions(change.op) if v.version == change.version)
+
+
+def proving(change: Change, cases: Sequence[Case]) -> Proving:
+    """The proofs of ``change``'s version among ``cases`` (its op's catalogue cases)."""
+    if change.params and all(p.pr is None for p in change.params):
+        return Proving(change)          # only removals: nothing of the PR's to prove
+    mine = [c for c in cases if c.domain == ""]
+    if not mine:
+        return Proving(change, by_type=_by_type(change), no_case=True)
+    v = _version(change)
+    own = [c for c in mine if covers(c, v)]
+    planned = plan(mine, Selection("range", v.first, v.last))
+    return Proving(change, tuple(own) + tuple(p.case for p in planned if p.case is not None),
+                   tuple((p.base.name, p.gap.value) for p in planned if p.gap is not None))
+
+
+def _by_type(change: Change) -> tuple[dict[str, Any], ...]:
+    from ..engine.by_type import decide_op, row_record
+    from ..tags.schema import schema_tags
+    return tuple(row_record(r) for r in decide_op(schema_tags(change.op, change.version))
+                 if r.decision is not None)
+
+
+def select(changes: Sequence[Change],
+           cases_of: Callable[[str], Sequence[Case]] | None = None) -> tuple[Proving, ...]:
+    """One ``Proving`` per change; ``cases_of(op)`` is the catalogue's ``cases_for``."""
+    if cases_of is None:
+        from ..cases import cases_for as cases_of
+    return tuple(proving(c, cases_of(c.op)) for c in changes)
+
+
+def to_run(provings: Sequence[Proving]) -> list[Case]:
+    """Every case and variant to run, once each, in the order of the changes."""
+    seen: dict[str, Case] = {}
+    for p in provings:
+        for c in p.cases:
+            seen.setdefault(c.name, c)
+    return list(seen.values())
