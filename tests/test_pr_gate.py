@@ -320,3 +320,27 @@ def test_a_comment_past_githubs_limit_keeps_the_table(pr_run):
     doc["changes"] = doc["changes"] * 20
     md = markdown(doc)
     assert len(md) <= COMMENT_LIMIT and md.rstrip().endswith("`--format json` has every row)")
+
+
+def test_pr_mode_speaks_ci(pr_run, cache, tmp_path):
+    """The CI outputs of PR mode (docs/ci.md): one JUnit testcase per changed tag, failed
+    exactly where the math refutes the change (Clip-13 min, module doc), and an ::error
+    annotation for it; the warm rerun reuses the fixture's proofs."""
+    import xml.etree.ElementTree as ET
+    work = pr_run["work"]
+    summary = tmp_path / "summary.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--changed-from",
+         "base/Changelog.md", "--cache-dir", str(cache), "--no-write", "--github",
+         "--junit", str(tmp_path / "gate.xml")],
+        cwd=work, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "COLUMNS": "100", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 1, done.stderr
+    n_changed = sum(len(c["parameters"]) for c in pr_run["doc"]["changes"])
+    cases = ET.parse(tmp_path / "gate.xml").getroot().iter("testcase")
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed == ["Clip-13 input 1 (min)"]
+    assert len(list(ET.parse(tmp_path / "gate.xml").getroot().iter("testcase"))) == n_changed
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "Clip" in errors[0]
+    assert "1 failed" in summary.read_text() or "**1 failed**" in summary.read_text()

@@ -286,17 +286,19 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
     from .gate import command as gate
     gate.refuse_combinations(args.ops, args.versions, args.shard, args.tags_from, args.format)
     note = _default_out(args)
+    ci = ci_options.plan(args, args.argv)
     prepared = gate.prepare(gate.Request(
         changed_from=args.changed_from, jobs=args.jobs, timeout=args.timeout,
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
-        report=args.report, progress=Progress()))
+        report=args.report, progress=Progress(), outputs=tuple(ci.outputs())))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     gate.emit(doc, args.format, args.report, _terminal_width(), sys.stdout, sys.stderr)
+    ci_options.emit(ci, doc, args.format)
     return doc["exit_code"]
 
 

@@ -52,6 +52,8 @@ class Why(StrEnum):
     UNDECIDED = "not decided"
     NO_TAGS = "no tags"
     NO_CASE = "no case"
+    REFUTED = "changed tag refuted by the evidence"   # PR mode (docs/pr-gate.md)
+    REMOVED = "parameter removed by the PR"
 
 
 @dataclass(frozen=True)
@@ -257,8 +259,38 @@ def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
                        f"{o['status']}: {o['reason']}")
 
 
+def _gate_tests(doc: dict[str, Any]) -> Iterable[Test]:
+    """PR mode's tests (``kind: pr-gate``): one per changed tag, its gate verdict as the
+    result -- refuted fails (what makes the gate exit 1), waived and not proved are skipped
+    with why, removed is skipped, confirmed and proposed pass -- plus one per failed proof."""
+    from ..gate.judge import GateVerdict as G
+    outcome = {G.REFUTED: (Result.FAILED, Why.REFUTED), G.WAIVED: (Result.SKIPPED, Why.WAIVED),
+               G.NOT_PROVED: (Result.SKIPPED, Why.UNDECIDED),
+               G.REMOVED: (Result.SKIPPED, Why.REMOVED),
+               G.CONFIRMED: (Result.PASSED, None), G.PROPOSED: (Result.PASSED, None)}
+    for c in doc["changes"]:
+        for p in c["parameters"]:
+            result, why = outcome[G(p["verdict"])]
+            ws = p.get("witnesses") or []
+            cmd = next((w["command"] for w in ws if w.get("command")), None)
+            tag = f"PR tags it {p['pr']}" + (f" (base: {p['base']})" if p.get("base") else
+                                             " (new)")
+            yield Test(Grain.PARAMETER, c["op"], "", c["version"], p["io"], p["index"],
+                       p["name"], result, why, f"{p['verdict']}: {tag}: {p['why']}",
+                       tuple(w["case"] for w in ws), cmd)
+    for f in doc.get("failed", ()):
+        yield Test(Grain.CASE, f["op"], "", None, None, None, None, Result.FAILED,
+                   Why.FAILED_CASE, f"{f['status']}: {f['error']}", (f["case"],),
+                   prove_command(f["op"], f["case"]))
+
+
 def all_tests(report: dict[str, Any]) -> list[Test]:
-    """Every test of a batch report (``verify-all`` or ``merge``), failed ones first."""
+    """Every test of a batch report (``verify-all`` or ``merge``) or of PR mode's
+    document (``pr-gate``), failed ones first."""
+    order = {Result.FAILED: 0, Result.SKIPPED: 1, Result.PASSED: 2}
+    if report.get("kind") == "pr-gate":
+        return sorted(_gate_tests(report), key=lambda t: (
+            order[t.result], t.op, t.version or 0, t.grain, t.io or "", t.index or 0, t.label))
     waived = _waived(report)
     params = _latest(report, waived)
     if report.get("versions"):
@@ -267,7 +299,6 @@ def all_tests(report: dict[str, Any]) -> list[Test]:
             if t.result is Result.FAILED and cells.get(key, t).result is not Result.FAILED:
                 cells[key] = t
         params = cells
-    order = {Result.FAILED: 0, Result.SKIPPED: 1, Result.PASSED: 2}
     found = list(params.values()) + list(_case_tests(report))
     return sorted(found, key=lambda t: (order[t.result], t.op, t.version or 0,
                                         t.grain, t.io or "", t.index or 0, t.label))

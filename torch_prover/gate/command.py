@@ -37,6 +37,7 @@ class Request:
     waivers: str | None = None
     report: str | None = None
     progress: Callable[[int, int, str], None] | None = None
+    outputs: tuple[tuple[str, str], ...] = ()   # other files written (--junit, the step summary)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def prepare(req: Request) -> Prepared:
     if out is not None:
         trees += [("--out", out / op) for op in sorted({c.op for c in todo})]
         preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
-    preflight.outputs_apart([("--report", req.report)] if req.report is not None else [],
+    preflight.outputs_apart(([("--report", req.report)] if req.report is not None else [])
+                            + list(req.outputs),
                             [("--changed-from", req.changed_from), ("--waivers", req.waivers)],
                             trees)
     return Prepared(req, found, provings, tuple(todo), waivers, out,
