@@ -214,9 +214,5 @@ def exit_code(rep: dict[str, Any]) -> int:
     by-type row's), a failed or invalid case, or an inconclusive verdict where evidence
     should have decided; else 0."""
     from ..errors import EXIT_FINDING, EXIT_OK
-    s = rep["summary"]
-    versions = rep.get("versions", {}).get("summary", {})
-    versions_failing = versions.get("failing", 0) or versions.get("failed_variants")
-    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
-                            or s["failed_cases"] or versions_failing
-                            or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
+    from ..output.run_totals import failing
+    return EXIT_FINDING if any(n for n, _ in failing(rep)) else EXIT_OK

@@ -32,6 +32,7 @@ class Request:
     versions: str = "latest"          # latest | all | A..B (opsets): see batch/versions.py
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     report: str | None = None         # where the caller will write the report: checked here
+    report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -149,6 +150,7 @@ def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
 
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
+    from ..output.batch_render import report_outputs
     from ..output.coverage import coverage
     from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
@@ -174,10 +176,11 @@ def prepare(request: Request) -> Prepared:
     cache_warning = None
     if request.cache_dir is not None:
         cache_warning = preflight.cache_dir(request.cache_dir)
-    if request.report is not None:
-        preflight.writable_file(request.report, "--report")
+    reports = report_outputs(request.report, request.report_format)
+    for what, path in reports:
+        preflight.writable_file(path, what)
     preflight.outputs_apart(
-        [("--report", request.report)] if request.report is not None else [],
+        reports,
         [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
