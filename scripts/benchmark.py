@@ -12,6 +12,8 @@
    runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
 5. `verify-all --versions all` (every ai.onnx schema version, issue 19): cold and warm,
    fresh processes, with the peak RSS of its workers; `--skip-versions` leaves it out.
+6. `torch-prover report` of both runs' JSON in each format (fresh process, and the
+   rendering alone in-process), with the Markdown's whole length and its body's.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -87,9 +89,30 @@ def main() -> int:
     print(f"naive, one process per case: {statistics.mean(naive):.2f} s/case on {len(sample)} cases "
           f"-> {naive_total:.0f} s for {n_cases} cases; ratio naive/cold = {naive_total / cold:.1f}x")
     print(f"(fast_export: {res.fast_export})")
+    _renders(work / "report.json", work)
     if not args.skip_versions:
         _all_versions(work, args.jobs)
+        _renders(work / "versions.json", work)
     return 0
+
+
+def _renders(saved: Path, work: Path) -> None:
+    """`torch-prover report` of a saved report in each format: a fresh process (imports,
+    validation, rendering, writing) and the rendering alone; the Markdown's sizes against
+    GitHub's 65,536-character limit."""
+    import json
+    from torch_prover.output.batch_render import render_batch
+    rep = json.loads(saved.read_text())
+    for fmt in ("text", "markdown", "html"):
+        fresh, rc = _timed([str(BIN / "torch-prover"), "report", str(saved), "--format", fmt,
+                            "--report", str(work / f"{saved.stem}.{fmt}")])
+        t0 = time.perf_counter()
+        r = render_batch(rep, fmt, 100, "details")
+        alone = time.perf_counter() - t0
+        size = (f"; {r.full_length:,} characters whole, body {len(r.text):,}"
+                if fmt == "markdown" else f"; {len(r.text):,} characters")
+        print(f"report {saved.name} --format {fmt}: {fresh:.1f} s fresh process (exit {rc}), "
+              f"{alone * 1000:.0f} ms rendering{size}")
 
 
 def _all_versions(work: Path, jobs: int) -> None:

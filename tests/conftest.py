@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,4 +164,21 @@ def full_run(tmp_path_factory):
             "after_kill": after_kill, "after_full": _snapshot(traps), "workers": workers,
             "survivors": survivors, "written_before_kill": written_before_kill,
             "exit": done.returncode, "stdout": stdout, "stderr": stderr,
+            "report": json.loads((root / "report.json").read_text())}
+
+
+@pytest.fixture(scope="session")
+def versions_run(full_run, tmp_path_factory):
+    """verify-all --versions all into a copy of the full run's evidence, with its cache: the
+    cases' own proofs come from the cache, every variant is proved (test_models_current
+    compares its evidence; test_report_command renders its report)."""
+    root = tmp_path_factory.mktemp("versions")
+    out, cache = root / "models", root / "cache"
+    shutil.copytree(full_run["out"], out, symlinks=True)
+    shutil.copytree(full_run["root"] / "cache", cache)
+    cp = subprocess.run([sys.executable, "-m", "torch_prover", "verify-all", "--versions",
+                         "all", "--out", str(out), "--cache-dir", str(cache), "--jobs", "2",
+                         "--format", "json", "--report", str(root / "report.json")],
+                        capture_output=True, text=True, timeout=3000)
+    return {"out": out, "exit": cp.returncode, "stderr": cp.stderr,
             "report": json.loads((root / "report.json").read_text())}

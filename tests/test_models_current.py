@@ -9,16 +9,12 @@ the installed (pinned) ones is stale and fails, with the versions named.
 """
 import hashlib
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnx.defs
 import onnx.numpy_helper
-import pytest
 
 from conftest import TRAPS
 from torch_prover.cases import all_cases
@@ -82,22 +78,6 @@ def _compare(committed: dict[str, bytes], fresh: dict[str, bytes], command: str)
         f"models/ is not what {command} writes: {len(changed)} changed (e.g. {changed[:5]}), "
         f"{len(missing)} not written (e.g. {missing[:5]}), {len(extra)} not committed "
         f"(e.g. {extra[:5]}): rerun `torch-prover {command}` and commit models/")
-
-
-@pytest.fixture(scope="module")
-def versions_run(full_run, tmp_path_factory):
-    """verify-all --versions all into a copy of the full run's evidence, with its cache: the
-    cases' own proofs come from the cache, every variant is proved."""
-    root = tmp_path_factory.mktemp("versions")
-    out, cache = root / "models", root / "cache"
-    shutil.copytree(full_run["out"], out, symlinks=True)
-    shutil.copytree(full_run["root"] / "cache", cache)
-    cp = subprocess.run([sys.executable, "-m", "torch_prover", "verify-all", "--versions",
-                         "all", "--out", str(out), "--cache-dir", str(cache), "--jobs", "2",
-                         "--format", "json", "--report", str(root / "report.json")],
-                        capture_output=True, text=True, timeout=3000)
-    return {"out": out, "exit": cp.returncode, "stderr": cp.stderr,
-            "report": json.loads((root / "report.json").read_text())}
 
 
 def test_every_other_version_is_reproduced(versions_run):

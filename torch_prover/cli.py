@@ -249,7 +249,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     (``batch/report_file.py``: validated), rendered as verify-all would have; the exit code
     is the report's own."""
     from .batch.report_file import load_batch_report
-    from .batch.summary import exit_code
+    from .output.run_totals import exit_code
     _check_report_outputs(args.report, args.format, [("REPORT.json", args.saved)])
     rep = load_batch_report(args.saved)
     _emit_batch(rep, args.format, args.report)
@@ -359,7 +359,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
     tags, label, _ = preflight.tag_source(args.tags_from)
-    records, worst = [], EXIT_OK
+    records, worst, markdown = [], EXIT_OK, []
     for case in cases:
         proved = case.replace(**changes) if changes else case
         proof = prove_case(proved, numeric=not args.no_numeric, tags=tags, tag_source=label)
@@ -375,9 +375,16 @@ def _cmd_prove(args: argparse.Namespace) -> int:
             sys.stdout.write(report.proof_text(rec, _terminal_width()))
         elif args.format == "markdown":
             from .pr.gen import script_for
-            sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
+            markdown.append((rec, report.proof_markdown(rec, script=script_for(proved))))
     if args.format == "json":   # one shape, --all or not
         sys.stdout.write(report.to_json(documents.proofs_doc(DocKind.PROVE, records, worst)))
+    elif markdown:   # GitHub's body limit (output/markdown_limit.py)
+        from .output.markdown_summary import proofs_on_stdout
+        text, notes = proofs_on_stdout(markdown, f"`torch-prover prove {op} --case NAME "
+                                                 "--format markdown` prints one case whole")
+        sys.stdout.write(text)
+        for note in notes:
+            print(note, file=sys.stderr)
     return worst
 
 

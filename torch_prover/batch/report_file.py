@@ -6,7 +6,7 @@ only if it is the document verify-all writes: valid JSON, valid against the ship
 schema of its kind (``torch_prover/schemas/batch-report.json``, with the proof and
 failed-case schemas it refers to), and consistent where a forged summary would change
 what the rendering says: its status and exit code are the ones its summary gives
-(``summary.exit_code``), and its verdict counts are its records'. Anything else is one
+(``run_totals.exit_code``), and its verdict counts are its records'. Anything else is one
 line and exit 2 (``UsageError``), before anything is written.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ def schema_problem(doc: Any) -> str | None:
 
 def _consistency_problem(doc: dict[str, Any]) -> str | None:
     """Where the summary contradicts the report's own fields or records."""
-    from .summary import exit_code
+    from ..output.run_totals import exit_code   # batch.summary's, without the catalogue
     code = exit_code(doc)
     if doc["exit_code"] != code or doc["status"] != Outcome.of_exit(code):
         return (f"its status says exit {doc['exit_code']} ({doc['status']}), its summary "

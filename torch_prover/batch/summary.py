@@ -213,6 +213,5 @@ def exit_code(rep: dict[str, Any]) -> int:
     """verify-all's exit code from its report: 1 for an unwaived disagreement (a case's or a
     by-type row's), a failed or invalid case, or an inconclusive verdict where evidence
     should have decided; else 0."""
-    from ..errors import EXIT_FINDING, EXIT_OK
-    from ..output.run_totals import failing
-    return EXIT_FINDING if any(n for n, _ in failing(rep)) else EXIT_OK
+    from ..output import run_totals
+    return run_totals.exit_code(rep)

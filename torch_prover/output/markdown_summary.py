@@ -1,5 +1,6 @@
-"""A batch report's Markdown when the whole would not fit a PR comment: the summary body
-(pure; ``markdown_limit.fit`` decides when, and keeps it within the limit).
+"""What a Markdown document keeps when the whole would not fit a PR comment: a batch
+report's summary body, and a proof's (pure; ``markdown_limit.fit`` decides when, and keeps
+it within the limit).
 
 The body keeps what a reviewer acts on, most urgent first, one row per item: every
 disagreement (the parameter, its tag, what the evidence says, whether its case declares
@@ -15,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from . import versions_report
-from .markdown_limit import Block, limit_words
+from .markdown_limit import Block, fit, limit_words
 from .report import (BY_TYPE, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_rows,
                      disagreement_tally, expected_of, md_row, param_key, proposals, reproduce,
                      tally_words)
@@ -128,3 +129,28 @@ def _versions(section: dict[str, Any], more: str) -> Block:
                   *[f"- {line}" for line in versions_report.summary_lines(section)], "",
                   "| op | versions | parameters (cells) to look at |", "|---|---|---|"),
                  tuple(row for _, row in rows), more, ("",))
+
+
+def proofs_on_stdout(parts: list[tuple[dict[str, Any] | None, str]], hint: str
+                     ) -> tuple[str, list[str]]:
+    """``prove`` and ``run`` with ``--format markdown``: each proof's Markdown (``parts``:
+    the record, or None for a section that is not a proof, and its text), printed whole
+    when it fits; past the limit, one line per proof on stdout and a stderr line saying
+    how to get each whole (``hint``). Returns (stdout, stderr lines)."""
+    full = "".join(text for _, text in parts)
+    rows = []
+    for rec, _ in parts:
+        if rec is None:
+            continue
+        verdicts = Counter(p["verdict"] for p in rec.get("parameters") or ())
+        rows.append(f"- `{rec['op']}` / `{rec['case']}`: {rec.get('status')}; " + ", ".join(
+            f"{verdicts[v]} {v}" for v in ("disagree", "inconclusive", "proposed", "agree")
+            if verdicts[v]))
+    title = f"### Differentiability proofs: {count(len(rows), 'case')}"
+    split = fit(full, [Block((title, "", f"The proofs are {len(full):,} characters, over "
+                                         f"{limit_words()}: one line each here; {hint}.", ""),
+                             tuple(rows), "... and {n} more.", ("",))], full, hint)
+    if not split.is_split:
+        return full, []
+    return split.body + "\n", [f"markdown: the proofs are {len(full):,} characters, over "
+                                f"{limit_words()}: stdout has one line per proof; {hint}"]

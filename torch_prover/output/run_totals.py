@@ -76,6 +76,12 @@ def failing(rep: dict[str, Any]) -> list[tuple[int, str]]:
             (len(v.get("failed_variants") or ()), "version variants that failed a check")]
 
 
+def exit_code(rep: dict[str, Any]) -> int:
+    """verify-all's exit code from its report: 1 when a count of ``failing`` is not 0."""
+    from ..errors import EXIT_FINDING, EXIT_OK
+    return EXIT_FINDING if any(n for n, _ in failing(rep)) else EXIT_OK
+
+
 def closing_line(rep: dict[str, Any]) -> str:
     """The text report's last line: ``337 cases: 833 agree, 50 disagree (50 declared), 216
     proposed, 84 inconclusive; 0 failing — exit 0``; with --versions, the schema versions'
