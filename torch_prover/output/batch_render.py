@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import markdown_limit, report, versions_report
+from .markdown_limit import PR_BODY_LIMIT
 from .run_totals import closing_line
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -92,8 +93,9 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     notes = [f"report written to {report_path}"]
     if r.details is not None:
         write_text(details, r.details)
-        notes[0] += (f" (its summary: the whole report, {r.full_length:,} characters, is over "
-                     f"GitHub's limit; written to {details})")
+        notes[0] += (f": its summary ({len(r.text):,} characters); the whole report "
+                     f"({r.full_length:,} characters, over GitHub's {PR_BODY_LIMIT:,}) to "
+                     f"{details}")
     elif fmt == "markdown" and details.exists():
         notes.append(f"note: {details} is not this report's: it fits GitHub's limit whole, "
                      "so no details file was written (that one is from an earlier run)")

@@ -246,9 +246,11 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
          f'<div class="bar"><span class="seg s-proved" style="width:{pct:.1f}%"></span></div>'
          f'<div class="muted small">{pct:.0f}% of ai.onnx ops have a case</div>'),
         ("cases", _e(s.get("cases", len(cases))) + (
-            f"<small> + {t.variants} version variants</small>" if t.variants else ""),
+            f"<small> + {t.variants} variants</small>" if t.variants else ""),
          f'<div class="muted small">{_e(s.get("failed_cases", 0))} failed · '
-         f'{_e(s.get("invalid_cases", 0))} invalid</div>'),
+         f'{_e(s.get("invalid_cases", 0))} invalid' + (" · variants: the cases at other "
+                                                       "schema versions" if t.variants else "")
+         + "</div>"),
         ("case results", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
          f'<div class="bar">{pbar}</div><div class="chips">' + "".join(
              _verdict_chip(v, int(params.get(v, 0) or 0)) for v in VERDICTS) + "</div>"),

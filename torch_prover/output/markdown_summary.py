@@ -17,12 +17,13 @@ from typing import Any
 
 from . import versions_report
 from .markdown_limit import Block, fit, limit_words
-from .report import (BY_TYPE, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_rows,
+from .report import (BY_TYPE, DECLARED, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_rows,
                      disagreement_tally, expected_of, md_row, param_key, proposals, reproduce,
                      tally_words)
 from .units import count
 
-_PLAIN = ("proved", BY_TYPE, NOT_RUN, MISSING)   # statuses the body counts without a row
+# statuses the body counts without a row: plain, or (declared) whose rows are the disagreements'
+_PLAIN = ("proved", DECLARED, BY_TYPE, NOT_RUN, MISSING)
 _LOOK = ("disagree", "undecided", "inconclusive", "proposed")   # version cells, most urgent first
 
 
@@ -101,7 +102,8 @@ def _by_type_waived(rep: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -
 
 
 def _op_statuses(rep: dict[str, Any], more: str) -> Block:
-    """The count of every status, then one row per op whose status asks for a look."""
+    """The count of every status, then one row per op whose status asks for a look (a
+    declared op's disagreements have their rows above)."""
     by = Counter(o["status"] for o in rep["ops"])
     counts = ", ".join(f"{by[s]} {s}" for s in OP_STATUSES if by[s])
     listed = [o for o in rep["ops"] if o["status"] not in _PLAIN]
