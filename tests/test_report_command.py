@@ -243,7 +243,9 @@ def _check_split(body: str, details: Path, rep: dict) -> None:
 
 
 def test_every_markdown_report_of_a_full_run_fits_or_is_split(full_run, tmp_path):
-    """verify-all (stdout and --report), merge of its shards, and report: GitHub's limit."""
+    """verify-all (stdout and --report), merge of its shards, and report: GitHub's limit;
+    the evidence's README.md (the index a full run writes) within it whole."""
+    assert len((full_run["out"] / "README.md").read_text()) <= PR_BODY_LIMIT
     rep, cache = full_run["report"], full_run["root"] / "cache"
     common = ["verify-all", "--no-write", "--cache-dir", cache]
     printed = _tp(*common, "--format", "markdown")
