@@ -58,13 +58,14 @@ def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
     return Rendering(text + closing_line(rep) + "\n")
 
 
-def report_outputs(path: str | None, fmt: str) -> list[tuple[str, Path]]:
-    """Every file ``--report PATH`` in ``fmt`` may write, for the preflight: the report,
-    and for Markdown its details file beside it (written only past the limit)."""
+def report_outputs(path: str | None, fmt: str) -> list[tuple[str, str | Path]]:
+    """Every file ``--report PATH`` in ``fmt`` may write, for the preflight: the report (as
+    given: an empty path is refused as such), and for Markdown its details file beside it
+    (written only past the limit)."""
     if path is None:
         return []
-    out = [("--report", Path(path))]
-    if fmt == "markdown":
+    out: list[tuple[str, str | Path]] = [("--report", path)]
+    if fmt == "markdown" and str(path).strip():
         out.append(("--report (its details file)", markdown_limit.details_path(Path(path))))
     return out
 
