@@ -19,6 +19,8 @@
    op, from start to verdict, fresh processes: cold (empty cache) and warm; the base is the
    installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited.
    `--pr-gate-only` runs just this one.
+8. `torch-prover report` of both runs' JSON in each format (fresh process, and the
+   rendering alone in-process), with the Markdown's whole length and its body's.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -103,8 +105,10 @@ def main() -> int:
           f"-> {naive_total:.0f} s for {n_cases} cases; ratio naive/cold = {naive_total / cold:.1f}x")
     print(f"(fast_export: {res.fast_export})")
     _ci(work, rep, args.jobs)
+    _renders(work / "report.json", work)
     if not args.skip_versions:
         _all_versions(work, args.jobs)
+        _renders(work / "versions.json", work)
     _pr_gate(work, args.jobs)
     return 0
 
@@ -163,6 +167,25 @@ def _pr_gate(work: Path, jobs: int) -> None:
         warm, rc_warm = _timed(cmd)
         print(f"PR mode, a PR changing {label}: cold {cold:5.1f} s, warm {warm:5.1f} s "
               f"(fresh process, start to verdict; exit codes {rc}, {rc_warm})")
+
+
+def _renders(saved: Path, work: Path) -> None:
+    """`torch-prover report` of a saved report in each format: a fresh process (imports,
+    validation, rendering, writing) and the rendering alone; the Markdown's sizes against
+    GitHub's 65,536-character limit."""
+    import json
+    from torch_prover.output.batch_render import render_batch
+    rep = json.loads(saved.read_text())
+    for fmt in ("text", "markdown", "html"):
+        fresh, rc = _timed([str(BIN / "torch-prover"), "report", str(saved), "--format", fmt,
+                            "--report", str(work / f"{saved.stem}.{fmt}")])
+        t0 = time.perf_counter()
+        r = render_batch(rep, fmt, 100, "details")
+        alone = time.perf_counter() - t0
+        size = (f"; {r.full_length:,} characters whole, body {len(r.text):,}"
+                if fmt == "markdown" else f"; {len(r.text):,} characters")
+        print(f"report {saved.name} --format {fmt}: {fresh:.1f} s fresh process (exit {rc}), "
+              f"{alone * 1000:.0f} ms rendering{size}")
 
 
 def _all_versions(work: Path, jobs: int) -> None:

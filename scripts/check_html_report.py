@@ -174,6 +174,114 @@ def check_dom(dom: str, report: dict, status: str | None) -> list[str]:
     return problems
 
 
+# Appended to a copy of the page (never to the page written for readers): measures what only
+# a browser knows -- layout, computed colours, where following the navigation's link lands --
+# and leaves it as JSON in <pre id="tp-probe"> for --dump-dom.
+PROBE = """<script>(function(){
+  var out={}, sec=document.getElementById('versions');
+  out.section=!!sec;
+  if(sec){
+    var st=getComputedStyle(sec), r=sec.getBoundingClientRect();
+    out.visible=st.display!=='none'&&st.visibility!=='hidden'&&r.height>0&&r.width>0;
+    out.inMain=!!sec.closest('main');
+    var link=document.querySelector('header nav a[href="#versions"]');
+    out.navLink=!!link;
+    if(link){link.click(); out.afterClickTop=sec.getBoundingClientRect().top;
+             out.scrollY=window.scrollY; out.hash=location.hash;}
+    var lg=sec.querySelector('.vlegend');
+    out.legend=lg?[].map.call(lg.querySelectorAll('.vc'),function(e){return e.textContent;}):[];
+    out.tables=sec.querySelectorAll('table.vtable').length;
+    out.cells={};
+    [].forEach.call(sec.querySelectorAll('td.vc'),function(td){
+      var k=[].filter.call(td.classList,function(c){return c.indexOf('vc-')===0;})[0];
+      if(!(k in out.cells)){var cs=getComputedStyle(td), b=td.getBoundingClientRect();
+        out.cells[k]={bg:cs.backgroundColor,color:cs.color,w:b.width,h:b.height,
+                      text:td.textContent};}
+    });
+  }
+  var pre=document.createElement('pre'); pre.id='tp-probe';
+  pre.textContent=JSON.stringify(out); document.body.appendChild(pre);
+})();</script>"""
+
+
+def probe_copy(page: str) -> str:
+    """The page with PROBE run after its own script (a copy for the check only)."""
+    at = page.rindex("</body>")
+    return page[:at] + PROBE + page[at:]
+
+
+def section_copy(page: str, keep: str) -> str:
+    """The page with every section of <main> but ``keep`` hidden, for a screenshot of that
+    section under the header (headless Chromium paints a page scrolled 10,000 px down
+    blank)."""
+    at = page.index("</head>")
+    return page[:at] + f"<style>main>section:not(#{keep}){{display:none}}</style>" + page[at:]
+
+
+def probe_result(dom: str) -> dict | None:
+    """What PROBE measured, read back from the dumped DOM (None: it did not run)."""
+    import html
+    import re
+    m = re.search(r'<pre id="tp-probe">(.*?)</pre>', dom, flags=re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
+
+
+TRANSPARENT = ("rgba(0, 0, 0, 0)", "transparent", "")
+
+
+def check_versions(probe: dict | None, report: dict) -> list[str]:
+    """The per-version table of a --versions report: in the page, visible, reached from the
+    navigation, its legend complete, its cells coloured by verdict (a disagreement's cell
+    not coloured like an agreement's)."""
+    from torch_prover.output.html_versions import CODES
+    from torch_prover.output.versions_report import notable
+    section = report.get("versions")
+    if not section:
+        return []
+    if probe is None:
+        return ["the probe script did not run"]
+    if not probe.get("section"):
+        return ["no <section id=versions> in the page"]
+    problems = []
+    if not probe.get("visible"):
+        problems.append("the versions section is not visible (no size, or hidden)")
+    if not probe.get("inMain"):
+        problems.append("the versions section is outside <main>")
+    if not probe.get("navLink"):
+        problems.append("no link to #versions in the header's navigation")
+    elif probe.get("hash") != "#versions" or abs(probe.get("afterClickTop", 1e9)) > 2:
+        problems.append(f"following the navigation's link lands {probe.get('afterClickTop')} px "
+                        f"from the section (hash {probe.get('hash')!r})")
+    missing = [code for code, _, _ in CODES if code not in probe.get("legend", [])]
+    if missing:
+        problems.append(f"the legend lacks the codes {missing}")
+    want = sum(bool(notable(o)) for o in section["ops"])
+    if probe.get("tables") != want:
+        problems.append(f"{probe.get('tables')} version tables, expected {want}")
+    cells = probe.get("cells") or {}
+    verdicts = {c["verdict"] for o in section["ops"] for e in o["versions"] for c in e["cells"]}
+    for verdict in ("agree", "disagree", "proposed"):
+        if verdict not in verdicts:
+            continue
+        cell = cells.get(f"vc-{verdict}")
+        if cell is None:
+            problems.append(f"no {verdict} cell in the table")
+        elif cell["bg"] in TRANSPARENT or not (cell["w"] > 0 and cell["h"] > 0):
+            problems.append(f"a {verdict} cell is not coloured or not laid out: {cell}")
+    if "vc-agree" in cells and "vc-disagree" in cells and \
+            cells["vc-agree"]["bg"] == cells["vc-disagree"]["bg"]:
+        problems.append("disagree and agree cells have the same colour")
+    return problems
+
+
+def present_status(report: dict) -> str:
+    """The most urgent op status the report holds: the filter is checked on it (a report
+    whose every disagreement is declared has no 'disagrees' op to filter on)."""
+    from torch_prover.output.report import OP_STATUSES
+    held = {o["status"] for o in report["ops"]}
+    return next(s for s in OP_STATUSES if s in held)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "torch_prover_html_check"))
@@ -202,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         report = build_report(records + hand_made(records), wall)
         (out / "report.json").write_text(json.dumps(report, indent=1))
     page = out / "report.html"
-    page.write_text(render_html(report), encoding="utf-8")
+    page.write_text(render_html(report), encoding="utf-8")   # as verify-all writes it
     print(f"wrote {page}")
 
     browser = find_browser()
@@ -212,19 +320,39 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     problems = []
     # the top of the page as a maintainer first sees it; then the whole page (tall window)
-    # filtered to the disagreeing ops through the URL hash
-    for name, frag, status, height in (("report", "", None, 1800),
-                                       ("report_disagrees", "#status=disagrees", "disagrees", 6000)):
-        url = page.resolve().as_uri() + frag
+    # filtered to the most urgent status through the URL hash; then the versions table
+    status = present_status(report)
+    views = [("report", "", None, 1800), (f"report_{status.replace(' ', '_')}",
+                                          f"#status={status}", status, 6000)]
+    if report.get("versions"):
+        alone = out / "report_versions_only.html"
+        alone.write_text(section_copy(page.read_text(encoding="utf-8"), "versions"),
+                         encoding="utf-8")
+        views.append(("report_versions", "", None, 2400))
+    for name, frag, status, height in views:
+        url = (alone if name == "report_versions" else page).resolve().as_uri() + frag
         shot = out / f"{name}.png"
         res = chromium(browser, url, f"--screenshot={shot}", f"--window-size=1400,{height}")
         if not shot.exists():
             problems.append(f"no screenshot for {url}: {res.stderr.strip()[-300:]}")
         else:
             print(f"screenshot {shot}")
+        if name == "report_versions":
+            continue
         dom = chromium(browser, url, "--dump-dom").stdout
         (out / f"{name}.dom.html").write_text(dom, encoding="utf-8")
         problems += [f"{name}: {p}" for p in check_dom(dom, report, status)]
+    if report.get("versions"):
+        probe = out / "report_probe.html"
+        probe.write_text(probe_copy(page.read_text(encoding="utf-8")), encoding="utf-8")
+        dom = chromium(browser, probe.resolve().as_uri(), "--dump-dom",
+                       "--window-size=1400,1800").stdout
+        result = probe_result(dom)
+        print(f"versions probe: {json.dumps(result)[:600]}")
+        problems += [f"versions: {p}" for p in check_versions(result, report)]
+    else:
+        print("versions table: not in this report (give --report of a verify-all --versions "
+              "run to check it)")
     for p in problems:
         print(f"FAIL {p}", file=sys.stderr)
     print("browser check: " + ("ok" if not problems else f"{len(problems)} problem(s)"))

@@ -170,7 +170,8 @@ def full_run(tmp_path_factory):
 def versions_run(full_run, tmp_path_factory):
     """verify-all --versions all into a copy of the full run's evidence, with its cache: the
     cases' own proofs come from the cache, every variant is proved (the one all-versions
-    run of the suite: test_models_current.py, test_versions_faithful.py)."""
+    run of the suite: test_models_current.py compares its evidence, test_versions_faithful.py
+    checks it, test_report_command.py renders its report)."""
     import shutil
     root = tmp_path_factory.mktemp("versions")
     out, cache = root / "models", root / "cache"

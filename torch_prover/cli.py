@@ -117,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "failure")
     n.add_argument("--format", choices=("text", "json"), default="text")
 
+    o = sub.add_parser("report", help="render a saved batch report (verify-all's or merge's "
+                                      "JSON) in any format, without proving anything again")
+    o.add_argument("saved", metavar="REPORT.json", help="the JSON report of verify-all or "
+                                                        "merge (--format json --report FILE)")
+    o.add_argument("--report", metavar="FILE", help="write the rendering here (Markdown past "
+                                                    "GitHub's limit: its details beside it)")
+    o.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text")
+
     c = sub.add_parser("coverage", help="list every ai.onnx op: covered by which cases, or why "
                                         "not; with OP, that op's cases and how to prove each")
     c.add_argument("ops", nargs="*", metavar="OP",
@@ -266,7 +274,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
-        outputs=tuple(ci.outputs()), progress=Progress())
+        outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress())
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)
@@ -305,29 +313,46 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     from .batch.merge import merge
     from .batch.summary import exit_code
-    if args.report:
-        preflight.writable_file(args.report, "--report")
     ci = ci_options.plan(args, args.argv)
-    preflight.outputs_apart(([("--report", args.report)] if args.report else []) + ci.outputs(),
-                            [("REPORT", r) for r in args.reports])
+    _check_report_outputs(args.report, args.format, [("REPORT", r) for r in args.reports],
+                          ci.outputs())
     rep = merge(args.reports)
     _emit_batch(rep, args.format, args.report)
     ci_options.emit(ci, rep, args.format)
     return exit_code(rep)
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    """A saved batch report rendered again: the outputs checked, then the report read
+    (``batch/report_file.py``: validated), rendered as verify-all would have; the exit code
+    is the report's own."""
+    from .batch.report_file import load_batch_report
+    from .output.run_totals import exit_code
+    _check_report_outputs(args.report, args.format, [("REPORT.json", args.saved)])
+    rep = load_batch_report(args.saved)
+    _emit_batch(rep, args.format, args.report)
+    return exit_code(rep)
+
+
+def _check_report_outputs(path: str | None, fmt: str, inputs: list[tuple[str, str]],
+                          more: list[tuple[str, str]] = ()) -> None:
+    """``--report`` (and a Markdown report's details file beside it) and ``more`` outputs
+    (``--junit``...): writable, and none of them an input of the command -- before any work."""
+    from .output.batch_render import report_outputs
+    outputs = report_outputs(path, fmt) + list(more)
+    for what, out in outputs:
+        preflight.writable_file(out, what)
+    preflight.outputs_apart(outputs, inputs)
+
+
 def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
-    """A batch report to ``--report`` (the text report then on stdout) or to stdout."""
-    from .output.batch_render import render_batch
-    from .output.evidence import write_text
-    text = render_batch(rep, fmt, _terminal_width())
-    if report_path:
-        write_text(Path(report_path), text)
-        # stdout: the text table; with --format json, the same JSON document
-        sys.stdout.write(text if fmt == "json" else render_batch(rep, "text", _terminal_width()))
-        print(f"report written to {report_path}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    """A batch report to ``--report`` (the text report then on stdout) or to stdout
+    (``output/batch_render.emit``: verify-all, merge and report alike)."""
+    from .output.batch_render import emit
+    stdout, notes = emit(rep, fmt, report_path, _terminal_width())
+    sys.stdout.write(stdout)
+    for note in notes:
+        print(note, file=sys.stderr)
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -413,7 +438,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
     tags, label, _ = preflight.tag_source(args.tags_from)
-    records, worst = [], EXIT_OK
+    records, worst, markdown = [], EXIT_OK, []
     for case in cases:
         proved = case.replace(**changes) if changes else case
         proof = prove_case(proved, numeric=not args.no_numeric, tags=tags, tag_source=label)
@@ -429,9 +454,16 @@ def _cmd_prove(args: argparse.Namespace) -> int:
             sys.stdout.write(report.proof_text(rec, _terminal_width()))
         elif args.format == "markdown":
             from .pr.gen import script_for
-            sys.stdout.write(report.proof_markdown(rec, script=script_for(proved)))
+            markdown.append((rec, report.proof_markdown(rec, script=script_for(proved))))
     if args.format == "json":   # one shape, --all or not
         sys.stdout.write(report.to_json(documents.proofs_doc(DocKind.PROVE, records, worst)))
+    elif markdown:   # GitHub's body limit (output/markdown_limit.py)
+        from .output.markdown_summary import proofs_on_stdout
+        text, notes = proofs_on_stdout(markdown, f"`torch-prover prove {op} --case NAME "
+                                                 "--format markdown` prints one case whole")
+        sys.stdout.write(text)
+        for note in notes:
+            print(note, file=sys.stderr)
     return worst
 
 
@@ -472,7 +504,7 @@ def _cmd_fix_tags(args: argparse.Namespace) -> int:
 
 COMMANDS = {"prove": _cmd_prove, "tags": _cmd_tags, "verify-all": _cmd_verify_all,
             "coverage": _cmd_coverage, "run": _cmd_run, "script": _cmd_script,
-            "fix-tags": _cmd_fix_tags, "merge": _cmd_merge,
+            "fix-tags": _cmd_fix_tags, "merge": _cmd_merge, "report": _cmd_report,
             "check-evidence": _cmd_check_evidence, "node-tests": _cmd_node_tests,
             "new-case": _cmd_new_case}
 

@@ -213,11 +213,6 @@ def exit_code(rep: dict[str, Any]) -> int:
     """verify-all's exit code from its report: 1 for an unwaived disagreement (a case's or a
     by-type row's), a failed or invalid case, or an inconclusive verdict where evidence
     should have decided; with ``--versions``, a failing cell or a failed variant its case
-    does not declare (``batch/failures.py``); else 0."""
-    from ..errors import EXIT_FINDING, EXIT_OK
-    s = rep["summary"]
-    versions = rep.get("versions", {}).get("summary", {})
-    versions_failing = versions.get("failing", 0) or versions.get("undeclared_failures", 0)
-    return EXIT_FINDING if (s["unwaived_disagreements"] or s["by_type"]["unwaived_disagreements"]
-                            or s["failed_cases"] or versions_failing
-                            or s["invalid_cases"] or s["unexpected_inconclusive"]) else EXIT_OK
+    does not declare (``batch/failures.py``); else 0 (``output/run_totals.failing``)."""
+    from ..output import run_totals
+    return run_totals.exit_code(rep)

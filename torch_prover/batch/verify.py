@@ -33,6 +33,7 @@ class Request:
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     report: str | None = None         # where the caller will write the report: checked here
     outputs: tuple[tuple[str, str], ...] = ()   # (option, path): more files the caller writes
+    report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
 
 
@@ -151,6 +152,7 @@ def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
 
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
+    from ..output.batch_render import report_outputs
     from ..output.coverage import coverage
     from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
@@ -176,13 +178,11 @@ def prepare(request: Request) -> Prepared:
     cache_warning = None
     if request.cache_dir is not None:
         cache_warning = preflight.cache_dir(request.cache_dir)
-    if request.report is not None:
-        preflight.writable_file(request.report, "--report")
-    for what, path in request.outputs:
+    reports = report_outputs(request.report, request.report_format) + list(request.outputs)
+    for what, path in reports:
         preflight.writable_file(path, what)
     preflight.outputs_apart(
-        ([("--report", request.report)] if request.report is not None else [])
-        + list(request.outputs),
+        reports,
         [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)

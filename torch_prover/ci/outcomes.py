@@ -47,6 +47,7 @@ class Why(StrEnum):
     FAILED_CASE = "failed case"
     INVALID_CASE = "invalid case"
     FAILED_VARIANT = "variant failed a check"
+    DECLARED_FAILURE = "variant failure declared by the case"
     DECLARED = "disagreement declared by the case"
     WAIVED = "waived disagreement"
     UNDECIDED = "not decided"
@@ -244,13 +245,15 @@ def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
                    _with_tags(report, prove_command(r["op"], r["case"])), r.get("opset"))
     section = report.get("versions") or {}
     by_name = {r["case"]: r for r in section.get("cases", ()) if r.get("case")}
-    for entry in section.get("summary", {}).get("failed_variants", ()):
-        name = entry.split(":", 1)[0]
-        r = by_name.get(name, {})
-        op = r.get("op") or name
-        yield Test(Grain.VARIANT, op, r.get("domain", ""), r.get("schema_version"), None, None,
-                   None, Result.FAILED, Why.FAILED_VARIANT, entry, (name,),
-                   _with_tags(report, prove_command(op, name)) if r else None, r.get("opset"))
+    for f in section.get("summary", {}).get("failed_variants", ()):
+        name, r = f["case"], by_name.get(f["case"], {})
+        text = f"{f['kind']}: {f['reason']}"
+        result, why = ((Result.SKIPPED, Why.DECLARED_FAILURE) if f["declared"] else
+                       (Result.FAILED, Why.FAILED_VARIANT))
+        yield Test(Grain.VARIANT, f["op"], r.get("domain", ""), f["version"], None, None,
+                   None, result, why,
+                   text + (f"; declared: {f['declared']}" if f["declared"] else ""), (name,),
+                   _with_tags(report, prove_command(f["op"], name)), r.get("opset"))
     for o in report["ops"]:
         if o["status"] == MISSING or (o["status"] == NO_TAGS and not o.get("parameters")
                                       and o["op"] not in {r["op"] for r in report["cases"]}):

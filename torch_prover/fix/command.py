@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import preflight
 from ..errors import EXIT_OK, UsageError
+from ..output.markdown_limit import details_path
 from ..vocab import Verdict
 from . import patch as patch_mod
 from .locate import DEFS, read_tree
@@ -41,7 +42,7 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     preflight.positive_int(args.jobs, "--jobs")
     out = preflight.writable_file(args.output, "-o")
     md = out.with_suffix(".md")
-    evidence = out.with_name(out.stem + "-evidence.md")
+    evidence = details_path(out, "evidence")
     if md == out or evidence == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
     preflight.writable_file(evidence, "-o")

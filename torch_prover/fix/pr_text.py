@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit, limit_words
 from ..vocab import Verdict
 from .plan import Edit, Finding, Plan
+
+__all__ = ["PR_BODY_LIMIT", "counts", "pr_texts", "reproduce", "summary"]
 
 REGENERATE = """\
 After applying the patch, rebuild onnx (`pip install -e . -v`) and regenerate what ONNX
@@ -15,11 +18,6 @@ python onnx/defs/gen_doc.py                   # docs/Operators.md, docs/Changelo
 python onnx/backend/test/stat_coverage.py     # docs/TestCoverage.md
 ```
 """
-
-
-PR_BODY_LIMIT = 65536
-"""GitHub's limit on a pull request's body, in characters: a longer PR text keeps a summary
-table in the body and moves the evidence to a file beside it."""
 
 
 def reproduce(op: str, case: str) -> str | None:
@@ -126,11 +124,11 @@ def _sections(plan: Plan) -> list[str]:
     return out
 
 
-def _summary_table(plan: Plan, room: int) -> list[str]:
-    """One row per edited parameter, corrections first, within ``room`` characters."""
+def _summary_rows(plan: Plan) -> list[str]:
+    """One row per edited parameter, corrections first."""
     corrections, proposals = _ordered(plan)
-    rows = ["| | parameter | tag | call site |", "|---|---|---|---|"]
     conventional = [e for e in plan.edits if any(f.conventions for f in e.findings)]
+    rows = []
     for kind, edits in (("correction", corrections), ("proposal", proposals),
                         ("convention", conventional)):
         for e in edits:
@@ -138,35 +136,27 @@ def _summary_table(plan: Plan, room: int) -> list[str]:
                 was = "unknown" if f.verdict is Verdict.PROPOSED else str(f.tag)
                 rows.append(f"| {kind} | {f.label} | {was} -> {e.tag} | "
                             f"`{e.site.path}:{e.site.line}` |")
-    total = len(rows) - 2
-    kept, used = [], 0
-    for r in rows:
-        if used + len(r) + 1 > room:
-            break
-        kept.append(r)
-        used += len(r) + 1
-    if len(kept) - 2 < total:
-        kept.append(f"\n... and {total - (len(kept) - 2)} more rows in the evidence file.")
-    return kept
+    return rows
 
 
 def pr_texts(plan: Plan, patch_name: str, evidence_name: str) -> tuple[str, str | None]:
-    """(PR body, evidence file or None). Within GitHub's limit the body holds everything;
-    past it, the body holds a summary table and says that the evidence is in
-    ``evidence_name`` beside it, which then holds the full sections."""
-    full = "\n".join(_intro(plan, patch_name) + _sections(plan)
-                      + ["## Regenerate the docs", "", REGENERATE])
-    if len(full) <= PR_BODY_LIMIT:
-        return full, None
+    """(PR body, evidence file or None). Within GitHub's limit (``PR_BODY_LIMIT``) the body
+    holds everything; past it, the body holds a summary table and says that the evidence
+    is in ``evidence_name`` beside it, which then holds the full sections
+    (``output/markdown_limit.fit``, the split every Markdown document shares)."""
+    tail = ["## Regenerate the docs", "", REGENERATE]
+    full = "\n".join(_intro(plan, patch_name) + _sections(plan) + tail)
     head = _intro(plan, patch_name) + [
         f"The evidence for every edit (each case's witnesses and the command that "
         f"reproduces it) is in `{evidence_name}`, beside this text: all of it would exceed "
-        f"GitHub's {PR_BODY_LIMIT:,}-character limit for a pull request's body.", ""]
-    tail = ["", "## Regenerate the docs", "", REGENERATE]
-    room = PR_BODY_LIMIT - len("\n".join(head + tail)) - 200
-    body = "\n".join(head + _summary_table(plan, room) + tail)
+        f"{limit_words()}.", ""]
+    summary = [Block(tuple(head) + ("| | parameter | tag | call site |", "|---|---|---|---|"),
+                     tuple(_summary_rows(plan)),
+                     more="\n... and {n} more rows in the evidence file.", after=("",)),
+               Block(tuple(tail))]
     evidence = "\n".join(["# Evidence for the tag edits", ""] + _sections(plan))
-    return body, evidence
+    split = fit(full, summary, evidence, evidence_name)
+    return split.body, split.details
 
 
 def counts(plan: Plan) -> dict[str, int]:

@@ -20,7 +20,9 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from .body_text import body_summary
+from .html_versions import versions_card, versions_section
 from .report import OP_STATUSES, UNITS, count, disagreement_tally, numeric_line, tally_words
+from .run_totals import cache_words, totals
 
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
 # evidence -> (stroke colour, dash pattern, width, legend text)
@@ -237,37 +239,41 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
                       f'data-filter="{_e(st)}">{_badge(st)} <b>{by_status[st]}</b></button>'
                       for st in statuses)
     wall = s.get("wall_time_s")
+    t = totals(report)
+    nav = "".join(f'<a href="#{a}">{title}</a>' for a, title in _sections(report))
     cards = [
         ("ops covered", f"{_e(covered)}<small>/{_e(total)}</small>",
          f'<div class="bar"><span class="seg s-proved" style="width:{pct:.1f}%"></span></div>'
          f'<div class="muted small">{pct:.0f}% of ai.onnx ops have a case</div>'),
-        ("cases", _e(s.get("cases", len(cases))),
+        ("cases", _e(s.get("cases", len(cases))) + (
+            f"<small> + {t.variants} variants</small>" if t.variants else ""),
          f'<div class="muted small">{_e(s.get("failed_cases", 0))} failed · '
-         f'{_e(s.get("invalid_cases", 0))} invalid</div>'),
+         f'{_e(s.get("invalid_cases", 0))} invalid' + (" · variants: the cases at other "
+                                                       "schema versions" if t.variants else "")
+         + "</div>"),
         ("case results", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
          f'<div class="bar">{pbar}</div><div class="chips">' + "".join(
              _verdict_chip(v, int(params.get(v, 0) or 0)) for v in VERDICTS) + "</div>"),
         ("wall time", f"{float(wall):.0f}<small> s</small>" if isinstance(wall, (int, float))
-         else "–", f'<div class="muted small cache">{_e(_cache_words(s, len(cases)))}</div>'),
+         else "–", f'<div class="muted small cache">{_e(cache_words(report))}</div>'),
     ]
+    if report.get("versions"):
+        cards.insert(3, versions_card(report["versions"]))
     card_html = "".join(f'<div class="card"><div class="label">{k}</div><div class="big">{v}</div>'
                         f"{extra}</div>" for k, v, extra in cards)
     return (f'<header><h1>torch_prover <span>differentiability proofs</span></h1>'
             f'<div class="meta">{" · ".join(m for m in meta if m)}</div>'
-            f'<nav><a href="#disagreements">disagreements</a><a href="#broken">failed &amp; '
-            f'invalid cases</a><a href="#operators">all operators</a></nav>'
+            f'<nav>{nav}</nav>'
             f'<div class="cards">{card_html}</div>'
             f'<div class="statusbar"><div class="bar big">{sbar}</div>'
             f'<div class="legend">{slegend}</div></div></header>')
 
 
-def _cache_words(s: dict, n_cases: int) -> str:
-    """How much of the run the cache served: a wall time alone misleads for a cached run."""
-    hits = s.get("cache_hits")
-    if not isinstance(hits, int):
-        return "cache use not recorded"
-    total = s.get("cases", n_cases)
-    return f"{hits} of {count(total, 'case')} from the cache, {total - hits} proved in this run"
+def _sections(report: dict) -> list[tuple[str, str]]:
+    """(anchor, title) of the page's sections, in page order: the navigation's links."""
+    return ([("disagreements", "disagreements"), ("broken", "failed &amp; invalid cases")]
+            + [("versions", "schema versions")] * bool(report.get("versions"))
+            + [("operators", "all operators")])
 
 
 def _declared(p: dict) -> bool:
@@ -425,8 +431,10 @@ def render_html(report: dict) -> str:
         if op not in known:
             st = "error" if all(r.get("status") == "error" for r in recs) else "proved"
             ops.append({"op": op, "status": st, "reason": "(not listed in the report's ops)"})
-    body = _header(report, cases, ops) + "<main>" + _disagreements(cases + by_type) + _broken(cases) \
-        + _op_table(ops, by_op) + "</main>"
+    section = report.get("versions")
+    body = (_header(report, cases, ops) + "<main>" + _disagreements(cases + by_type)
+            + _broken(cases) + (versions_section(section) if section else "")
+            + _op_table(ops, by_op) + "</main>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<title>torch_prover report</title>"

@@ -11,6 +11,8 @@ import textwrap
 from typing import Any
 
 from .body_text import body_summary
+from .run_totals import proofs_words, totals
+from .units import UNITS, count
 from ..tags.schema import SchemaTags
 from ..version import __version__
 from ..vocab import ExportRoute
@@ -285,18 +287,6 @@ _CPP = {"differentiable": "OpSchema::Differentiable",
         "non-differentiable": "OpSchema::NonDifferentiable"}
 
 
-_PLURAL = {"op": "ops", "case": "cases", "parameter": "parameters", "case result": "case results"}
-UNITS = ("ops: ai.onnx operators; cases: catalogue cases; parameters: one input or output of "
-         "one schema version; case results: one parameter's verdict in one case")
-"""The units every count names, the same words in every format (text, Markdown, HTML,
-fix-tags): a count without its unit was read as 19, 30, 34, 39 and 57 'disagreements'."""
-
-
-def count(n: int, unit: str) -> str:
-    """``3 parameters``, ``1 case result``: a number with its unit (``_PLURAL``)."""
-    return f"{n} {unit if n == 1 else _PLURAL[unit]}"
-
-
 def param_key(rec: dict[str, Any], p: dict[str, Any]) -> tuple:
     """What one *parameter* is, for every count: one input or output of one schema version
     (fix-tags edits at this grain)."""
@@ -421,7 +411,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
     tally = disagreement_tally(report["cases"])
     for line in (f"ops: {s['ops_covered']} of {count(s['ops_total'], 'op')} (ai.onnx) have a "
                  f"case" + (f" ({by_type_ops} more decided by type)" if by_type_ops else "")
-                 + f", {s['ops_run']} run in {count(s['cases'], 'case')} "
+                 + f", {s['ops_run']} run in {proofs_words(totals(report))} "
                  f"({s['cache_hits']} from the cache)",
                  f"case results: {c['agree']} agree, {c['disagree']} disagree "
                  f"({s['declared_disagreements']} declared by their cases, "

@@ -5,11 +5,12 @@ left is ``=``, so only changes are spelled out. A cell reads: ``D``/``N`` agreed
 tag, confirmed), ``N!D`` a disagreement (tag N, evidence D), ``?>D`` a proposal for an
 unknown tag, ``?`` inconclusive, ``-`` the version has no such parameter; a trailing
 ``~`` marks a cell decided by equivalence with the version in force at opset 7, ``t`` one
-decided by type alone.
+decided by type alone. Text and Markdown here; the HTML page's table, with colour and a
+legend, is ``html_versions.py``'s, from the same ``grid``.
 """
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 from typing import Any
 
 _LETTER = {"differentiable": "D", "non-differentiable": "N", "unknown": "?"}
@@ -34,8 +35,19 @@ def cell_text(c: dict[str, Any] | None) -> str:
     return text + ("~" if c.get("basis") else "t" if rule == "by type" else "")
 
 
-def _rows(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[str]]]]:
-    """(versions, [(parameter label, cells)]) with repeated cells shown as ``=``."""
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the table: its code (``cell_text``), what is shown (``=`` when it repeats
+    the cell on its left), and the record's cell (None: no such parameter, or undecided)."""
+
+    text: str
+    shown: str
+    cell: dict[str, Any] | None
+    undecided: bool = False
+
+
+def grid(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[Cell]]]]:
+    """(versions, [(parameter label, cells)]): one row per parameter, one cell a version."""
     versions = [e["version"] for e in op_entry["versions"]]
     labels: list[tuple[str, str]] = []
     for e in op_entry["versions"]:
@@ -53,16 +65,22 @@ def _rows(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[str
         cells, last = [], None
         for e in op_entry["versions"]:
             c = next((c for c in e["cells"] if (c["io"], c["name"]) == (io, name)), None)
-            undecided = any(u.startswith(f"{io} ") and u.endswith(f"({name})")
-                            for u in e.get("undecided", ()))
-            text = "?" if c is None and undecided else cell_text(c)
-            cells.append("=" if text == last and text != "-" else text)
+            undecided = c is None and any(u.startswith(f"{io} ") and u.endswith(f"({name})")
+                                          for u in e.get("undecided", ()))
+            text = "?" if undecided else cell_text(c)
+            cells.append(Cell(text, "=" if text == last and text != "-" else text, c, undecided))
             last = text
         rows.append((f"{'in' if io == 'input' else 'out'} {name}", cells))
     return versions, rows
 
 
-def _notes(op_entry: dict[str, Any]) -> list[str]:
+def _rows(op_entry: dict[str, Any]) -> tuple[list[int], list[tuple[str, list[str]]]]:
+    """(versions, [(parameter label, cells)]) with repeated cells shown as ``=``."""
+    versions, rows = grid(op_entry)
+    return versions, [(label, [c.shown for c in cells]) for label, cells in rows]
+
+
+def version_notes(op_entry: dict[str, Any]) -> list[str]:
     """One line per version not proved by a case (how it was decided, or why it was not),
     and per cell the versions disagree on."""
     out = []
@@ -80,7 +98,7 @@ def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool 
     lines = [f"schema versions ({section['selection']}): " + LEGEND, ""]
     shown = 0
     for o in section["ops"]:
-        if notable_only and not _notable(o):
+        if notable_only and not notable(o):
             continue
         shown += 1
         versions, rows = _rows(o)
@@ -92,7 +110,7 @@ def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool 
         for label, cells in rows:
             lines.append("  " + "  ".join(t.ljust(w) for t, w in
                                           zip([label] + cells, widths)).rstrip())
-        lines.extend(_notes(o))
+        lines.extend(version_notes(o))
     hidden = len(section["ops"]) - shown
     if hidden:
         lines.append(f"{hidden} ops whose every version confirms its tags are not shown "
@@ -102,7 +120,7 @@ def versions_text(section: dict[str, Any], width: int = 100, notable_only: bool 
     return "\n".join(lines) + "\n"
 
 
-def _notable(o: dict[str, Any]) -> bool:
+def notable(o: dict[str, Any]) -> bool:
     return any(c["verdict"] != "agree" for e in o["versions"] for c in e["cells"]) or any(
         e.get("undecided") or e["decided_by"] in ("failed", "explained", "no tags")
         for e in o["versions"])
@@ -144,7 +162,7 @@ def versions_markdown(section: dict[str, Any]) -> str:
     parts = [f"### Schema versions ({section['selection']})", "",
              *[f"- {line}" for line in summary_lines(section)], "", f"_{LEGEND}_", ""]
     for o in section["ops"]:
-        if not _notable(o):
+        if not notable(o):
             continue
         versions, rows = _rows(o)
         parts.append(f"<details><summary>{o['op']}</summary>")
@@ -154,7 +172,7 @@ def versions_markdown(section: dict[str, Any]) -> str:
         for label, cells in rows:
             parts.append(f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells)
                          + " |")
-        notes = _notes(o)
+        notes = version_notes(o)
         if notes:
             parts.append("")
             parts.extend(f"- {n.strip()}" for n in notes)
@@ -162,26 +180,3 @@ def versions_markdown(section: dict[str, Any]) -> str:
         parts.append("</details>")
         parts.append("")
     return "\n".join(parts) + "\n"
-
-
-def versions_html(section: dict[str, Any]) -> str:
-    """The same tables as an HTML fragment (escaped), for the HTML report."""
-    esc = html.escape
-    out = [f"<section id='versions'><h2>Schema versions ({esc(section['selection'])})</h2>",
-           "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(section)) + "</ul>",
-           f"<p class='legend'>{esc(LEGEND)}</p>"]
-    for o in section["ops"]:
-        if not _notable(o):
-            continue
-        versions, rows = _rows(o)
-        out.append(f"<h3>{esc(o['op'])}</h3><table><tr><th>parameter</th>"
-                   + "".join(f"<th>{v}</th>" for v in versions) + "</tr>")
-        for label, cells in rows:
-            out.append(f"<tr><td>{esc(label)}</td>"
-                       + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-        out.append("</table>")
-        notes = _notes(o)
-        if notes:
-            out.append("<ul>" + "".join(f"<li>{esc(n.strip())}</li>" for n in notes) + "</ul>")
-    out.append("</section>")
-    return "\n".join(out)

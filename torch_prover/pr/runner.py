@@ -256,11 +256,15 @@ def cmd_run(args) -> int:
         from ..output.documents import proofs_doc
         from ..vocab import DocKind
         sys.stdout.write(report.to_json(proofs_doc(DocKind.RUN, [rec] + list(more), code)))
-    elif fmt == "markdown":
-        sys.stdout.write(report.proof_markdown(rec, script=done.source, model_label=model)
-                         + "\n" + "".join(report.proof_markdown(r, model_label=model) + "\n"
-                                           for r in more)
-                         + script_markdown(rec))
+    elif fmt == "markdown":   # GitHub's body limit: output/markdown_limit.py
+        from ..output.markdown_summary import proofs_on_stdout
+        text, notes = proofs_on_stdout(
+            [(rec, report.proof_markdown(rec, script=done.source, model_label=model) + "\n")]
+            + [(r, report.proof_markdown(r, model_label=model) + "\n") for r in more]
+            + [(None, script_markdown(rec))], "`--format json` has every record")
+        sys.stdout.write(text)
+        for note in notes:
+            print(note, file=sys.stderr)
     else:
         if done.output.text and not done.output.text.endswith("\n"):
             print()
