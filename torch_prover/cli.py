@@ -232,6 +232,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     from .batch.summary import exit_code
     if args.report:
         preflight.writable_file(args.report, "--report")
+        preflight.outputs_apart([("--report", args.report)],
+                                [("REPORT", r) for r in args.reports])
     rep = merge(args.reports)
     _emit_batch(rep, args.format, args.report)
     return exit_code(rep)

@@ -91,6 +91,22 @@ def _selected_cases(ops_arg: str | None, entries: Sequence[dict[str, Any]]
     return sorted(chosen, key=lambda c: order[c.name]), frozenset(case_less)
 
 
+def select(ops_arg: str | None, shard: tuple[int, int] | None,
+           entries: Sequence[dict[str, Any]]) -> tuple[list[Case], frozenset[str] | None]:
+    """(cases, case-less ops to decide by type: None = all) of a run asked for ``--ops``
+    and ``--shard``: what ``prepare`` proves, and what ``merge`` and ``fix-tags`` hold a
+    report's records to (``batch/report_io.py``)."""
+    cases, case_less_selected = _selected_cases(ops_arg, entries)
+    if shard is not None:
+        every = sorted({c.op for c in cases} | (
+            set(case_less_selected) if case_less_selected is not None else
+            {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
+        mine = shard_ops(every, shard)
+        cases = [c for c in cases if c.op in mine]
+        case_less_selected = frozenset(mine - {c.op for c in cases})
+    return cases, case_less_selected
+
+
 def _load_waivers(path: str | None) -> tuple[Any, ...]:
     if not path:
         return ()
@@ -156,14 +172,7 @@ def prepare(request: Request) -> Prepared:
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
-    cases, case_less_selected = _selected_cases(request.ops, entries)
-    if shard is not None:
-        every = sorted({c.op for c in cases} | (
-            set(case_less_selected) if case_less_selected is not None else
-            {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
-        mine = shard_ops(every, shard)
-        cases = [c for c in cases if c.op in mine]
-        case_less_selected = frozenset(mine - {c.op for c in cases})
+    cases, case_less_selected = select(request.ops, shard, entries)
     planned = tuple(plan(cases, selection)) if selection.expands else ()
     waivers = _load_waivers(request.waivers)
     out = None
@@ -186,15 +195,14 @@ def prepare(request: Request) -> Prepared:
                     shard)
 
 
-def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
-                       ) -> dict[str, list[str]]:
+def missing_from_docs(doc: Any, cases: Sequence[Case], case_less_ops: Sequence[dict[str, Any]]
+                      ) -> dict[str, list[str]]:
     """Parameters the ``--tags-from`` file lacks, at each case's opset (a Changelog.md has
     every version); a case-less op at its latest version."""
-    doc = prepared.doc
     if doc is None:
         return {}
     missing: dict[str, list[str]] = {}
-    wanted = [(c.op, c.domain, c.export_opset) for c in prepared.cases]
+    wanted = [(c.op, c.domain, c.export_opset) for c in cases]
     wanted += [(e["op"], "", None) for e in case_less_ops]
     for op, domain, opset in sorted(wanted, key=lambda w: w[0]):
         for param in doc.missing_parameters(op, domain, opset):
@@ -208,10 +216,14 @@ def run(prepared: Prepared) -> Outcome:
     case-less ops by type, apply the waivers, and, for a full run with evidence, prune
     vanished cases and regenerate the index."""
     from ..output.evidence import prune, write_index, write_versions
+    from . import provenance
     from .pool import BatchOptions, run_batch
     from .summary import case_less
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
+    prov = provenance.of_run(
+        preflight.op_names(req.ops, "--ops") if req.ops is not None else None, req.versions,
+        req.numeric, req.timeout, prepared.waivers, label, req.tags_from)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
                         out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
@@ -224,10 +236,11 @@ def run(prepared: Prepared) -> Outcome:
     parts = Parts(
         records=records[:len(prepared.cases)], variants=records[len(prepared.cases):],
         case_less=case_less_ops, waivers=prepared.waivers, label=label,
-        tags_path=req.tags_from, missing=_missing_from_docs(prepared, case_less_ops),
+        tags_path=req.tags_from,
+        missing=missing_from_docs(prepared.doc, prepared.cases, case_less_ops),
         wall_time_s=result.wall_time_s if result else 0.0,
         cache_hits=result.cache_hits if result else 0, selection=req.versions,
-        shard=prepared.shard)
+        shard=prepared.shard, provenance=prov)
     rep = build_report(parts, tags)
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
@@ -267,6 +280,7 @@ class Parts:
     cache_hits: int
     selection: str = "latest"
     shard: tuple[int, int] | None = None
+    provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run
 
 
 def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
@@ -293,6 +307,8 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
         rep.update(head(DocKind.BATCH_REPORT, exit_code(rep), (
             f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
             f"unwaived), {len(vs['failed_variants'])} variants that failed a check")))
+    if parts.provenance is not None:
+        rep["provenance"] = parts.provenance
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),
