@@ -230,3 +230,33 @@ def load_report(path: str, expect_kind: DocKind = DocKind.BATCH_REPORT,
         return doc
     piece = Slice(path, doc)
     return rebuild([piece], check_slices([piece], what), piece.shard)
+
+
+def evidence_record_problem(rec: dict[str, Any]) -> str | None:
+    """``check-evidence``'s re-check of a ``proof.json``: why it is not what a proof of its
+    case says (the same ``record_problem``), or a note starting with
+    ``check_evidence.NOT_RECHECKED`` when this torch-prover cannot re-derive its verdicts
+    (a case no longer in the catalogue; tags from a docs file or another onnx, which the
+    record does not carry). A ``run`` script's record has no catalogue case: its
+    declarations are none."""
+    from ..cases import find_case
+    from ..engine.prove import default_tags, versions
+    from ..engine.recheck import RunFacts, record_problem
+    from ..errors import CaseError
+    from ..output.check_evidence import NOT_RECHECKED
+    from .versions import at_opset
+    mine = versions()["onnx"]
+    if rec.get("tags_from") != "onnx.defs":
+        return f"{NOT_RECHECKED}tags from {rec.get('tags_from')}, which the record does not hold"
+    if not isinstance(rec.get("versions"), dict) or rec["versions"].get("onnx") != mine:
+        return f"{NOT_RECHECKED}made with another onnx than this one ({mine})"
+    case = None
+    if "script" not in rec:
+        try:
+            case = find_case(rec["op"], rec.get("variant_of") or rec["case"])
+            if rec.get("variant_of"):
+                case = at_opset(case, int(rec["opset"]))
+        except (CaseError, KeyError, TypeError, ValueError):
+            return f"{NOT_RECHECKED}no case {rec.get('case')!r} of {rec.get('op')} in this " \
+                   "catalogue"
+    return record_problem(rec, case, default_tags, RunFacts(tag_source="onnx.defs"))

@@ -124,13 +124,20 @@ def _load_waivers(path: str | None) -> tuple[Any, ...]:
     return tuple(waivers)
 
 
+MAX_SHARDS = 100_000
+"""More shards than this is no CI matrix (the report's schema says the same)."""
+
+
 def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``K/N`` with 1 <= K <= N; UsageError otherwise."""
+    """``K/N`` with 1 <= K <= N <= MAX_SHARDS, in ASCII digits (``str.isdigit`` takes '²',
+    which ``int`` refuses); UsageError otherwise."""
     if text is None:
         return None
     k, sep, n = text.strip().partition("/")
-    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
-        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 2/3")
+    if not sep or not preflight.is_decimal(k) or not preflight.is_decimal(n) or \
+            not 1 <= int(k) <= int(n) <= MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N <= {MAX_SHARDS}, "
+                         "e.g. --shard 2/3")
     return int(k), int(n)
 
 
@@ -183,11 +190,12 @@ def prepare(request: Request) -> Prepared:
     cache_warning = None
     if request.cache_dir is not None:
         cache_warning = preflight.cache_dir(request.cache_dir)
+    from ..output.ownership import Holds
+    outputs = [preflight.Output("--out", out, None)] if out is not None else []
     if request.report is not None:
-        preflight.writable_file(request.report, "--report")
-    preflight.outputs_apart(
-        [("--report", request.report)] if request.report is not None else [],
-        [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
+        outputs.append(preflight.Output("--report", request.report, Holds.REPORT))
+    preflight.outputs_checked(
+        outputs, [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
