@@ -164,3 +164,27 @@ def full_run(tmp_path_factory):
             "survivors": survivors, "written_before_kill": written_before_kill,
             "exit": done.returncode, "stdout": stdout, "stderr": stderr,
             "report": json.loads((root / "report.json").read_text())}
+
+
+# ----------------------------------------------------------------------------- real reports
+@pytest.fixture(scope="session")
+def real_report(tmp_path_factory):
+    """real_report("If,Relu", "--shard", "1/2") -> the path of a JSON report that this
+    torch-prover's verify-all wrote for those ops (no evidence; one cache for the session,
+    each report made once). fix-tags and merge re-check every record they read, so their
+    tests read real reports, never hand-written records."""
+    root = tmp_path_factory.mktemp("real_reports")
+    made: dict[tuple[str, ...], Path] = {}
+
+    def make(ops: str, *extra: str) -> Path:
+        key = (ops, *extra)
+        if key not in made:
+            path = root / f"report-{len(made)}.json"
+            cp = subprocess.run(
+                [sys.executable, "-m", "torch_prover", "verify-all", "--ops", ops, "--no-write",
+                 "--cache-dir", str(root / "cache"), "--format", "json", "--report", str(path),
+                 *extra], capture_output=True, text=True, timeout=1800)
+            assert cp.returncode in (0, 1), cp.stderr[-2000:]
+            made[key] = path
+        return made[key]
+    return make

@@ -141,7 +141,8 @@ def test_an_empty_output_path_is_refused(tmp_path, capsys, monkeypatch, argv, wo
     assert capsys.readouterr().out == ""
 
 
-def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, monkeypatch):
+def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, monkeypatch,
+                                                            real_report):
     """A symlink inside onnx/defs is skipped with a warning: its target is neither read nor
     copied (fix/patch.py copies the tree to check the patch)."""
     import shutil
@@ -166,8 +167,7 @@ def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, m
             assert "big.cc" not in p.name and not p.resolve().is_relative_to(outside), p
         return result
     monkeypatch.setattr(shutil, "copytree", watch)
-    rep = write_report(tmp_path / "r.json", record("If", 25, "if_basic", param(
-        "input", 0, "cond", "unknown", "proposed", "non-differentiable")))
+    rep = real_report("If")
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(tmp_path / "fix.patch")])
     err = capsys.readouterr().err

@@ -145,15 +145,14 @@ def outputs_checked(outputs: Iterable[Output],
     from .output.ownership import written_by_us
     outputs = list(outputs)
     for o in outputs:
-        if o.holds is None:
-            writable_dir(o.path, o.option)
-            continue
-        p = writable_file(o.path, o.option)
-        if os.path.lexists(p) and not written_by_us(p, o.holds):
-            raise UsageError(f"{o.option} {p}: exists and is not {o.holds} torch-prover "
-                             "wrote; it is left alone: give another name or remove it")
+        (writable_file if o.holds is not None else writable_dir)(o.path, o.option)
     _apart([(o.option, o.path) for o in outputs], inputs,
            [("torch-prover's own package", PACKAGE_DIR), *trees])
+    for o in outputs:
+        if o.holds is not None and os.path.lexists(o.path) and \
+                not written_by_us(Path(o.path), o.holds):
+            raise UsageError(f"{o.option} {o.path}: exists and is not {o.holds} torch-prover "
+                             "wrote; it is left alone: give another name or remove it")
 
 
 def _apart(outputs: Iterable[tuple[str, str | os.PathLike]],
