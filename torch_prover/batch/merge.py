@@ -28,6 +28,9 @@ def merge(paths: Sequence[str]) -> dict[str, Any]:
         if s.shard is None:
             raise UsageError(f"merge {s.path}: not a shard's report (made without --shard "
                              "K/N): it is a whole run's already")
+        if any(type(n) is not int for n in s.shard):   # JSON Schema's integer takes 2.0
+            raise UsageError(f"merge {s.path}: shard {s.shard[0]} of {s.shard[1]}: not whole "
+                             "numbers as verify-all writes them")
     counts = {s.shard[1] for s in slices}
     if len(counts) > 1:
         raise UsageError("merge: the reports differ in their shard count (--shard K/N); "
