@@ -175,3 +175,15 @@ def test_one_shards_report_says_so(tmp_path, capsys, real_report):
     assert "shard 1 of 2" in err and "(ops If)" in err
     md = (tmp_path / "fix.md").read_text()
     assert "one shard only: 1 of 2" in md and "holds the ops If;" in md
+
+
+def test_safety_example(tmp_path, monkeypatch, capsys, real_report):
+    from docs_examples import assert_example
+    shutil.copytree(SRC, tmp_path / "onnx")
+    shutil.copy(real_report("If"), tmp_path / "verify-all.json")
+    (tmp_path / "notes.md").write_text("my notes\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["fix-tags", "--onnx-src", "onnx", "--report", "verify-all.json", "-o", "notes.patch"]
+    assert cli.main(argv) == 2
+    assert_example("safety-foreign-file", "$ torch-prover " + " ".join(argv) + "\n"
+                   + capsys.readouterr().err)

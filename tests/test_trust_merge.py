@@ -266,3 +266,20 @@ def test_a_report_of_another_torch_prover_is_refused(shards, capsys):
     for p in shards:
         _edit(p, lambda d: d["provenance"]["torch_prover"].update(source="0" * 64))
     _one_line_exit_2(capsys, _merge(*shards), "another torch-prover")
+
+
+# ----------------------------------------------------------------------------- docs/safety.md
+def test_safety_examples(shards, tmp_path, monkeypatch, capsys):
+    from docs_examples import assert_example
+    monkeypatch.chdir(tmp_path)
+    for k, p in enumerate(shards, 1):
+        p.rename(tmp_path / f"shard-{k}.json")
+    argv = ["merge", "shard-1.json", "shard-2.json", "--report", "shard-1.json"]
+    assert cli.main(argv) == 2
+    assert_example("safety-report-is-input", "$ torch-prover " + " ".join(argv) + "\n"
+                   + capsys.readouterr().err)
+    _edit(tmp_path / "shard-2.json", _edited_to_agree)
+    argv = ["merge", "shard-1.json", "shard-2.json"]
+    assert cli.main(argv) == 2
+    assert_example("safety-merge-edited", "$ torch-prover " + " ".join(argv) + "\n"
+                   + capsys.readouterr().err)
