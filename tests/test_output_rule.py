@@ -14,22 +14,13 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_lines import one_line_exit_2
 from fix_report import SRC
 
 from torch_prover import cli, preflight
 from torch_prover.errors import UsageError
 
 PACKAGE = Path(preflight.__file__).resolve().parent
-
-
-def _one_line_exit_2(capsys, code, *words) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 def _writing_commands(tmp: Path) -> dict[str, list[str]]:
@@ -61,7 +52,7 @@ def test_every_writing_command_checks_its_outputs_with_the_one_helper(
         raise UsageError("checked by the one helper")
     monkeypatch.setattr(preflight, "outputs_checked", spy)
     code = cli.main(_writing_commands(tmp_path)[command])
-    _one_line_exit_2(capsys, code, "checked by the one helper")
+    one_line_exit_2(capsys, code, "checked by the one helper")
     assert len(seen) == 1
     if command == "fix-tags":   # derived names are outputs too, and the sources a tree
         names, inputs, trees = seen[0]
@@ -80,7 +71,7 @@ def test_every_writing_command_checks_its_outputs_with_the_one_helper(
 ])
 def test_no_output_inside_torch_provers_own_package(capsys, argv_of):
     target = PACKAGE / "not-ours-to-write.txt"
-    _one_line_exit_2(capsys, cli.main(argv_of(str(target))), "own package")
+    one_line_exit_2(capsys, cli.main(argv_of(str(target))), "own package")
     assert not target.exists()
 
 
@@ -96,7 +87,7 @@ def test_no_output_inside_torch_provers_own_package(capsys, argv_of):
 def test_a_file_the_command_did_not_write_is_left_alone(tmp_path, capsys, argv_of, name):
     mine = tmp_path / name
     mine.write_text("someone's own text\n")
-    _one_line_exit_2(capsys, cli.main(argv_of(str(mine))), str(mine), "left alone")
+    one_line_exit_2(capsys, cli.main(argv_of(str(mine))), str(mine), "left alone")
     assert mine.read_text() == "someone's own text\n"
 
 

@@ -19,19 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_lines import one_line_exit_2
 from fix_report import SRC
 
 from torch_prover import __version__, cli
-
-
-def _one_line_exit_2(capsys, code, *words) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 def _fix(report, out, src=SRC, *extra):
@@ -46,7 +37,7 @@ def test_fix_tags_leaves_a_file_it_did_not_write(tmp_path, capsys, real_report, 
     mine = tmp_path / planted
     mine.write_text("my notes, not torch-prover's\n")
     code = _fix(real_report("If"), tmp_path / "notes.patch")
-    _one_line_exit_2(capsys, code, str(mine), "not")
+    one_line_exit_2(capsys, code, str(mine), "not")
     assert mine.read_text() == "my notes, not torch-prover's\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [planted]
 
@@ -74,7 +65,7 @@ def test_fix_tags_writes_nothing_inside_the_onnx_sources(tmp_path, capsys, real_
     (src / "README.md").write_text("ONNX\n")
     before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
     code = _fix(real_report("If"), src / target, src)
-    _one_line_exit_2(capsys, code, "--onnx-src")
+    one_line_exit_2(capsys, code, "--onnx-src")
     assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
 
 
@@ -142,7 +133,7 @@ def test_rows_contradicting_their_witnesses_are_refused_by_name(tmp_path, capsys
         rec["status"] = "disagree"
     report = _edited(tmp_path, real_report("If,Relu"), change)
     code = _fix(report, tmp_path / "fix.patch")
-    _one_line_exit_2(capsys, code, "--report", "relu_basic", "input 0")
+    one_line_exit_2(capsys, code, "--report", "relu_basic", "input 0")
     assert not (tmp_path / "fix.patch").exists()
 
 
@@ -150,7 +141,7 @@ def test_a_report_made_with_another_onnx_is_refused(tmp_path, capsys, real_repor
     def change(doc):
         doc["provenance"]["versions"]["onnx"] = "1.22.0"
     report = _edited(tmp_path, real_report("If"), change)
-    _one_line_exit_2(capsys, _fix(report, tmp_path / "fix.patch"), "onnx 1.22.0")
+    one_line_exit_2(capsys, _fix(report, tmp_path / "fix.patch"), "onnx 1.22.0")
 
 
 def test_the_pr_text_names_the_reports_provenance(tmp_path, capsys, real_report):

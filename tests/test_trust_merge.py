@@ -15,20 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_lines import one_line_exit_2
 
 from torch_prover import cli
 
 OPS = "Abs,Clip,Pad,Relu"
-
-
-def _one_line_exit_2(capsys, code, *words) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture
@@ -63,7 +54,7 @@ def test_merge_report_naming_an_input_shard_is_refused(shards, capsys):
     """`merge s1 s2 --report s1` overwrote the shard (often a CI job's only copy)."""
     before = shards[0].read_bytes()
     code = _merge(*shards, extra=("--report", str(shards[0])))
-    _one_line_exit_2(capsys, code, "--report", "REPORT")
+    one_line_exit_2(capsys, code, "--report", "REPORT")
     assert shards[0].read_bytes() == before
 
 
@@ -135,7 +126,7 @@ def _numeric_claimed(doc):
 ])
 def test_an_edited_shard_is_refused(shards, capsys, shard, attack, words):
     _edit(shards[shard - 1], attack)
-    _one_line_exit_2(capsys, _merge(*shards), "merge", *words)
+    one_line_exit_2(capsys, _merge(*shards), "merge", *words)
 
 
 def test_shards_of_different_ops_selections_are_refused(shards, real_report, tmp_path, capsys):
@@ -144,15 +135,15 @@ def test_shards_of_different_ops_selections_are_refused(shards, real_report, tmp
     other = tmp_path / "other.json"
     other.write_bytes(real_report("Clip,Relu", "--shard", "1/2").read_bytes())
     assert {r["op"] for r in json.loads(other.read_text())["cases"]} == {"Clip"}
-    _one_line_exit_2(capsys, _merge(shards[1], other), "provenance", "request.ops")
+    one_line_exit_2(capsys, _merge(shards[1], other), "provenance", "request.ops")
 
 
 def test_a_no_numeric_shard_is_refused(shards, real_report, tmp_path, capsys):
     lazy = tmp_path / "lazy.json"
     lazy.write_bytes(real_report(OPS, "--shard", "2/2", "--no-numeric").read_bytes())
-    _one_line_exit_2(capsys, _merge(shards[0], lazy), "provenance", "numeric")
+    one_line_exit_2(capsys, _merge(shards[0], lazy), "provenance", "numeric")
     _edit(lazy, _numeric_claimed)   # and one that says it ran them: its records say not
-    _one_line_exit_2(capsys, _merge(shards[0], lazy), "no numeric check")
+    one_line_exit_2(capsys, _merge(shards[0], lazy), "no numeric check")
 
 
 # ----------------------------------------------------------------------------- finding 14
@@ -195,7 +186,7 @@ def _verdict_maybe(doc):
 ])
 def test_a_malformed_shard_is_one_line_before_anything_is_read(shards, capsys, attack, words):
     _edit(shards[0], attack)
-    _one_line_exit_2(capsys, _merge(*shards), "merge", str(shards[0]), *words)
+    one_line_exit_2(capsys, _merge(*shards), "merge", str(shards[0]), *words)
 
 
 def test_a_forged_shard_count_allocates_nothing(shards, capsys):
@@ -209,7 +200,7 @@ def test_a_forged_shard_count_allocates_nothing(shards, capsys):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    _one_line_exit_2(capsys, code, "shard/count")
+    one_line_exit_2(capsys, code, "shard/count")
     assert peak < 200 * 2 ** 20, peak
 
 
@@ -253,19 +244,19 @@ def test_a_shard_whose_tags_text_was_edited_is_refused(shards, capsys):
         doc["provenance"]["tags"]["text"] = "# Operator Schemas\n"
     for p in shards:
         _edit(p, change)
-    _one_line_exit_2(capsys, _merge(*shards), "merge", "tags")
+    one_line_exit_2(capsys, _merge(*shards), "merge", "tags")
 
 
 def test_merge_of_a_whole_run_is_refused(real_report, tmp_path, capsys):
     whole = tmp_path / "whole.json"
     whole.write_bytes(real_report("Relu").read_bytes())
-    _one_line_exit_2(capsys, _merge(whole), "not a shard")
+    one_line_exit_2(capsys, _merge(whole), "not a shard")
 
 
 def test_a_report_of_another_torch_prover_is_refused(shards, capsys):
     for p in shards:
         _edit(p, lambda d: d["provenance"]["torch_prover"].update(source="0" * 64))
-    _one_line_exit_2(capsys, _merge(*shards), "another torch-prover")
+    one_line_exit_2(capsys, _merge(*shards), "another torch-prover")
 
 
 # ----------------------------------------------------------------------------- docs/safety.md
