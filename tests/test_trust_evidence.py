@@ -142,3 +142,20 @@ def test_explain_at_an_old_opset_uses_the_variant_that_proves_it(tmp_path, capsy
     assert cli.main(["tags", "Softmax", "--explain", "--opset", "12"]) == 0
     out = capsys.readouterr().out
     assert "no case reaches it" not in out and "softmax_axis1@12" in out
+
+
+def test_a_record_of_no_catalogue_case_is_rechecked_too(tree, capsys):
+    """A `run` script's evidence names a case the catalogue lacks (the script's name): its
+    verdicts are re-derived with no declarations, and an edited one is a mismatch."""
+    d = tree / "Relu" / "relu_script"
+    (tree / "Relu" / "relu_basic").rename(d)
+    rec = json.loads((d / "proof.json").read_text())
+    rec["case"] = "relu_script"
+    (d / "proof.json").write_text(json.dumps(rec, indent=2))
+    code, by = _check(capsys, tree)
+    assert code == 0 and by["Relu/relu_script"]["status"] == "match"
+    assert "not re-checked" not in by["Relu/relu_script"]["detail"]
+    rec["parameters"][0]["verdict"] = "disagree"
+    (d / "proof.json").write_text(json.dumps(rec, indent=2))
+    code, by = _check(capsys, tree)
+    assert code == 1 and by["Relu/relu_script"]["status"] == "mismatch"

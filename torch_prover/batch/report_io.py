@@ -237,8 +237,8 @@ def evidence_record_problem(rec: dict[str, Any]) -> str | None:
     case says (the same ``record_problem``), or a note starting with
     ``check_evidence.NOT_RECHECKED`` when this torch-prover cannot re-derive its verdicts
     (a case no longer in the catalogue; tags from a docs file or another onnx, which the
-    record does not carry). A ``run`` script's record has no catalogue case: its
-    declarations are none."""
+    record does not carry). A record of no catalogue case (a ``run`` script's) is
+    re-checked with no declarations, unless it holds some (a case since removed)."""
     from ..cases import find_case
     from ..engine.prove import default_tags, versions
     from ..engine.recheck import RunFacts, record_problem
@@ -250,13 +250,15 @@ def evidence_record_problem(rec: dict[str, Any]) -> str | None:
         return f"{NOT_RECHECKED}tags from {rec.get('tags_from')}, which the record does not hold"
     if not isinstance(rec.get("versions"), dict) or rec["versions"].get("onnx") != mine:
         return f"{NOT_RECHECKED}made with another onnx than this one ({mine})"
-    case = None
-    if "script" not in rec:
-        try:
-            case = find_case(rec["op"], rec.get("variant_of") or rec["case"])
-            if rec.get("variant_of"):
-                case = at_opset(case, int(rec["opset"]))
-        except (CaseError, KeyError, TypeError, ValueError):
-            return f"{NOT_RECHECKED}no case {rec.get('case')!r} of {rec.get('op')} in this " \
-                   "catalogue"
+    try:
+        case = find_case(rec["op"], rec.get("variant_of") or rec["case"])
+        if rec.get("variant_of"):
+            case = at_opset(case, int(rec["opset"]))
+    except (CaseError, KeyError, TypeError, ValueError):
+        case = None
+        params = rec.get("parameters") if isinstance(rec.get("parameters"), list) else []
+        if any(isinstance(p, dict) and (p.get("expected") or p.get("rule") == "convention")
+               for p in params):
+            return f"{NOT_RECHECKED}it declares verdicts, and no case {rec.get('case')!r} " \
+                   f"of {rec.get('op')} in this catalogue does"
     return record_problem(rec, case, default_tags, RunFacts(tag_source="onnx.defs"))
