@@ -10,10 +10,11 @@ the run's tag source gives today (at the record's opset, and the latest one), it
 and support are what the verdict table gives for its own recorded witnesses
 (``verdict.rule_holds``), its verdict is that support judged against that tag
 (``verdict.judge``), its declared verdict is the case's ``expect=``, and the record's
-status follows from all of them (``record.status_of``). What it defends against: a stale
-or hand-edited entry, an entry made under other tags or rules. Not against a deliberate
-forger who writes self-consistent false witness outcomes: whoever can write the cache can
-as well edit the package; ``--no-cache`` proves everything afresh.
+status follows from all of them (``record.status_of``). What it defends against: a stale,
+damaged or hand-edited record, one made under other tags, rules or options. Not against a
+deliberate forger who writes self-consistent false witness outcomes: whoever can write the
+cache can as well edit the package; ``--no-cache`` proves everything afresh, and a report
+is only as good as the run that made it (docs/safety.md).
 """
 from __future__ import annotations
 
