@@ -49,6 +49,22 @@ def test_honest_shards_merge(shards, capsys):
     assert sorted({r["op"] for r in merged["cases"]}) == OPS.split(",")
 
 
+def test_shards_made_with_waivers_merge_to_the_one_run(real_report, tmp_path_factory, capsys):
+    """The waivers travel in the provenance: merged, they are applied as the run did."""
+    waivers = tmp_path_factory.mktemp("waivers") / "waivers.toml"
+    waivers.write_text('[[waiver]]\nop = "Pad"\nparameter = "constant_value"\n'
+                       'reason = "tracked"\n')
+    whole = json.loads(real_report(OPS, "--waivers", str(waivers)).read_text())
+    parts = [str(real_report(OPS, "--waivers", str(waivers), "--shard", f"{k}/2"))
+             for k in (1, 2)]
+    assert cli.main(["merge", *parts, "--format", "json"]) == whole["exit_code"]
+    merged = json.loads(capsys.readouterr().out)
+    for rep in (whole, merged):
+        rep["summary"].pop("wall_time_s")
+        rep["summary"].pop("cache_hits")
+    assert merged == whole and merged["summary"]["waived"]
+
+
 # ----------------------------------------------------------------------------- finding 1
 def test_merge_report_naming_an_input_shard_is_refused(shards, capsys):
     """`merge s1 s2 --report s1` overwrote the shard (often a CI job's only copy)."""
