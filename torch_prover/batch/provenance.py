@@ -28,7 +28,7 @@ def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: flo
             "torch_prover": {"version": __version__, "source": engine_digest()},
             "versions": package_versions(),
             "request": {"ops": sorted(ops) if ops is not None else None,
-                        "versions": versions.strip(), "numeric": numeric,
+                        "versions": versions, "numeric": numeric,
                         "timeout": float(timeout)},
             "waivers": [w.as_dict() for w in waivers],
             "tags": tag_source(label, tags_path)}
