@@ -62,7 +62,7 @@ def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys, real_report):
     import onnx.defs
     cond = onnx.defs.get_schema("If", 25, "").inputs[0]
     assert cond.differentiation_category == onnx.defs.OpSchema.DifferentiationCategory.Unknown
-    report = real_report("If,Concat")
+    report = real_report("If,Relu")
     out = tmp_path / "fix.patch"
     assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
                      "-o", str(out)]) == 0

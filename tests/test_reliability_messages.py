@@ -137,7 +137,7 @@ def test_a_fifo_cc_under_onnx_defs_is_skipped_with_a_warning(tmp_path, capsys, r
     src = tmp_path / "onnx-src"
     shutil.copytree(SRC, src)
     os.mkfifo(src / "onnx" / "defs" / "pipe.cc")
-    rep = real_report("If")
+    rep = real_report("If,Relu")
     with deadline(60):
         code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                          "-o", str(tmp_path / "fix.patch")])
@@ -150,7 +150,7 @@ def test_a_non_utf8_cc_under_onnx_defs_is_a_warning(tmp_path, capsys, real_repor
     src = tmp_path / "onnx-src"
     shutil.copytree(SRC, src)
     (src / "onnx" / "defs" / "latin.cc").write_bytes(b"// caf\xe9\n")
-    rep = real_report("If")
+    rep = real_report("If,Relu")
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(tmp_path / "fix.patch")])
     err = capsys.readouterr().err
@@ -195,7 +195,7 @@ def test_prove_all_with_case_is_refused(capsys):
 def test_fix_tags_refuses_a_parameter_without_a_verdict(tmp_path, capsys, real_report):
     """A record without a schema version used to be skipped whole, verdicts unchecked: a
     report is validated against its schema before anything is read from it."""
-    doc = json.loads(real_report("If").read_text())
+    doc = json.loads(real_report("If,Relu").read_text())
     del doc["cases"][0]["parameters"][0]["verdict"]
     rep = tmp_path / "r.json"
     rep.write_text(json.dumps(doc))

@@ -158,7 +158,7 @@ def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, m
             assert "big.cc" not in p.name and not p.resolve().is_relative_to(outside), p
         return result
     monkeypatch.setattr(shutil, "copytree", watch)
-    rep = real_report("If")
+    rep = real_report("If,Relu")
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(tmp_path / "fix.patch")])
     err = capsys.readouterr().err

@@ -36,7 +36,7 @@ def test_fix_tags_leaves_a_file_it_did_not_write(tmp_path, capsys, real_report, 
     """`-o notes.patch` replaced the user's notes.md (and notes-evidence.md)."""
     mine = tmp_path / planted
     mine.write_text("my notes, not torch-prover's\n")
-    code = _fix(real_report("If"), tmp_path / "notes.patch")
+    code = _fix(real_report("If,Relu"), tmp_path / "notes.patch")
     one_line_exit_2(capsys, code, str(mine), "not")
     assert mine.read_text() == "my notes, not torch-prover's\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [planted]
@@ -47,9 +47,9 @@ def test_fix_tags_replaces_its_own_files(tmp_path, capsys, real_report):
     which holds nothing to lose)."""
     out = tmp_path / "fix.patch"
     (tmp_path / "fix-evidence.md").write_text("")
-    assert _fix(real_report("If"), out) == 0
+    assert _fix(real_report("If,Relu"), out) == 0
     first = (out.read_bytes(), (tmp_path / "fix.md").read_bytes())
-    assert _fix(real_report("If"), out) == 0
+    assert _fix(real_report("If,Relu"), out) == 0
     assert (out.read_bytes(), (tmp_path / "fix.md").read_bytes()) == first
     capsys.readouterr()
 
@@ -64,7 +64,7 @@ def test_fix_tags_writes_nothing_inside_the_onnx_sources(tmp_path, capsys, real_
     (src / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (src / "README.md").write_text("ONNX\n")
     before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
-    code = _fix(real_report("If"), src / target, src)
+    code = _fix(real_report("If,Relu"), src / target, src)
     one_line_exit_2(capsys, code, "--onnx-src")
     assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
 
@@ -85,7 +85,7 @@ def test_a_check_copy_left_by_kill_9_is_removed_by_the_next_run(tmp_path, real_r
     env = {**os.environ, "TMPDIR": str(scratch_root),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     argv = [sys.executable, "-m", "torch_prover", "fix-tags", "--onnx-src", str(SRC),
-            "--report", str(real_report("If")), "-o", str(tmp_path / "fix.patch")]
+            "--report", str(real_report("If,Relu")), "-o", str(tmp_path / "fix.patch")]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -140,18 +140,18 @@ def test_rows_contradicting_their_witnesses_are_refused_by_name(tmp_path, capsys
 def test_a_report_made_with_another_onnx_is_refused(tmp_path, capsys, real_report):
     def change(doc):
         doc["provenance"]["versions"]["onnx"] = "1.22.0"
-    report = _edited(tmp_path, real_report("If"), change)
+    report = _edited(tmp_path, real_report("If,Relu"), change)
     one_line_exit_2(capsys, _fix(report, tmp_path / "fix.patch"), "onnx 1.22.0")
 
 
 def test_the_pr_text_names_the_reports_provenance(tmp_path, capsys, real_report):
-    report = real_report("If")
+    report = real_report("If,Relu")
     assert _fix(report, tmp_path / "fix.patch") == 0
     md = (tmp_path / "fix.md").read_text()
     assert "## Where the verdicts come from" in md and f"`{report}`" in md
     assert f"torch-prover {__version__}" in md
     assert f"onnx {importlib.metadata.version('onnx')}" in md
-    assert "tags: onnx.defs" in md and "ops: If" in md
+    assert "tags: onnx.defs" in md and "ops: If, Relu" in md
     assert "one shard only" not in md
     capsys.readouterr()
 
@@ -171,7 +171,7 @@ def test_one_shards_report_says_so(tmp_path, capsys, real_report):
 def test_safety_example(tmp_path, monkeypatch, capsys, real_report):
     from docs_examples import assert_example
     shutil.copytree(SRC, tmp_path / "onnx")
-    shutil.copy(real_report("If"), tmp_path / "verify-all.json")
+    shutil.copy(real_report("If,Relu"), tmp_path / "verify-all.json")
     (tmp_path / "notes.md").write_text("my notes\n")
     monkeypatch.chdir(tmp_path)
     argv = ["fix-tags", "--onnx-src", "onnx", "--report", "verify-all.json", "-o", "notes.patch"]
