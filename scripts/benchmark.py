@@ -21,6 +21,9 @@
    `--pr-gate-only` runs just this one.
 8. `torch-prover report` of both runs' JSON in each format (fresh process, and the
    rendering alone in-process), with the Markdown's whole length and its body's.
+9. reading that report back (issue 28: `merge` and `fix-tags` re-check every record): the
+   report read and schema-validated, then re-checked and rebuilt (``load_report``), in
+   process; and `merge` of its three shards as a fresh process.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -222,6 +225,31 @@ def _all_versions(work: Path, jobs: int) -> None:
     failed = summary.get("failed_variants", [])
     print(f"  failed variants: {len(failed)} ({summary.get('undeclared_failures', 0)} not "
           f"declared); cells the versions disagree on: {summary.get('versions_disagree', 0)}")
+    _read_back(work, cmd)
+
+
+def _read_back(work: Path, cmd: list[str]) -> None:
+    """The all-versions report read back as merge and fix-tags read it: the file and its
+    schema, then every record re-checked and the report rebuilt; merge of 3 shards."""
+    from torch_prover.batch.report_io import load_report, read_document
+    from torch_prover.vocab import DocKind
+    path = str(work / "versions.json")
+    t0 = time.perf_counter()
+    read_document(path, "--report", DocKind.BATCH_REPORT)
+    t1 = time.perf_counter()
+    load_report(path)
+    t2 = time.perf_counter()
+    read = t1 - t0
+    shards = []
+    for k in (1, 2, 3):
+        shard = str(work / f"shard-{k}.json")
+        _timed([*cmd[:-1], shard, "--shard", f"{k}/3"])   # warm: every case cached
+        shards.append(shard)
+    merge, rc = _timed([str(BIN / "torch-prover"), "merge", *shards, "--format", "json"])
+    print(f"all-versions report read back (in-process): read + schema {read:5.2f} s, "
+          f"+ re-check and rebuild {t2 - t1 - read:5.2f} s (load_report {t2 - t1:5.2f} s)")
+    print(f"merge of its 3 shards (fresh process):                         {merge:6.1f} s "
+          f"(exit code {rc})")
 
 
 if __name__ == "__main__":

@@ -183,3 +183,27 @@ def versions_run(full_run, tmp_path_factory):
                         capture_output=True, text=True, timeout=3000)
     return {"out": out, "exit": cp.returncode, "stderr": cp.stderr,
             "report": json.loads((root / "report.json").read_text())}
+
+
+# ----------------------------------------------------------------------------- real reports
+@pytest.fixture(scope="session")
+def real_report(tmp_path_factory):
+    """real_report("If,Relu", "--shard", "1/2") -> the path of a JSON report that this
+    torch-prover's verify-all wrote for those ops (no evidence; one cache for the session,
+    each report made once). fix-tags and merge re-check every record they read, so their
+    tests read real reports, never hand-written records."""
+    root = tmp_path_factory.mktemp("real_reports")
+    made: dict[tuple[str, ...], Path] = {}
+
+    def make(ops: str, *extra: str) -> Path:
+        key = (ops, *extra)
+        if key not in made:
+            path = root / f"report-{len(made)}.json"
+            cp = subprocess.run(
+                [sys.executable, "-m", "torch_prover", "verify-all", "--ops", ops, "--no-write",
+                 "--cache-dir", str(root / "cache"), "--format", "json", "--report", str(path),
+                 *extra], capture_output=True, text=True, timeout=1800)
+            assert cp.returncode in (0, 1), cp.stderr[-2000:]
+            made[key] = path
+        return made[key]
+    return make

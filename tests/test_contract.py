@@ -149,9 +149,10 @@ def test_an_argparse_error_with_format_json_is_json_too(command, capsys):
     assert "unrecognized arguments: --no-such-option" in doc["reason"]
 
 
-def test_fix_tags_json_on_success_is_its_documented_shape(tmp_path, capsys):
-    from fix_report import SRC, write_report
-    report = write_report(tmp_path / "r.json")
+def test_fix_tags_json_on_success_is_its_documented_shape(tmp_path, capsys, real_report):
+    """Relu's tags all agree with its evidence: nothing is considered, no patch written."""
+    from fix_report import SRC
+    report = real_report("Relu")
     assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
                      "-o", str(tmp_path / "fix.patch"), "--format", "json"]) == 0
     doc = validate_text(capsys.readouterr().out)

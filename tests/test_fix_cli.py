@@ -1,7 +1,7 @@
 """`torch-prover fix-tags`: bad input is one line and exit 2 before any work; a good run
 writes a patch that git applies and the PR text beside it."""
 import pytest
-from fix_report import SRC, applied, param, record, tags_of, write_report
+from fix_report import SRC, applied, docs_with_input_tag, tags_of
 
 from torch_prover import cli
 
@@ -35,8 +35,8 @@ def test_onnx_src_without_defs(tmp_path, capsys):
 @pytest.mark.parametrize("content, words", [
     (None, ("--report",)),                              # no such file
     ("{not json", ("--report", "not JSON")),
-    ('{"cases": 3}', ("--report", "no 'cases' list")),
-    ('{"cases": [{"case": "x"}]}', ("--report", "cases[0]")),
+    ('{"cases": 3}', ("--report", "not a batch-report")),
+    ('{"cases": [{"case": "x"}]}', ("--report", "not a batch-report")),
 ])
 def test_unreadable_report(tmp_path, capsys, content, words):
     report = tmp_path / "report.json"
@@ -56,53 +56,52 @@ def test_unknown_op_in_ops(tmp_path, capsys):
     _one_line_error(capsys, "Softmax")
 
 
-def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys):
-    report = write_report(tmp_path / "report.json",
-                          record("If", 25, "if_basic",
-                                 param("input", 0, "cond", "unknown", "proposed",
-                                       "non-differentiable")),
-                          record("Concat", 13, "concat_basic",
-                                 param("input", 0, "inputs", "unknown", "proposed",
-                                       "differentiable")))
+def test_writes_a_checked_patch_and_its_pr_text(tmp_path, capsys, real_report):
+    """If-25's cond is tagged unknown and allows only tensor(bool): its by-type verdict
+    proposes non-differentiable, and the fixture sources declare it with no tag."""
+    import onnx.defs
+    cond = onnx.defs.get_schema("If", 25, "").inputs[0]
+    assert cond.differentiation_category == onnx.defs.OpSchema.DifferentiationCategory.Unknown
+    report = real_report("If,Relu")
     out = tmp_path / "fix.patch"
     assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
                      "-o", str(out)]) == 0
     stdout = capsys.readouterr().out
     assert "hunks: 1 call sites edited (0 in shared generators)" in stdout
-    assert "not located: 1 (index is a runtime expression: 1)" in stdout
     assert tags_of(applied(out.read_text(), tmp_path))[("If", 25, "input", 0)] == \
         "non-differentiable"
     md = (tmp_path / "fix.md").read_text()
-    assert "torch-prover prove If --case if_basic" in md and "rule: both witnesses" in md
-    assert "gen_doc.py" in md and "Concat-13 input 0" in md   # regenerate; left out, why
+    assert "If-25 input 0 (cond): unknown -> non-differentiable" in md
+    assert "reproduce: `torch-prover prove If --case " in md and "rule: by type" in md
+    assert "gen_doc.py" in md
 
 
 @pytest.mark.usefixtures("no_work")
-def test_ops_not_in_the_report(tmp_path, capsys):
-    report = write_report(tmp_path / "va.json", record(
-        "Softmax", 13, "softmax_basic", param("input", 0, "input", "differentiable", "agree",
-                                              "differentiable")))
+def test_ops_not_in_the_report(tmp_path, capsys, real_report):
+    report = real_report("Relu")
     assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report), "--ops",
                      "LSTM", "-o", str(tmp_path / "fix.patch")]) == 2
     _one_line_error(capsys, "--ops", "LSTM not in the report")
     assert not (tmp_path / "fix.patch").exists()
 
 
-def test_report_from_stale_tags_is_not_a_failed_patch(tmp_path, capsys):
-    """A report made with --tags-from an out-of-date docs file: it says Softmax's input was
-    non-differentiable, the evidence supports differentiable, and the fixture sources
-    already say OpSchema::Differentiable. Nothing to edit, and the run says why."""
+def test_report_from_stale_tags_is_not_a_failed_patch(tmp_path_factory, tmp_path, capsys,
+                                                      real_report):
+    """A report made with --tags-from an out-of-date docs file: it says the input of
+    Softmax and LogSoftmax is non-differentiable, the evidence supports
+    differentiable, and the fixture sources already say OpSchema::Differentiable. Nothing to
+    edit, and the run says why."""
     assert "true, 1, OpSchema::Differentiable);" in (
         SRC / "onnx" / "defs" / "math" / "defs.cc").read_text()
-    report = write_report(tmp_path / "va.json", *(record(
-        op, 13, f"{op.lower()}_basic", param("input", 0, "input", "non-differentiable",
-                                             "disagree", "differentiable"))
-        for op in ("Softmax", "LogSoftmax", "Hardmax")))
+    ops = ("Softmax", "LogSoftmax")
+    docs = docs_with_input_tag(tmp_path_factory.mktemp("stale") / "Operators.md", ops,
+                               "non-differentiable")
+    report = real_report(",".join(ops), "--tags-from", str(docs))
     out = tmp_path / "fix.patch"
     assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
                      "-o", str(out)]) == 0
     captured = capsys.readouterr()
-    assert "already says differentiable" in captured.out and "withheld: 3" in captured.out
+    assert "already says differentiable" in captured.out and "withheld: 2" in captured.out
     assert not out.exists()
 
 

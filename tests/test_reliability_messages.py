@@ -19,7 +19,7 @@ from pathlib import Path
 
 import onnx.defs
 import pytest
-from fix_report import SRC, param, record, write_report
+from fix_report import SRC
 
 from torch_prover import cli
 
@@ -133,12 +133,11 @@ def test_waivers_naming_a_fifo_is_refused_not_read(tmp_path, capsys):
     assert "no such file" not in line
 
 
-def test_a_fifo_cc_under_onnx_defs_is_skipped_with_a_warning(tmp_path, capsys):
+def test_a_fifo_cc_under_onnx_defs_is_skipped_with_a_warning(tmp_path, capsys, real_report):
     src = tmp_path / "onnx-src"
     shutil.copytree(SRC, src)
     os.mkfifo(src / "onnx" / "defs" / "pipe.cc")
-    rep = write_report(tmp_path / "r.json", record("If", 25, "if_basic", param(
-        "input", 0, "cond", "unknown", "proposed", "non-differentiable")))
+    rep = real_report("If,Relu")
     with deadline(60):
         code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                          "-o", str(tmp_path / "fix.patch")])
@@ -147,12 +146,11 @@ def test_a_fifo_cc_under_onnx_defs_is_skipped_with_a_warning(tmp_path, capsys):
     assert (tmp_path / "fix.patch").is_file()
 
 
-def test_a_non_utf8_cc_under_onnx_defs_is_a_warning(tmp_path, capsys):
+def test_a_non_utf8_cc_under_onnx_defs_is_a_warning(tmp_path, capsys, real_report):
     src = tmp_path / "onnx-src"
     shutil.copytree(SRC, src)
     (src / "onnx" / "defs" / "latin.cc").write_bytes(b"// caf\xe9\n")
-    rep = write_report(tmp_path / "r.json", record("If", 25, "if_basic", param(
-        "input", 0, "cond", "unknown", "proposed", "non-differentiable")))
+    rep = real_report("If,Relu")
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(tmp_path / "fix.patch")])
     err = capsys.readouterr().err
@@ -194,14 +192,15 @@ def test_prove_all_with_case_is_refused(capsys):
 
 
 @pytest.mark.usefixtures("no_work")
-def test_fix_tags_refuses_a_parameter_without_a_verdict(tmp_path, capsys):
-    """A record without a schema version used to be skipped whole, verdicts unchecked."""
+def test_fix_tags_refuses_a_parameter_without_a_verdict(tmp_path, capsys, real_report):
+    """A record without a schema version used to be skipped whole, verdicts unchecked: a
+    report is validated against its schema before anything is read from it."""
+    doc = json.loads(real_report("If,Relu").read_text())
+    del doc["cases"][0]["parameters"][0]["verdict"]
     rep = tmp_path / "r.json"
-    rep.write_text(json.dumps({"format": 1, "cases": [
-        {"op": "If", "case": "if_basic", "parameters": [
-            {"io": "input", "index": 0, "name": "cond", "tag": "unknown"}]}]}))
+    rep.write_text(json.dumps(doc))
     _main(capsys, ["fix-tags", "--onnx-src", str(SRC), "--report", str(rep),
-                   "-o", str(tmp_path / "fix.patch")], "if_basic", "input 0", "verdict")
+                   "-o", str(tmp_path / "fix.patch")], "cases/0", "verdict")
 
 
 # ----------------------------------------------------------------------------- outputs

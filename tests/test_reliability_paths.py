@@ -1,6 +1,6 @@
 """Issue 22's data-loss and foreign-file findings: every output path is checked, before any
 work, against every input path and the tool's own trees, and must be a regular file or
-absent (preflight.outputs_apart, preflight.writable_file).
+absent (preflight.outputs_checked: docs/safety.md, "The output rule").
 
 Each test plants the input a careless tool would overwrite and checks, byte for byte,
 that it is still there after a one-line exit 2, and that no work started.
@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from cli_lines import one_line_exit_2
 from fix_report import SRC, param, record, write_report
 
 from torch_prover import cli
@@ -22,23 +23,13 @@ DOCS = Path(__file__).parent / "data" / "Operators.md"
 
 
 
-def _one_line_exit_2(capsys, code, *words):
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
-
-
 @pytest.mark.usefixtures("no_work")
 def test_verify_all_report_naming_the_tags_from_file_is_refused(tmp_path, capsys):
     docs = tmp_path / "Operators.md"
     docs.write_bytes(DOCS.read_bytes())
     code = cli.main(["verify-all", "--ops", "Relu", "--no-write", "--no-cache",
                      "--tags-from", str(docs), "--report", str(docs)])
-    _one_line_exit_2(capsys, code, "--report", "--tags-from")
+    one_line_exit_2(capsys, code, "--report", "--tags-from")
     assert docs.read_bytes() == DOCS.read_bytes()
 
 
@@ -49,7 +40,7 @@ def test_verify_all_report_naming_the_waivers_file_is_refused(tmp_path, capsys):
     waivers.write_text(text)
     code = cli.main(["verify-all", "--ops", "Relu", "--no-write", "--no-cache",
                      "--waivers", str(waivers), "--report", str(tmp_path / "." / "waivers.toml")])
-    _one_line_exit_2(capsys, code, "--report", "--waivers")
+    one_line_exit_2(capsys, code, "--report", "--waivers")
     assert waivers.read_text() == text
 
 
@@ -59,7 +50,7 @@ def test_fix_tags_report_and_output_the_same_file_is_refused(tmp_path, capsys):
         "input", 0, "X", "differentiable", "agree", "differentiable")))
     before = rep.read_bytes()
     code = cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(rep), "-o", str(rep)])
-    _one_line_exit_2(capsys, code, "-o", "--report")
+    one_line_exit_2(capsys, code, "-o", "--report")
     assert rep.read_bytes() == before
 
 
@@ -74,7 +65,7 @@ def test_fix_tags_output_inside_the_onnx_sources_is_refused(tmp_path, capsys):
         "input", 0, "X", "differentiable", "agree", "differentiable")))
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(target)])
-    _one_line_exit_2(capsys, code, "-o", "onnx/defs")
+    one_line_exit_2(capsys, code, "-o", "onnx/defs")
     assert target.read_bytes() == before
 
 
@@ -87,7 +78,7 @@ def test_report_inside_the_evidence_tree_is_refused(tmp_path, capsys):
     (case / "model.onnx").write_bytes(b"the evidence")
     code = cli.main(["verify-all", "--ops", "Relu", "--out", str(tmp_path / "out"),
                      "--no-cache", "--report", str(case / "model.onnx")])
-    _one_line_exit_2(capsys, code, "--report", "--out")
+    one_line_exit_2(capsys, code, "--report", "--out")
     assert (case / "model.onnx").read_bytes() == b"the evidence"
 
 
@@ -123,7 +114,7 @@ def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path, capsys, kind,
         "input", 0, "X", "differentiable", "agree", "differentiable")))
     argv = [str(rep) if a == "REPORT" else a for a in command_line] + [str(p)]
     code = cli.main(argv)
-    _one_line_exit_2(capsys, code, str(p), "FIFO" if kind == "fifo" else "symlink")
+    one_line_exit_2(capsys, code, str(p), "FIFO" if kind == "fifo" else "symlink")
     _untouched(p, kind, tmp_path)
 
 
@@ -136,12 +127,13 @@ def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path, capsys, kind,
 def test_an_empty_output_path_is_refused(tmp_path, capsys, monkeypatch, argv, words):
     monkeypatch.chdir(tmp_path)
     code = cli.main(argv)
-    _one_line_exit_2(capsys, code, "empty", *words)
+    one_line_exit_2(capsys, code, "empty", *words)
     assert os.listdir(tmp_path) == []
     assert capsys.readouterr().out == ""
 
 
-def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, monkeypatch):
+def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, monkeypatch,
+                                                            real_report):
     """A symlink inside onnx/defs is skipped with a warning: its target is neither read nor
     copied (fix/patch.py copies the tree to check the patch)."""
     import shutil
@@ -166,8 +158,7 @@ def test_fix_tags_does_not_follow_a_symlink_out_of_onnx_defs(tmp_path, capsys, m
             assert "big.cc" not in p.name and not p.resolve().is_relative_to(outside), p
         return result
     monkeypatch.setattr(shutil, "copytree", watch)
-    rep = write_report(tmp_path / "r.json", record("If", 25, "if_basic", param(
-        "input", 0, "cond", "unknown", "proposed", "non-differentiable")))
+    rep = real_report("If,Relu")
     code = cli.main(["fix-tags", "--onnx-src", str(src), "--report", str(rep),
                      "-o", str(tmp_path / "fix.patch")])
     err = capsys.readouterr().err

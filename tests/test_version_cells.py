@@ -11,7 +11,6 @@ type.
 """
 from __future__ import annotations
 
-import json
 
 import onnx.defs
 import pytest
@@ -198,7 +197,7 @@ def test_fix_tags_acts_only_on_decided_cells(tmp_path):
     (a failed variant, versions that disagree, cases in conflict)."""
     from fix_report import SRC, param, record
     from torch_prover.fix.locate import read_tree
-    from torch_prover.fix.plan import findings, load_report, plan
+    from torch_prover.fix.plan import findings, plan, report_records
     ops = ("Softmax", "LogSoftmax", "Hardmax")
     recs = [record(op, 13, f"{op.lower()}_basic",
                    param("input", 0, "input", DIFF, "disagree", NONDIFF)) for op in ops]
@@ -212,9 +211,7 @@ def test_fix_tags_acts_only_on_decided_cells(tmp_path):
             "selection": "all", "summary": {}, "cases": [],
             "ops": [{"op": op, "versions": [{"version": 13, "cells": [cells[op]]}]}
                     for op in ops]}}
-        path = tmp_path / "r.json"
-        path.write_text(json.dumps(doc))
-        return plan(read_tree(SRC), findings(load_report(path))).edits
+        return plan(read_tree(SRC), findings(report_records(doc))).edits
 
     decided = {"io": "input", "index": 0, "name": "input", "tag": DIFF,
                "verdict": "disagree", "supports": NONDIFF, "rule": "both witnesses"}

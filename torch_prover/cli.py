@@ -249,7 +249,9 @@ def _check_outputs(args: argparse.Namespace, cases) -> Path | None:
     """Every place the command will write, checked before any work; returns --out."""
     out = None
     if not args.no_write:
-        out = preflight.writable_dir(args.out, "--out")
+        preflight.outputs_checked([preflight.Output("--out", args.out, None)],
+                                  [("--tags-from", getattr(args, "tags_from", None))])
+        out = Path(args.out)
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases])
     if getattr(args, "cache_dir", None) and not args.no_cache:
         preflight.writable_dir(args.cache_dir, "--cache-dir")
@@ -324,25 +326,22 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     """A saved batch report rendered again: the outputs checked, then the report read
-    (``batch/report_file.py``: validated), rendered as verify-all would have; the exit code
-    is the report's own."""
-    from .batch.report_file import load_batch_report
+    (``batch/report_io.load_report``, the one reader of a report: validated, its records
+    re-checked, the report rebuilt from them), rendered as verify-all would have; the exit
+    code is the report's own."""
+    from .batch.report_io import load_report
     from .output.run_totals import exit_code
     _check_report_outputs(args.report, args.format, [("REPORT.json", args.saved)])
-    rep = load_batch_report(args.saved)
+    rep = load_report(args.saved, what="REPORT.json")
     _emit_batch(rep, args.format, args.report)
     return exit_code(rep)
 
 
 def _check_report_outputs(path: str | None, fmt: str, inputs: list[tuple[str, str]],
-                          more: list[tuple[str, str]] = ()) -> None:
+                          more: list = ()) -> None:
     """``--report`` (and a Markdown report's details file beside it) and ``more`` outputs
-    (``--junit``...): writable, and none of them an input of the command -- before any work."""
-    from .output.batch_render import report_outputs
-    outputs = report_outputs(path, fmt) + list(more)
-    for what, out in outputs:
-        preflight.writable_file(out, what)
-    preflight.outputs_apart(outputs, inputs)
+    (``--junit``...): the output rule (``preflight.outputs_checked``), before any work."""
+    preflight.outputs_checked(preflight.report_files(path, fmt) + list(more), inputs)
 
 
 def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
@@ -366,7 +365,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         wanted = list(dict.fromkeys(canonical_op(n) for n in names))
         by_op = {e["op"]: e for e in entries}  # every op canonical_op accepts has an entry
         entries = [by_op[op] for op in wanted]
-    if args.versions:   # every schema version and how it would be decided
+    if args.versions is not None:   # every schema version and how it would be decided
         from .batch.versions_plan import coverage_versions_output
         sys.stdout.write(coverage_versions_output(entries, args.versions, args.format))
         return EXIT_OK
@@ -384,6 +383,10 @@ def _cmd_tags(args: argparse.Namespace) -> int:
     from .output import report
     from .tags.schema import canonical_op, schema_tags
     op = canonical_op(args.op)
+    if args.all_versions and (args.opset is not None or args.explain):
+        flag = "--opset" if args.opset is not None else "--explain"
+        raise UsageError(f"--all-versions shows every schema version's tags; {flag} is about "
+                         f"one version: give one of them")
     if args.all_versions:
         from .batch.versions_plan import tags_all_versions, tags_all_versions_text
         doc = tags_all_versions(op)
@@ -420,24 +423,24 @@ def _cmd_prove(args: argparse.Namespace) -> int:
             cases = [find_case(op, args.case)]
         except CaseError as exc:   # a name that is not in the catalogue: usage, not a bug
             raise UsageError(f"{exc}; {where_to_look(op)}") from None
-        others = len(cases_for(op)) - 1
-        if args.case is None and others:
-            print(f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); "
-                  f"--all proves every one, --case NAME another", file=sys.stderr)
     preflight.seed(args.seed)
     for case in cases:
         preflight.opset_for(case, args.opset)
+    others = len(cases_for(op)) - 1
+    notes = [f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); --all "
+             f"proves every one, --case NAME another"] if not args.all and args.case is None \
+        and others else []
     if args.opset is not None:   # the variant verify-all --versions proves at that opset
         from .batch.versions import at_opset
         cases = [at_opset(c, args.opset) for c in cases]
-    note = _default_out(args)
+    notes += [n for n in [_default_out(args)] if n]
     _check_outputs(args, cases)
-    if note:
-        print(note, file=sys.stderr)
     changes = {}
     if args.seed is not None:
         changes["seeds"] = (args.seed, args.seed + 1)
     tags, label, _ = preflight.tag_source(args.tags_from)
+    for note in notes:   # after every check: a bad argument is one line, never a note and it
+        print(note, file=sys.stderr)
     records, worst, markdown = [], EXIT_OK, []
     for case in cases:
         proved = case.replace(**changes) if changes else case
@@ -470,22 +473,23 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .pr.runner import cmd_run
     if args.out is not None and not args.no_write:
-        preflight.writable_dir(args.out, "--out")
-        preflight.outputs_apart([("--out", args.out)],
-                                [("SCRIPT", args.script), ("--tags-from", args.tags_from)])
+        preflight.outputs_checked([preflight.Output("--out", args.out, None)],
+                                  [("SCRIPT", args.script), ("--tags-from", args.tags_from)])
     return cmd_run(args)
 
 
 def _cmd_script(args: argparse.Namespace) -> int:
     from .pr.gen import cmd_script
     if args.output is not None:
-        preflight.writable_file(args.output, "-o")
+        from .output.ownership import Holds
+        preflight.outputs_checked([preflight.Output("-o", args.output, Holds.SCRIPT)])
     return cmd_script(args)
 
 
 def _cmd_check_evidence(args: argparse.Namespace) -> int:
+    from .batch.report_io import evidence_record_problem
     from .output.check_evidence import command
-    return command(args.dir, args.format, _terminal_width())
+    return command(args.dir, args.format, _terminal_width(), evidence_record_problem)
 
 def _cmd_node_tests(args: argparse.Namespace) -> int:
     from .ci.node_tests_cmd import command

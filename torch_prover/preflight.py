@@ -14,10 +14,12 @@ import math
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from .errors import UsageError
+from .output.ownership import Holds
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -112,15 +114,60 @@ def _real(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
-def outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike]],
-                  inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
-                  trees: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> None:
-    """The one check that an output cannot destroy what the run reads or writes elsewhere.
+PACKAGE_DIR = Path(__file__).resolve().parent
+"""torch-prover's own package: every command reads it (the cache keys on its source)."""
 
-    ``outputs``, ``inputs`` and ``trees`` are ``(option, path)`` pairs (a ``None`` path is
-    skipped). UsageError when an output is an input (the same file, by path after
-    symlinks or by inode), another output, or lies inside one of the tool's trees (an
-    evidence directory, the cache, the ONNX sources read). Called before any work."""
+
+@dataclass(frozen=True)
+class Output:
+    """One place a command writes: the option that names it (``-o (its PR text)`` for a
+    derived name), the path, and what the command writes there (``ownership.Holds``;
+    None: a directory, whose entries the evidence writer checks one by one)."""
+
+    option: str
+    path: str | os.PathLike
+    holds: Holds | None
+
+
+def report_files(path: str | None, fmt: str) -> list[Output]:
+    """``--report PATH`` in ``fmt``: the report, and a Markdown report's details file beside
+    it (``batch_render.report_outputs``), each replaced only when it holds a report
+    torch-prover wrote."""
+    from .output.batch_render import report_outputs
+    return [Output(what, p, Holds.REPORT) for what, p in report_outputs(path, fmt)]
+
+
+def outputs_checked(outputs: Iterable[Output],
+                    inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
+                    trees: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> None:
+    """The output rule, one check for every command that writes (docs/safety.md): an output
+    path is never an input, never inside an input tree, and never a file this command did
+    not create -- derived names included.
+
+    ``inputs`` are the files the command reads and ``trees`` the directories it reads or
+    writes as a whole (``(option, path)``; a ``None`` path is skipped); torch-prover's own
+    package is always one. UsageError, one line, before any work, when an output is not a
+    regular file or creatable (``writable_file``; a directory output: ``writable_dir``), is
+    an input or another output, lies inside a tree, or exists and holds something
+    torch-prover did not write (``ownership.written_by_us``: an empty file holds nothing)."""
+    from .output.ownership import written_by_us
+    outputs = list(outputs)
+    for o in outputs:
+        (writable_file if o.holds is not None else writable_dir)(o.path, o.option)
+    _apart([(o.option, o.path) for o in outputs], inputs,
+           [("torch-prover's own package", PACKAGE_DIR), *trees])
+    for o in outputs:
+        if o.holds is not None and os.path.lexists(o.path) and \
+                not written_by_us(Path(o.path), o.holds):
+            raise UsageError(f"{o.option} {o.path}: exists and is not {o.holds} torch-prover "
+                             "wrote; it is left alone: give another name or remove it")
+
+
+def _apart(outputs: Iterable[tuple[str, str | os.PathLike]],
+           inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
+           trees: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> None:
+    """UsageError when an output is an input (the same file, by path after symlinks or by
+    inode), another output, or lies inside one of the trees."""
     inputs = [(w, p) for w, p in inputs if p is not None and str(p)]
     trees = [(w, _real(p)) for w, p in trees if p is not None and str(p)]
     seen: list[tuple[str, Path]] = []
@@ -141,6 +188,12 @@ def outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike]],
                 raise UsageError(f"{what} {out}: is inside {other} ({tree}), which "
                                  "torch-prover writes or reads as a whole; write it elsewhere")
         seen.append((what, real))
+
+
+def is_decimal(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` takes '²' and '٣', which ``int`` refuses or reads
+    as another number."""
+    return text.isascii() and text.isdigit()
 
 
 def positive_int(value: int, what: str) -> int:

@@ -169,16 +169,22 @@ def cache_check(entry: Any, case: Case, opts: BatchOptions) -> dict[str, Any] | 
     proof.json, and model.onnx and every data file with the digest stored beside the
     record (a flipped byte, a truncated or deleted file is rewritten)."""
     from ..engine import prove as prove_mod
-    from ..engine.recheck import record_problem
-    from ..output.evidence import evidence_digests
+    from ..engine.recheck import RunFacts, record_problem
+    from ..output.evidence import evidence_digests, read_record
     if not isinstance(entry, dict):
         return None
     rec, files = entry.get("record"), entry.get("files")
-    if entry.get("settled") is True and isinstance(rec, dict) and rec.get("status") == "error" \
-            and (rec.get("op"), rec.get("case")) == (case.op, case.name):
-        return rec   # a broken case (its export fails), as deterministic as a proof
-    if not _valid_cached(rec, case) or record_problem(
-            rec, case, opts.tags or prove_mod.default_tags) is not None:
+    tags = opts.tags or prove_mod.default_tags
+    run = RunFacts(opts.numeric, opts.tag_source, _installed_versions())
+    if entry.get("settled") is True and isinstance(rec, dict) and rec.get("status") == "error":
+        # a broken case (its export fails), as deterministic as a proof: it must be this
+        # case's failed-case record, and evidence of this case on disk contradicts it
+        if record_problem(rec, case, tags, run) is not None or (
+                opts.out is not None
+                and read_record(opts.out / case.op / case.name / "proof.json") is not None):
+            return None
+        return rec
+    if not _valid_cached(rec, case) or record_problem(rec, case, tags, run) is not None:
         return None   # a damaged, foreign, stale or edited entry is a miss, never a crash
     if opts.out is not None and rec.get("status") != "error":
         d = opts.out / case.op / case.name

@@ -17,7 +17,7 @@ def explain_tags(op: str, tags: Any, opset: int | None, fmt: str, width: int,
     from ..output.explain import explain, explain_text
     from ..output.report import to_json
     from .pool import BatchOptions, run_batch
-    cases = [c for c in cases_for(op) if opset is None or c.export_opset <= opset]
+    cases = cases_for(op) if opset is None else reaching(op, opset)
     records, cached, by_type = [], 0, None
     if cases:
         result = run_batch(cases, BatchOptions(jobs=1, cache_dir=cache_dir))
@@ -29,3 +29,24 @@ def explain_tags(op: str, tags: Any, opset: int | None, fmt: str, width: int,
     data = explain(tags, records, cached, by_type)
     sys.stdout.write(to_json(data) if fmt == "json" else explain_text(data, width))
     return EXIT_OK
+
+
+def reaching(op: str, opset: int) -> list:
+    """The cases that prove the schema version in force at ``opset``: each case at its own
+    opset where that version is in force there, else the variant an all-versions run
+    proves it with (``versions.route``: ``softmax_axis1@12`` proves Softmax-11), the cases
+    no route reaches left out."""
+    from ..cases import cases_for
+    from .versions import Gap, covers, route, variant, version_at
+    v = version_at(op, opset)
+    if v is None:   # another domain: no schema versions to route to
+        return [c for c in cases_for(op) if c.export_opset <= opset]
+    out = []
+    for case in cases_for(op):
+        if covers(case, v):
+            out.append(case)
+            continue
+        r = route(case, v)
+        if not isinstance(r, Gap):
+            out.append(variant(case, r))
+    return out

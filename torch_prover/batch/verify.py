@@ -32,7 +32,7 @@ class Request:
     versions: str = "latest"          # latest | all | A..B (opsets): see batch/versions.py
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     report: str | None = None         # where the caller will write the report: checked here
-    outputs: tuple[tuple[str, str], ...] = ()   # (option, path): more files the caller writes
+    outputs: tuple[Any, ...] = ()     # preflight.Output: more files the caller writes (--junit)
     report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
 
@@ -93,6 +93,22 @@ def _selected_cases(ops_arg: str | None, entries: Sequence[dict[str, Any]]
     return sorted(chosen, key=lambda c: order[c.name]), frozenset(case_less)
 
 
+def select(ops_arg: str | None, shard: tuple[int, int] | None,
+           entries: Sequence[dict[str, Any]]) -> tuple[list[Case], frozenset[str] | None]:
+    """(cases, case-less ops to decide by type: None = all) of a run asked for ``--ops``
+    and ``--shard``: what ``prepare`` proves, and what ``merge`` and ``fix-tags`` hold a
+    report's records to (``batch/report_io.py``)."""
+    cases, case_less_selected = _selected_cases(ops_arg, entries)
+    if shard is not None:
+        every = sorted({c.op for c in cases} | (
+            set(case_less_selected) if case_less_selected is not None else
+            {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
+        mine = shard_ops(every, shard)
+        cases = [c for c in cases if c.op in mine]
+        case_less_selected = frozenset(mine - {c.op for c in cases})
+    return cases, case_less_selected
+
+
 def load_waivers(path: str | None) -> tuple[Any, ...]:
     """``--waivers``: the file's waivers, checked against the catalogue (UsageError), or ()."""
     if not path:
@@ -111,13 +127,20 @@ def load_waivers(path: str | None) -> tuple[Any, ...]:
     return tuple(waivers)
 
 
+MAX_SHARDS = 100_000
+"""More shards than this is no CI matrix (the report's schema says the same)."""
+
+
 def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``K/N`` with 1 <= K <= N; UsageError otherwise."""
+    """``K/N`` with 1 <= K <= N <= MAX_SHARDS, in ASCII digits (``str.isdigit`` takes '²',
+    which ``int`` refuses); UsageError otherwise."""
     if text is None:
         return None
     k, sep, n = text.strip().partition("/")
-    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
-        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 2/3")
+    if not sep or not preflight.is_decimal(k) or not preflight.is_decimal(n) or \
+            not 1 <= int(k) <= int(n) <= MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N <= {MAX_SHARDS}, "
+                         "e.g. --shard 2/3")
     return int(k), int(n)
 
 
@@ -152,7 +175,6 @@ def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
 
 def prepare(request: Request) -> Prepared:
     """Every check that needs no proof, in the order a user fixes them; raises UsageError."""
-    from ..output.batch_render import report_outputs
     from ..output.coverage import coverage
     from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
@@ -160,14 +182,7 @@ def prepare(request: Request) -> Prepared:
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
-    cases, case_less_selected = _selected_cases(request.ops, entries)
-    if shard is not None:
-        every = sorted({c.op for c in cases} | (
-            set(case_less_selected) if case_less_selected is not None else
-            {e["op"] for e in entries if e["status"] != "covered" and e.get("by_type")}))
-        mine = shard_ops(every, shard)
-        cases = [c for c in cases if c.op in mine]
-        case_less_selected = frozenset(mine - {c.op for c in cases})
+    cases, case_less_selected = select(request.ops, shard, entries)
     planned = tuple(plan(cases, selection)) if selection.expands else ()
     waivers = load_waivers(request.waivers)
     out = None
@@ -178,12 +193,11 @@ def prepare(request: Request) -> Prepared:
     cache_warning = None
     if request.cache_dir is not None:
         cache_warning = preflight.cache_dir(request.cache_dir)
-    reports = report_outputs(request.report, request.report_format) + list(request.outputs)
-    for what, path in reports:
-        preflight.writable_file(path, what)
-    preflight.outputs_apart(
-        reports,
-        [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
+    outputs = [preflight.Output("--out", out, None)] if out is not None else []
+    outputs += preflight.report_files(request.report, request.report_format)
+    outputs += list(request.outputs)
+    preflight.outputs_checked(
+        outputs, [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         _own_trees(out, cases, request))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
@@ -191,15 +205,14 @@ def prepare(request: Request) -> Prepared:
                     shard)
 
 
-def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
-                       ) -> dict[str, list[str]]:
+def missing_from_docs(doc: Any, cases: Sequence[Case], case_less_ops: Sequence[dict[str, Any]]
+                      ) -> dict[str, list[str]]:
     """Parameters the ``--tags-from`` file lacks, at each case's opset (a Changelog.md has
     every version); a case-less op at its latest version."""
-    doc = prepared.doc
     if doc is None:
         return {}
     missing: dict[str, list[str]] = {}
-    wanted = [(c.op, c.domain, c.export_opset) for c in prepared.cases]
+    wanted = [(c.op, c.domain, c.export_opset) for c in cases]
     wanted += [(e["op"], "", None) for e in case_less_ops]
     for op, domain, opset in sorted(wanted, key=lambda w: w[0]):
         for param in doc.missing_parameters(op, domain, opset):
@@ -213,10 +226,14 @@ def run(prepared: Prepared) -> Outcome:
     case-less ops by type, apply the waivers, and, for a full run with evidence, prune
     vanished cases and regenerate the index."""
     from ..output.evidence import prune, write_index, write_versions
+    from . import provenance
     from .pool import BatchOptions, run_batch
     from .summary import case_less
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
+    prov = provenance.of_run(
+        preflight.op_names(req.ops, "--ops") if req.ops is not None else None, req.versions,
+        req.numeric, req.timeout, prepared.waivers, label, req.tags_from)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
                         out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
@@ -229,10 +246,11 @@ def run(prepared: Prepared) -> Outcome:
     parts = Parts(
         records=records[:len(prepared.cases)], variants=records[len(prepared.cases):],
         case_less=case_less_ops, waivers=prepared.waivers, label=label,
-        tags_path=req.tags_from, missing=_missing_from_docs(prepared, case_less_ops),
+        tags_path=req.tags_from,
+        missing=missing_from_docs(prepared.doc, prepared.cases, case_less_ops),
         wall_time_s=result.wall_time_s if result else 0.0,
         cache_hits=result.cache_hits if result else 0, selection=req.versions,
-        shard=prepared.shard)
+        shard=prepared.shard, provenance=prov)
     rep = build_report(parts, tags)
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
@@ -272,6 +290,7 @@ class Parts:
     cache_hits: int
     selection: str = "latest"
     shard: tuple[int, int] | None = None
+    provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run
 
 
 def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
@@ -299,6 +318,8 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
             f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
             f"unwaived), {len(vs['failed_variants'])} failed variants "
             f"({vs['undeclared_failures']} not declared by their cases)")))
+    if parts.provenance is not None:
+        rep["provenance"] = parts.provenance
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),

@@ -129,7 +129,8 @@ def parse_selection(text: str) -> Selection:
     if text in ("latest", "all"):
         return Selection(text)
     lo, sep, hi = text.partition("..")
-    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+    from ..preflight import is_decimal
+    if not sep or not is_decimal(lo.strip()) or not is_decimal(hi.strip()):
         raise ValueError(f"{text!r}: give latest, all, or an opset range A..B (e.g. 7..13)")
     a, b = int(lo), int(hi)
     if not 1 <= a <= b <= newest_opset():

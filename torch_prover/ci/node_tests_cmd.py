@@ -29,7 +29,9 @@ def check(models: str, out: str) -> tuple[Path, Path]:
     if not root.is_dir():
         raise UsageError(f"{models}: not a directory; give an evidence tree such as models")
     target = preflight.writable_dir(out, "-o")
-    preflight.outputs_apart([("-o", target)], [], [("MODELS", root)])
+    # the output rule (docs/safety.md): a directory output, whose entries node-tests checks
+    # are its own itself (``not_ours`` below)
+    preflight.outputs_checked([preflight.Output("-o", target, None)], [], [("MODELS", root)])
     if _real(root).is_relative_to(_real(target)):
         raise UsageError(f"-o {out}: holds MODELS ({models}); node-tests replaces what it "
                          "wrote there: write it elsewhere")

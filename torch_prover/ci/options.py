@@ -41,10 +41,15 @@ class Plan:
     onnx_src: Path | None = None
     command_line: str = "torch-prover"
 
-    def outputs(self) -> list[tuple[str, str]]:
-        """(option, path) of every file this plan writes: for ``preflight.outputs_apart``."""
-        return ([("--junit", str(self.junit))] if self.junit else []) + (
-            [("$GITHUB_STEP_SUMMARY", str(self.step_summary))] if self.step_summary else [])
+    def outputs(self) -> list[Any]:
+        """Every file this plan writes (``preflight.Output``), for the output rule
+        (``preflight.outputs_checked``): the JUnit file is replaced only when torch-prover
+        wrote it; the step summary is GitHub's file, appended to."""
+        from ..output.ownership import Holds
+        from ..preflight import Output
+        return ([Output("--junit", str(self.junit), Holds.JUNIT)] if self.junit else []) + (
+            [Output("$GITHUB_STEP_SUMMARY", str(self.step_summary), Holds.STEP_SUMMARY)]
+            if self.step_summary else [])
 
 
 def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:

@@ -1,18 +1,24 @@
-"""A proof record read back (a cache entry) checked against the rules that make one.
+"""A proof record read back checked against the rules that make one: the one re-check of
+every record torch-prover reads (a cache entry, a report's record given to ``merge`` or
+``fix-tags``, an evidence directory's ``proof.json`` given to ``check-evidence``).
 
-The cache must not be able to change a verdict (docs/commands.md, "Cache"). A cached record is used
-only if, re-derived here, it says what a proof would: each parameter's tag is the tag
+Nothing read can change a verdict (docs/safety.md). A record is used only if, re-derived
+here, it says what a proof would: it is a record of this very case (op, case, kind,
+opset, exporter, seeds, variant), made with the run's options (numeric checks on or off,
+the tag source, the package versions), each parameter's tag is the tag
 the run's tag source gives today (at the record's opset, and the latest one), its rule
 and support are what the verdict table gives for its own recorded witnesses
 (``verdict.rule_holds``), its verdict is that support judged against that tag
 (``verdict.judge``), its declared verdict is the case's ``expect=``, and the record's
-status follows from all of them (``record.status_of``). What it defends against: a stale
-or hand-edited entry, an entry made under other tags or rules. Not against a deliberate
-forger who writes self-consistent false witness outcomes: whoever can write the cache can
-as well edit the package; ``--no-cache`` proves everything afresh.
+status follows from all of them (``record.status_of``). What it defends against: a stale,
+damaged or hand-edited record, one made under other tags, rules or options. Not against a
+deliberate forger who writes self-consistent false witness outcomes: whoever can write the
+cache can as well edit the package; ``--no-cache`` proves everything afresh, and a report
+is only as good as the run that made it (docs/safety.md).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..case import Case
@@ -23,7 +29,60 @@ from .verdict import Rule, judge, rule_holds
 TagsOf = Callable[[str, "int | None", str], Any]
 
 
-def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | None:
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run that made a record was asked, as far as the reader knows it (``None``:
+    not compared): a record of a ``--no-numeric`` run has no numeric check, and every record
+    names the tag source and the package versions it was proved with."""
+
+    numeric: bool | None = None
+    tag_source: str | None = None
+    versions: dict[str, str] | None = None
+
+
+def _identity_problem(rec: dict[str, Any], case: Case) -> str | None:
+    """Why ``rec`` is not a record of ``case`` itself (None: it is). A relabelled variant
+    was exported by its case's own exporter (``engine/export.py``)."""
+    exporter = case.exporter
+    if rec.get("route") == "relabelled" and case.origin is not None:
+        exporter = case.origin[0]
+    want = {"op": case.op, "domain": case.domain, "case": case.name,
+            "case_kind": case.kind, "exporter": exporter, "opset": case.export_opset,
+            "variant_of": case.variant_of}
+    for key, value in want.items():
+        if rec.get(key) != value:
+            return f"{key} {rec.get(key)!r}, the case's is {value!r}"
+    return None
+
+
+def _failed_case_problem(rec: dict[str, Any], tags: TagsOf) -> str | None:
+    """A failed case holds no verdict to re-derive; it must be one (no parameters, an
+    error), and a ``no-tags`` one only where the tag source lacks the op."""
+    if rec.get("kind") != "failed-case" or rec.get("parameters") != [] or \
+            not isinstance(rec.get("error"), str):
+        return "a failed case without the shape of one"
+    if rec["status"] == "no-tags":
+        try:
+            tags(rec["op"], rec.get("opset"), rec["domain"])
+        except LookupError:
+            return None
+        return "a no-tags record, but the tag source has the op"
+    return None
+
+
+def _run_problem(rec: dict[str, Any], run: RunFacts) -> str | None:
+    if run.tag_source is not None and rec.get("tags_from") != run.tag_source:
+        return f"tags from {rec.get('tags_from')!r}, the run's are {run.tag_source!r}"
+    if run.versions is not None and rec.get("versions") != run.versions:
+        return f"made with {rec.get('versions')}, the run with {run.versions}"
+    if run.numeric is False and rec.get("numeric") is not None:
+        return "it holds a numeric check, the run had none (--no-numeric)"
+    if run.numeric and rec.get("numeric") is None and not rec.get("invalid"):
+        return "it holds no numeric check (made with --no-numeric), the run had them"
+    return None
+
+
+def _parameter_problem(p: dict[str, Any], case: Case | None, schema, latest) -> str | None:
     label = f"{p['io']} {p['index']}"
     formal = schema.formal(p["io"], p["index"])
     if formal is None or formal.tag != p["tag"]:
@@ -46,7 +105,7 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
     if not rule_holds(Rule(p["rule"]), AutogradOutcome(w["autograd"]["outcome"]),
                       NumericOutcome(w["numeric"]["outcome"]), supports):
         return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
-    applies = case.conventions.get(label)
+    applies = case.conventions.get(label) if case is not None else None
     if Rule(p["rule"]) == Rule.CONVENTION and (applies is None
                                                or supports != applies.rule.implies
                                                or not applies.rule.founded_for(case.op)):
@@ -56,7 +115,7 @@ def _parameter_problem(p: dict[str, Any], case: Case, schema, latest) -> str | N
         return f"{label}: a convention without precedent the case does not declare"
     if Verdict(p["verdict"]) != judge(supports, Tag(p["tag"])):
         return f"{label}: verdict {p['verdict']} does not follow from its support and tag"
-    declared = case.expect.get(label)
+    declared = case.expect.get(label) if case is not None else None
     recorded = (p.get("expected") or {}).get("verdict")
     if (declared.verdict if declared else None) != recorded:
         return f"{label}: declared verdict {recorded}, the case declares " \
@@ -83,18 +142,27 @@ def _tag(value: Any) -> Tag | None:
     return None if value is None else Tag(value)
 
 
-def record_problem(rec: dict[str, Any], case: Case, tags: TagsOf) -> str | None:
-    """Why ``rec`` is not what a proof of ``case`` under ``tags`` would say (None: it is).
-    Any malformed field is a problem too, never a crash."""
+def record_problem(rec: Any, case: Case | None, tags: TagsOf,
+                   run: RunFacts = RunFacts()) -> str | None:
+    """Why ``rec`` is not what a proof of ``case`` under ``tags`` in ``run`` would say (None:
+    it is). Any malformed field is a problem too, never a crash. ``case`` None: a record of
+    no catalogue case (a ``run`` script's evidence), whose declarations (``expect=``,
+    conventions) are then none."""
+    if not isinstance(rec, dict):
+        return "not a record"
     try:
-        if rec.get("status") == "no-tags":
-            try:
-                tags(case.op, rec.get("opset"), case.domain)
-            except LookupError:
-                return None
-            return "a no-tags record, but the tag source has the op"
-        schema = tags(case.op, rec["opset"], case.domain)
-        latest = tags(case.op, None, case.domain)
+        why = _identity_problem(rec, case) if case is not None else None
+        if why is None and rec.get("status") in ("error", "no-tags"):
+            return _failed_case_problem(rec, tags)
+        why = why or _run_problem(rec, run)
+        if why:
+            return why
+        if rec.get("kind") != "proof":
+            return f"a {rec.get('kind')!r} document, not a proof record"
+        if case is not None and rec.get("seeds") != list(case.seeds):
+            return f"seeds {rec.get('seeds')}, the case's are {list(case.seeds)}"
+        schema = tags(rec["op"], rec["opset"], rec["domain"])
+        latest = tags(rec["op"], None, rec["domain"])
         if rec.get("schema_version") != schema.since_version:
             return f"schema version {rec.get('schema_version')}, the tag source " \
                    f"{schema.since_version}"

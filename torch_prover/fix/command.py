@@ -14,23 +14,28 @@ from pathlib import Path
 from .. import preflight
 from ..errors import EXIT_OK, UsageError
 from ..output.markdown_limit import details_path
+from ..output.ownership import Holds
 from ..vocab import Verdict
 from . import patch as patch_mod
-from .locate import DEFS, read_tree
-from .plan import findings, load_report, plan, reached_versions, version_records
-from .pr_text import counts, pr_texts, summary
+from .locate import read_tree
+from .plan import findings, plan, reached_versions, report_records
+from .pr_text import counts, origin_lines, pr_texts, shard_ops, summary
 
 
-def _records(args: argparse.Namespace, cache_dir: Path):
+def _report(args: argparse.Namespace, cache_dir: Path) -> dict:
+    """The verify-all report the patch is made from: ``--report``'s, rebuilt from its
+    re-checked records (``batch/report_io.load_report``: one edited or forged row is exit
+    2, naming it, before any planning), or a run made now."""
     if args.report:
-        return load_report(preflight.readable_file(args.report, "--report"))
+        from ..batch.report_io import load_report
+        return load_report(args.report, what="--report")
     from ..batch import verify
     outcome = verify.verify_all(verify.Request(jobs=args.jobs, out=None,
                                                cache_dir=str(cache_dir),
                                                versions=args.versions))
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return outcome.report["cases"] + version_records(outcome.report.get("versions"))
+    return outcome.report
 
 
 def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
@@ -40,19 +45,26 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
                          "git is not on PATH")
     ops = set(preflight.op_names(args.ops, "--ops")) if args.ops is not None else None
     preflight.positive_int(args.jobs, "--jobs")
-    out = preflight.writable_file(args.output, "-o")
+    if not str(args.output).strip():
+        raise UsageError("-o: empty path")
+    out = Path(args.output)
     md = out.with_suffix(".md")
     evidence = details_path(out, "evidence")
     if md == out or evidence == out:
         raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
-    preflight.writable_file(evidence, "-o")
-    preflight.writable_file(md, "-o (its PR text)")
-    preflight.outputs_apart(
-        [("-o", out), ("-o (its PR text)", md), ("-o (its evidence)", evidence)],
+    preflight.outputs_checked(
+        [preflight.Output("-o", out, Holds.PATCH),
+         preflight.Output("-o (its PR text)", md, Holds.PR_TEXT),
+         preflight.Output("-o (its evidence)", evidence, Holds.PR_EVIDENCE)],
         [("--report", args.report)],
-        [("--onnx-src's onnx/defs", root / DEFS),
-         ("the cache", None if args.report else cache_dir)])
-    records = _records(args, cache_dir)
+        [("--onnx-src", root), ("the cache", None if args.report else cache_dir)])
+    rep = _report(args, cache_dir)
+    records = report_records(rep)
+    if "shard" in rep:
+        print(f"warning: --report {args.report} is shard {rep['shard']['index']} of "
+              f"{rep['shard']['count']} (ops {', '.join(shard_ops(rep))}): the patch and its "
+              "PR text cover those ops only; `torch-prover merge` the shards for the whole "
+              "catalogue", file=sys.stderr)
     reached = reached_versions(records)
     absent = sorted(op for op in ops or () if op not in reached)
     if absent:
@@ -70,7 +82,8 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     extra = None
     if the_plan.edits:
         from ..output.evidence import write_text
-        body, extra = pr_texts(the_plan, out.name, evidence.name)
+        body, extra = pr_texts(the_plan, out.name, evidence.name,
+                               origin_lines(rep, args.report))
         write_text(out, diff)
         write_text(md, body)
         if extra is not None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import difflib
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..errors import EXIT_FINDING, ProverError
+from ..output.ownership import PATCH_HEAD
+from ..output.scratch import scratch
 from ..vocab import Tag
 from .cpp_source import CppFile, Span
 from .locate import (DEFAULTS, DEFS, TAG_ARG, TAG_TEXT, SourceTree, not_ours_to_read,
@@ -95,7 +96,9 @@ def unified_diff(texts: dict[str, tuple[str, str]]) -> str:
         body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                        for line in lines)
         chunks.append(f"diff --git a/{path} b/{path}\n{body}")
-    return "".join(chunks)
+    # a first line saying whose patch it is: a rerun replaces this file, and no other
+    # (output/ownership.py); git apply and patch skip what precedes the first diff
+    return f"{PATCH_HEAD}\n\n" + "".join(chunks) if chunks else ""
 
 
 def expected_tables(tree: SourceTree, edits: tuple[Edit, ...]) -> dict:
@@ -111,7 +114,7 @@ def check(tree: SourceTree, edits: tuple[Edit, ...], diff: str) -> None:
     """Apply ``diff`` to a copy of onnx/defs and compare every tag table; CheckFailed if off."""
     if not diff:
         return
-    with tempfile.TemporaryDirectory(prefix="torch-prover-fix-") as tmp:
+    with scratch("fix") as tmp:   # a copy a kill -9 leaves is removed by the next run
         copy = Path(tmp) / "src"
         shutil.copytree(tree.root / DEFS, copy / DEFS, ignore=not_ours_to_read)
         (Path(tmp) / "fix.patch").write_text(diff, encoding="utf-8")

@@ -8,10 +8,8 @@ the report names the schema that lacks or contradicts it.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from ..batch.version_table import settled_only
@@ -103,31 +101,13 @@ class Plan:
     acted: tuple[Finding, ...]
 
 
-def load_report(path: str | Path) -> list[dict[str, Any]]:
-    """The case records of a ``verify-all --format json`` report; UsageError when it is not one."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--report {path}: cannot read it ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--report {path}:{exc.lineno}: not JSON ({exc.msg})") from None
-    except RecursionError:
-        raise UsageError(f"--report {path}: nested too deeply to be a verify-all report") \
-            from None
-    cases = doc.get("cases") if isinstance(doc, dict) else None
-    if not isinstance(cases, list):
-        raise UsageError(f"--report {path}: no 'cases' list; give the JSON report of "
-                         "`torch-prover verify-all --format json --report FILE`")
-    cases = cases + version_records(doc.get("versions"))
-    for i, rec in enumerate(cases):
-        if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or \
-                not isinstance(rec.get("parameters", []), list):
-            raise UsageError(f"--report {path}: cases[{i}] is not a verify-all case record")
-        for j, p in enumerate(rec.get("parameters", [])):
-            _check_parameter(path, f"cases[{i}] {rec['op']}/{rec.get('case')}", j, p)
-    # an all-versions report: only what its versions table decides (no failed variant's,
-    # no cell the versions disagree on)
-    return settled_only(cases, doc.get("versions"))
+def report_records(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records fix-tags plans from, of a report read back (``batch/report_io``: already
+    validated and re-checked): its cases, and of an all-versions report its variants and
+    equivalence cells (``version_records``) -- only what its versions table decides (no
+    failed variant's, no cell the versions disagree on: ``version_table.settled_only``)."""
+    return settled_only(list(rep["cases"]) + version_records(rep.get("versions")),
+                        rep.get("versions"))
 
 
 def version_records(section: Any) -> list[dict[str, Any]]:
@@ -146,22 +126,6 @@ def version_records(section: Any) -> list[dict[str, Any]]:
                         "case": f"equivalence with {e['basis']}",
                         "parameters": [c for c in e["cells"] if c.get("basis")]})
     return out
-
-
-def _check_parameter(path: str | Path, where: str, j: int, p: Any) -> None:
-    """Every parameter of a report carries a verdict of our vocabulary: one without would
-    be skipped, not judged (a record without a schema version was skipped whole)."""
-    if not isinstance(p, dict):
-        raise UsageError(f"--report {path}: {where} parameters[{j}] is not a parameter")
-    label = f"{p.get('io')} {p.get('index')}"
-    if p.get("io") not in ("input", "output") or not isinstance(p.get("index"), int):
-        label = f"parameters[{j}]"
-    try:
-        Verdict(p.get("verdict"))
-    except ValueError:
-        what = "no" if p.get("verdict") is None else f"an unknown ({p.get('verdict')!r})"
-        raise UsageError(f"--report {path}: {where} {label}: {what} verdict; give the JSON "
-                         "report of `torch-prover verify-all --format json`") from None
 
 
 def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:

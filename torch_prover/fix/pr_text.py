@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit, limit_words
+from ..output.ownership import PR_EVIDENCE_HEAD, PR_TEXT_HEAD
 from ..vocab import Verdict
 from .plan import Edit, Finding, Plan
 
@@ -92,8 +94,38 @@ def _by_convention(plan: Plan) -> list[str]:
     return out
 
 
+def shard_ops(rep: dict[str, Any]) -> list[str]:
+    """The ops a shard's report holds (its cases' and its by-type rows')."""
+    return sorted({r["op"] for r in rep["cases"]}
+                  | {c["op"] for c in rep.get("shard", {}).get("case_less", [])})
+
+
+def origin_lines(rep: dict[str, Any], report_path: str | None) -> list[str]:
+    """Where the verdicts come from, for a reviewer: the report (or a run made now), the
+    torch-prover, packages and tag source of its provenance, what it was asked -- and, for
+    one shard's report, that it holds only that shard's ops."""
+    prov = rep["provenance"]
+    req, tags, tool = prov["request"], prov["tags"], prov["torch_prover"]
+    packages = ", ".join(f"{k} {v}" for k, v in sorted(prov["versions"].items()))
+    ops = ", ".join(req["ops"]) if req["ops"] is not None else "every op"
+    out = ["## Where the verdicts come from", "",
+           f"- report: {f'`{report_path}`' if report_path else 'a verify-all run made by fix-tags'}"
+           f", re-checked record by record before this patch was planned",
+           f"- torch-prover {tool['version']} (source sha256 {tool['source'][:12]}); {packages}",
+           f"- tags: {tags['source']} (sha256 {tags['sha256'][:12]})",
+           f"- asked: `--versions {req['versions']}`, ops: {ops}, numeric checks "
+           f"{'on' if req['numeric'] else 'off (--no-numeric)'}"]
+    shard = rep.get("shard")
+    if shard is not None:
+        out.append(f"- **one shard only: {shard['index']} of {shard['count']}** (`--shard "
+                   f"{shard['index']}/{shard['count']}`): it holds the ops "
+                   f"{', '.join(shard_ops(rep))}; the other shards' ops were not run, so this "
+                   "is not the whole catalogue's PR (`torch-prover merge` joins the shards)")
+    return out + [""]
+
+
 def _intro(plan: Plan, patch_name: str) -> list[str]:
-    return ["# Differentiability tags from torch-prover's evidence", "",
+    return [PR_TEXT_HEAD, "",
             f"`{patch_name}` sets {len(plan.edits)} `.Input`/`.Output` tags in onnx/defs, each "
             "from a parameter whose cases all support the new tag. Each case names the rule "
             "that decided it: both witnesses (PyTorch autograd and the ONNX node's own finite "
@@ -139,14 +171,17 @@ def _summary_rows(plan: Plan) -> list[str]:
     return rows
 
 
-def pr_texts(plan: Plan, patch_name: str, evidence_name: str) -> tuple[str, str | None]:
+def pr_texts(plan: Plan, patch_name: str, evidence_name: str,
+             origin: list[str] = ()) -> tuple[str, str | None]:
     """(PR body, evidence file or None). Within GitHub's limit (``PR_BODY_LIMIT``) the body
     holds everything; past it, the body holds a summary table and says that the evidence
     is in ``evidence_name`` beside it, which then holds the full sections
-    (``output/markdown_limit.fit``, the split every Markdown document shares)."""
+    (``output/markdown_limit.fit``, the split every Markdown document shares). ``origin``:
+    where the verdicts come from (``origin_lines``), right after the introduction."""
     tail = ["## Regenerate the docs", "", REGENERATE]
-    full = "\n".join(_intro(plan, patch_name) + _sections(plan) + tail)
-    head = _intro(plan, patch_name) + [
+    intro = _intro(plan, patch_name) + list(origin)
+    full = "\n".join(intro + _sections(plan) + tail)
+    head = intro + [
         f"The evidence for every edit (each case's witnesses and the command that "
         f"reproduces it) is in `{evidence_name}`, beside this text: all of it would exceed "
         f"{limit_words()}.", ""]
@@ -154,7 +189,7 @@ def pr_texts(plan: Plan, patch_name: str, evidence_name: str) -> tuple[str, str 
                      tuple(_summary_rows(plan)),
                      more="\n... and {n} more rows in the evidence file.", after=("",)),
                Block(tuple(tail))]
-    evidence = "\n".join(["# Evidence for the tag edits", ""] + _sections(plan))
+    evidence = "\n".join([PR_EVIDENCE_HEAD, ""] + _sections(plan))
     split = fit(full, summary, evidence, evidence_name)
     return split.body, split.details
 

@@ -37,7 +37,7 @@ class Request:
     waivers: str | None = None
     report: str | None = None
     progress: Callable[[int, int, str], None] | None = None
-    outputs: tuple[tuple[str, str], ...] = ()   # other files written (--junit, the step summary)
+    outputs: tuple[Any, ...] = ()   # preflight.Output: other files written (--junit, the step summary)
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,6 @@ def prepare(req: Request) -> Prepared:
     waivers = load_waivers(req.waivers)
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
-    if req.report is not None:
-        preflight.writable_file(req.report, "--report")
     found = diff(base)
     provings = select(found.changes)
     todo = to_run(provings)
@@ -97,10 +95,11 @@ def prepare(req: Request) -> Prepared:
     if out is not None:
         trees += [("--out", out / op) for op in sorted({c.op for c in todo})]
         preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
-    preflight.outputs_apart(([("--report", req.report)] if req.report is not None else [])
-                            + list(req.outputs),
-                            [("--changed-from", req.changed_from), ("--waivers", req.waivers)],
-                            trees)
+    from ..output.ownership import Holds
+    preflight.outputs_checked(
+        ([preflight.Output("--report", req.report, Holds.PR_COMMENT)]
+         if req.report is not None else []) + list(req.outputs),
+        [("--changed-from", req.changed_from), ("--waivers", req.waivers)], trees)
     return Prepared(req, found, provings, tuple(todo), waivers, out,
                     (warning,) if warning else (), started)
 

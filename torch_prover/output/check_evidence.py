@@ -10,14 +10,18 @@ record's reason is repeated. Gradients are re-checked where the record's own VJP
 passed for that input: a central finite difference of the model along a seeded direction
 ``v``, contracted with the saved dy (``grad_output_<j>.pb``), against ``<grad_input, v>``
 (``numeric.vjp_checks``, the check the proof ran); every other gradient is named as not
-re-checked. Nothing here trusts the record's verdicts: it only re-runs files.
+re-checked. Nor is the record itself taken on its word (docs/safety.md): its verdicts are
+re-derived from its own witnesses by the one re-check every record read goes through
+(``engine/recheck``, handed in by the caller as ``recheck``: finding the case needs the
+catalogue's variants, a layer above), the model must be the record's op at the record's
+opset, and every gradient the record's passed VJP check implies must be on disk.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,6 +32,11 @@ from .evidence import OWN_ENTRIES, load_pb, read_record
 
 KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "reference"}
 """A record's runtime -> numeric.Runner's kind."""
+
+Recheck = Callable[[dict[str, Any]], "str | None"]
+"""A record -> why it is not what a proof says (None: it is), or a note starting with
+``NOT_RECHECKED`` when its verdicts cannot be re-derived here."""
+NOT_RECHECKED = "verdicts not re-checked: "
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,27 @@ def _compare(got: np.ndarray, want: np.ndarray, bound: float) -> str | None:
     return None if diff == 0 else f"{diff} of {want.size} elements differ"
 
 
-def check_dir(d: Path, root: Path) -> DirCheck:
+def _model_problem(model, rec: dict[str, Any]) -> str | None:
+    """Why ``model`` is not a model of the record's op at the record's opset (None: it is):
+    a model exported at another opset, its sha256 written into the record, is not the
+    evidence of this schema version."""
+    import onnx.defs
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset != rec.get("opset"):
+        return f"model.onnx is at opset {opset}, the record's is {rec.get('opset')}"
+    try:
+        version = onnx.defs.get_schema(rec["op"], opset, rec.get("domain", "")).since_version
+    except (onnx.defs.SchemaError, KeyError, TypeError):
+        return f"model.onnx: no schema of {rec.get('op')} at opset {opset}"
+    if version != rec.get("schema_version"):
+        return (f"model.onnx runs {rec['op']}-{version}, the record's verdicts are about "
+                f"{rec['op']}-{rec.get('schema_version')}")
+    if not any(n.op_type == rec["op"] for n in model.graph.node):
+        return f"model.onnx has no {rec['op']} node"
+    return None
+
+
+def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
     """Re-run one case directory (module docstring)."""
     import onnx
     rel = d.relative_to(root).as_posix() if d != root else d.name
@@ -122,11 +151,21 @@ def check_dir(d: Path, root: Path) -> DirCheck:
     if hashlib.sha256(model_bytes).hexdigest() != rec.get("model", {}).get("sha256"):
         return result(EvidenceStatus.MISMATCH, "model.onnx is not the model the record "
                                                "names (sha256 differs)")
+    found = _Findings()
+    why = recheck(rec) if recheck is not None else None
+    if why is not None and why.startswith(NOT_RECHECKED):
+        found.notes.append(why)
+    elif why is not None:
+        found.problems.append(f"proof.json: {why}")
     runtime = data.get("runtime")
     if runtime not in KIND_OF:
-        return result(EvidenceStatus.CANNOT_RUN, f"the record names no runtime "
-                                                 f"({data.get('why') or 'none ran'})")
+        return result(EvidenceStatus.MISMATCH if found.problems else EvidenceStatus.CANNOT_RUN,
+                      "; ".join(found.problems) or f"the record names no runtime "
+                                                   f"({data.get('why') or 'none ran'})")
     model = onnx.load_from_string(model_bytes)
+    why = _model_problem(model, rec)
+    if why:
+        found.problems.append(why)
     files = d / "test_data_set_0"
     try:
         feeds = {i.name: load_pb(files / test_data.input_file(j))
@@ -139,9 +178,9 @@ def check_dir(d: Path, root: Path) -> DirCheck:
         runner = numeric.Runner(model, KIND_OF[Runtime(runtime)])
         got = runner.run(feeds)
     except Exception as exc:
-        return result(EvidenceStatus.CANNOT_RUN, f"{runtime} cannot run the model: "
-                                                 f"{describe(exc)}", runtime=runtime)
-    found = _Findings()
+        return result(EvidenceStatus.MISMATCH if found.problems else EvidenceStatus.CANNOT_RUN,
+                      "; ".join(found.problems + [f"{runtime} cannot run the model: "
+                                                  f"{describe(exc)}"]), runtime=runtime)
     bound = numeric.forward_bound(data.get("fwd_tol") or 0.0,
                                   [w.astype(np.float64) if str(w.dtype) == "bfloat16" else w
                                    for w in wants])
@@ -187,6 +226,9 @@ def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
     for j, i in enumerate(model.graph.input):
         path = files / test_data.grad_input_file(j)
         if not path.exists():
+            if i.name in passed:   # the check ran on PyTorch's gradient: it was saved
+                found.problems.append(f"{path.name} is missing: the record's VJP check "
+                                      f"passed for {i.name}, so PyTorch's gradient was saved")
             continue
         if i.name not in passed or not num.get("step"):
             skipped.append(f"{path.name}: the record's VJP check did not pass for {i.name}")
@@ -213,11 +255,11 @@ def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
     return len(checks), skipped
 
 
-def check_tree(root: Path, progress=None) -> list[DirCheck]:
+def check_tree(root: Path, progress=None, recheck: Recheck | None = None) -> list[DirCheck]:
     dirs = case_dirs(root)
     out = []
     for k, d in enumerate(dirs):
-        out.append(check_dir(d, root))
+        out.append(check_dir(d, root, recheck))
         if progress:
             progress(k + 1, len(dirs), out[-1].path)
     return out
@@ -240,7 +282,7 @@ def as_json(root: Path, checks: list[DirCheck]) -> dict[str, Any]:
             "directories": [c.as_json() for c in checks]}
 
 
-def command(directory: str, fmt: str, width: int | None) -> int:
+def command(directory: str, fmt: str, width: int | None, recheck: Recheck | None = None) -> int:
     """``torch-prover check-evidence DIR``: the report on stdout; exit 1 on a mismatch."""
     from ..errors import EXIT_FINDING, EXIT_OK, UsageError
     from .report import to_json
@@ -251,7 +293,7 @@ def command(directory: str, fmt: str, width: int | None) -> int:
     if not case_dirs(root):
         raise UsageError(f"{directory}: no evidence directories (model.onnx, proof.json or "
                          "test_data_set_0) under it")
-    checks = check_tree(root)
+    checks = check_tree(root, recheck=recheck)
     sys.stdout.write(to_json(as_json(root, checks)) if fmt == "json"
                      else as_text(checks, width))
     return (EXIT_FINDING if any(c.status == EvidenceStatus.MISMATCH for c in checks)

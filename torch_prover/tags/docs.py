@@ -9,13 +9,20 @@ from .changelog_md import ChangelogMd, is_changelog
 from .markdown import DocsError, DocsTags, read_text
 from .operators_md import MARKER, OperatorsMd, is_operators_md
 
-__all__ = ["load", "DocsError", "DocsTags"]
+__all__ = ["load", "load_text", "DocsError", "DocsTags"]
 
 
 def load(path) -> DocsTags:
     """The tags of ONNX docs file ``path``; a DocsError (one line, file:line) otherwise."""
+    return load_text(path, read_text(path))
+
+
+def load_text(path, text: str) -> DocsTags:
+    """The tags of docs ``text`` read from ``path`` (a report carries the text it was judged
+    against: ``merge`` and ``fix-tags`` read no other file). Newlines as ``load`` reads
+    them (universal newlines)."""
     p = str(path)
-    text = read_text(path)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.splitlines()
     if is_changelog(lines):
         return ChangelogMd.from_text(p, text)

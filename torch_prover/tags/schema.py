@@ -123,6 +123,20 @@ def schema_tags(op: str, opset: int | None = None, domain: str = "") -> SchemaTa
 
 
 @functools.lru_cache(maxsize=1)
+def installed_digest() -> str:
+    """A digest of every schema version's tags and types in the installed onnx: what a
+    report names as its tag source when the tags came from onnx.defs, so a report made
+    with another onnx (or an ONNX branch build that kept the version string) is told
+    apart from this one's."""
+    import hashlib
+    h = hashlib.sha256()
+    for s in sorted(onnx.defs.get_all_schemas_with_history(),
+                    key=lambda s: (s.domain, s.name, s.since_version)):
+        h.update(repr(_from_schema(s)).encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
 def all_ops() -> tuple[str, ...]:
     """Every op of the default (ai.onnx) domain of the installed onnx, deprecated ones
     (Scatter, Upsample) included: their tags still stand in older opsets."""

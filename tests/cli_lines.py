@@ -1,0 +1,14 @@
+"""What a refused command shows: one line on stderr, exit 2, no traceback (shared by the
+tests of issue 22's and issue 28's refusals)."""
+from __future__ import annotations
+
+
+def one_line_exit_2(capsys, code: int, *words: str) -> str:
+    """The one stderr line of a command that ended with exit 2; each of ``words`` in it."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
