@@ -22,6 +22,7 @@ import torch
 from ..case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
+from .adapters import Adaptation
 from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
                          model_nodes, private_nodes, raise_opset, relabel_opset)
 
@@ -35,6 +36,7 @@ class Exported:
     output_names: tuple[str, ...]
     route: ExportRoute = ExportRoute.DIRECT
     route_note: str = ""      # why the route is not the direct one (relabelled)
+    adaptations: tuple[Adaptation, ...] = ()   # what relabelling changed (engine/adapters.py)
 
 
 @contextlib.contextmanager
@@ -178,15 +180,17 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
         why = first_line(direct).removeprefix(label)
     exporter, source = case.origin
     base = _export_at(case, exporter, source, module, args, n_outputs)
-    model, moved = relabel_opset(base.model, source, case.export_opset, op=case.op,
-                                 label=label)
+    model, moved, adapted = relabel_opset(base.model, source, case.export_opset, op=case.op,
+                                          label=label)
     check(model, label)
     glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
+    changes = (f"; adapted: {'; '.join(a.text() for a in adapted)}" if adapted else "")
     return dataclasses.replace(base, model=model, opset=case.export_opset,
-                               route=ExportRoute.RELABELLED,
+                               route=ExportRoute.RELABELLED, adaptations=adapted,
                                route_note=f"exported at opset {source} by the {exporter} "
                                           f"exporter and moved to opset "
-                                          f"{case.export_opset}, because {why}{glue}")
+                                          f"{case.export_opset}, because {why}{glue}"
+                                          f"{changes}")
 
 
 def _has_op(model: onnx.ModelProto, op: str, domain: str) -> bool:
