@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--shard", metavar="K/N", help="prove the K-th of N slices of the run (by "
                                                  "op); `torch-prover merge` joins the JSON "
                                                  "reports")
+    v.add_argument("--no-torchscript", action="store_true", help=(
+        "prove with the dynamo exporter only (below opset 18: its export relabelled down "
+        "with adapters); the default where torch has no TorchScript exporter"))
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
@@ -214,7 +217,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
-        progress=Progress())
+        progress=Progress(), torchscript=False if args.no_torchscript else None)
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)

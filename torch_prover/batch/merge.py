@@ -73,6 +73,7 @@ def merge(paths: Sequence[str]) -> dict[str, Any]:
     waivers = _same(docs, "--waivers", lambda d: d["shard"]["waivers"])
     label = _same(docs, "their tag source", lambda d: d["summary"]["tags_from"])
     tags_path = _same(docs, "--tags-from", lambda d: d["summary"]["tags_path"])
+    torchscript = _same(docs, "--no-torchscript", lambda d: d.get("exporters", {}).get("torchscript", True))
     versions = {json.dumps(r["versions"], sort_keys=True) for _, d in docs for r in d["cases"]
                 if r.get("versions")}
     if len(versions) > 1:
@@ -93,5 +94,7 @@ def merge(paths: Sequence[str]) -> dict[str, Any]:
         waivers=[Waiver.from_dict(w) for w in waivers], label=label, tags_path=tags_path,
         missing=dict(sorted(missing.items())),
         wall_time_s=max(d["summary"]["wall_time_s"] for _, d in docs),
-        cache_hits=sum(d["summary"]["cache_hits"] for _, d in docs), selection=selection)
+        cache_hits=sum(d["summary"]["cache_hits"] for _, d in docs), selection=selection,
+        torchscript=torchscript,
+        left_out=sorted({n for _, d in docs for n in d.get("exporters", {}).get("left_out", [])}))
     return build_report(parts, tags)

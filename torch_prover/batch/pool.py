@@ -135,7 +135,8 @@ def cache_key(case: Case, opts: BatchOptions) -> str:
         "engine": engine_digest(), "versions": _installed_versions(), "numeric": opts.numeric,
         "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
         "tags_read": tags_read(case, opts),
-        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter},
+        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter,
+        "origin": case.origin},
         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 

@@ -33,6 +33,7 @@ class Request:
     shard: str | None = None          # "K/N": this run proves the K-th of N slices (by op)
     report: str | None = None         # where the caller will write the report: checked here
     progress: Callable[[int, int, str], None] | None = None
+    torchscript: bool | None = None   # False: --no-torchscript; None: if torch has it
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class Prepared:
     selection: Any = None                        # versions.Selection
     planned: tuple[Any, ...] = ()                # versions.Planned: variants and gaps
     shard: tuple[int, int] | None = None
+    torchscript: bool = True                     # whether the TorchScript exporter is used
+    left_out: tuple[str, ...] = ()               # TorchScript cases with no dynamo way
 
     @property
     def variants(self) -> tuple[Case, ...]:
@@ -164,7 +167,8 @@ def prepare(request: Request) -> Prepared:
         mine = shard_ops(every, shard)
         cases = [c for c in cases if c.op in mine]
         case_less_selected = frozenset(mine - {c.op for c in cases})
-    planned = tuple(plan(cases, selection)) if selection.expands else ()
+    torchscript, cases, left_out = exporter_mode(request.torchscript, cases)
+    planned = tuple(plan(cases, selection, torchscript)) if selection.expands else ()
     waivers = _load_waivers(request.waivers)
     out = None
     if request.out is not None:
@@ -183,7 +187,21 @@ def prepare(request: Request) -> Prepared:
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out, (cache_warning,) if cache_warning else (), selection, planned,
-                    shard)
+                    shard, torchscript, left_out)
+
+
+def exporter_mode(asked: bool | None, cases: Sequence[Case]
+                  ) -> tuple[bool, list[Case], tuple[str, ...]]:
+    """(whether the TorchScript exporter is used, the cases as proved, the TorchScript
+    cases left out for want of a dynamo way). ``asked`` None: use it if torch has it."""
+    from ..engine.exporters import dynamo_only, torchscript_available
+    torchscript = torchscript_available() if asked is None else (
+        asked and torchscript_available())
+    if torchscript:
+        return True, list(cases), ()
+    ways = [(c, dynamo_only(c)) for c in cases]
+    return (False, [d for _, d in ways if d is not None],
+            tuple(c.name for c, d in ways if d is None))
 
 
 def _missing_from_docs(prepared: Prepared, case_less_ops: Sequence[dict[str, Any]]
@@ -227,7 +245,7 @@ def run(prepared: Prepared) -> Outcome:
         tags_path=req.tags_from, missing=_missing_from_docs(prepared, case_less_ops),
         wall_time_s=result.wall_time_s if result else 0.0,
         cache_hits=result.cache_hits if result else 0, selection=req.versions,
-        shard=prepared.shard)
+        shard=prepared.shard, torchscript=prepared.torchscript, left_out=prepared.left_out)
     rep = build_report(parts, tags)
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
@@ -267,6 +285,8 @@ class Parts:
     cache_hits: int
     selection: str = "latest"
     shard: tuple[int, int] | None = None
+    torchscript: bool = True
+    left_out: Sequence[str] = ()
 
 
 def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
@@ -288,11 +308,12 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
         from ..vocab import DocKind
         from .summary import exit_code
         rep["versions"] = _versions_section(records, variants, parts.case_less, selection,
-                                            waived, tags)
+                                            waived, tags, parts.torchscript)
         vs = rep["versions"]["summary"]
         rep.update(head(DocKind.BATCH_REPORT, exit_code(rep), (
             f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
             f"unwaived), {len(vs['failed_variants'])} variants that failed a check")))
+    rep["exporters"] = {"torchscript": parts.torchscript, "left_out": list(parts.left_out)}
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),
@@ -302,14 +323,15 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
 
 
 def _versions_section(records: list[dict], variants: list[dict], case_less: Sequence[dict],
-                      selection: Any, waived: dict, tags: Any) -> dict[str, Any]:
+                      selection: Any, waived: dict, tags: Any,
+                      torchscript: bool = True) -> dict[str, Any]:
     from ..cases import all_cases
     from .version_table import failed_variants, table
     from .versions import plan
     from .waivers import waiver_key
     ran = {r["op"] for r in records} | {c["op"] for c in case_less}
-    cases = [c for c in all_cases() if c.op in ran]
-    planned = plan(cases, selection)
+    _, cases, _ = exporter_mode(torchscript, [c for c in all_cases() if c.op in ran])
+    planned = plan(cases, selection, torchscript)
     gaps = [p for p in planned if p.gap is not None]
     targets = {p.case.name: p.version.version for p in planned if p.case}
     section = table(records + variants, gaps, selection, ran, tags,

@@ -157,6 +157,7 @@ def special(ops: str, since: int, name: str, rule: Rule, why: str) -> list[Entry
     return [Entry((op,), since, "special", name, rule, why) for op in ops.split()]
 
 
+_SCAN = "Scan-8's batch axis and sequence_lens have no counterpart in Scan-9's axes"
 REDUCE = ("ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin "
           "ReduceProd ReduceSumSquare")
 RNNS = "GRU LSTM RNN"
@@ -340,7 +341,7 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + drop_attribute("Cast CastLike", "saturate", 19, why=_ONLY_FLOAT8)
     + drop_attribute("Cast CastLike", "round_mode", 24, why=_ONLY_FLOAT8)
     + to_attribute("Clip", "min", 11) + to_attribute("Clip", "max", 11)
-    + special("Constant", 12, "value_*", _constant_value, "value_float(s)/value_int(s) as a tensor")
+    + special("Constant", 12, "value_float, value_floats, value_int, value_ints", _constant_value, "value_float(s)/value_int(s) as a tensor")
     + drop_attribute("DepthToSpace", "mode", 11)
     + to_attribute("DFT", "axis", 20, absent_ok=False)
     + drop_attribute("DequantizeLinear QuantizeLinear", "axis", 13)
@@ -349,7 +350,7 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + drop_attribute("QuantizeLinear", "output_dtype", 21)
     + drop_attribute("QuantizeLinear", "saturate", 19, why=_ONLY_FLOAT8)
     + drop_attribute("QuantizeLinear", "precision", 23)
-    + special("Dropout", 12, "ratio, training_mode", _dropout_inputs,
+    + special("Dropout", 12, "ratio, training_mode, seed", _dropout_inputs,
               "ratio 0 or no training: the output is the input")
     + special("Dropout", 10, "mask", _dropout_mask, "an unread mask")
     + drop_attribute("GatherND", "batch_dims", 12)
@@ -370,7 +371,8 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + drop_attribute("Resize", "keep_aspect_ratio_policy", 18)
     + special("Resize", 13, "roi, scales", _resize_required_inputs,
               "Resize-11's empty tensor for an unused roi or scales")
-    + special("Resize", 11, "coordinate_transformation_mode", _resize_10,
+    + special("Resize", 11, "coordinate_transformation_mode, cubic_coeff_a, exclude_outside, "
+              "extrapolation_value, nearest_mode, roi, sizes", _resize_10,
               "Resize-10 is 'asymmetric' (nearest: 'floor')")
     + drop_attribute("RoiAlign", "coordinate_transformation_mode", 16, "output_half_pixel",
                      _ROI_ALIGN)
@@ -387,14 +389,21 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + to_attribute("Upsample", "scales", 9)
 )
 
-REFUSED: dict[tuple[str, int], str] = {
-    ("Attention", 24): "nonpad_kv_seqlen, when given, masks keys Attention-23 cannot mask",
-    ("Constant", 11): "a sparse_value has no dense form in Constant-9",
-    ("GroupNormalization", 21): "GroupNormalization-18 is deprecated (onnx.checker refuses it)",
-    ("Scan", 9): "Scan-8's batch axis and sequence_lens have no Scan-9 counterpart",
+REFUSED: dict[tuple[str, int, str], str] = {
+    ("Attention", 24, "nonpad_kv_seqlen"): "when given, it masks keys Attention-23 cannot "
+                                           "mask (absent, the slot is simply trimmed)",
+    ("Constant", 11, "sparse_value"): "a sparse constant has no dense form in Constant-9",
+    ("Constant", 12, "value_string"): "no exported graph holds a string constant",
+    ("Constant", 12, "value_strings"): "no exported graph holds a string constant",
+    ("GroupNormalization", 21, "stash_type"): "GroupNormalization-18 is deprecated (onnx."
+                                              "checker refuses it at every opset)",
+    ("Resize", 18, "axes"): "resizing a subset of axes: Resize-13's roi, scales and sizes "
+                            "span every axis, and a computed roi cannot be rewritten",
+    ("Scan", 9, "scan_input_axes"): _SCAN, ("Scan", 9, "scan_input_directions"): _SCAN,
+    ("Scan", 9, "scan_output_axes"): _SCAN, ("Scan", 9, "scan_output_directions"): _SCAN,
+    ("Shape", 15, "end"): "a slice of the shape: Shape-13 returns all of it",
 }
-"""Changes with no adapter, and why (an entry of its own covers the rest of the boundary
-when the reason is empty)."""
+"""Changes with no adapter, and why: a node that has them is refused (NO_ADAPTER)."""
 
 
 def rules() -> dict[tuple[str, int], list[Rule]]:

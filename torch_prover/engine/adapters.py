@@ -210,21 +210,27 @@ class NodeEdit:
 
     def input_name(self, name: str) -> str:
         i = self.input_index(name)
-        return self.node.input[i] if i < len(self.node.input) else ""
+        got = self.node.input[i] if i < len(self.node.input) else ""
+        return "" if got == _REMOVED else got
 
     def remove_input(self, name: str) -> None:
+        """Mark input ``name`` (by its position in the newer schema) for removal; the slots
+        close up after the boundary's rules, so every rule reads the newer positions."""
         i = self.input_index(name)
         if i < len(self.node.input):
-            rest = list(self.node.input)
-            del rest[i]
-            del self.node.input[:]
-            self.node.input.extend(rest)
+            self.node.input[i] = _REMOVED
+
+    def close_up(self) -> None:
+        kept = [n for n in self.node.input if n != _REMOVED]
+        del self.node.input[:]
+        self.node.input.extend(kept)
 
     def refuse(self, refusal: Refusal, detail: str) -> None:
         raise AdaptError(refusal, self.label, detail)
 
 
 Rule = Callable[[NodeEdit], None]
+_REMOVED = "\x00removed"   # a slot a rule removed, until NodeEdit.close_up
 
 
 def _since(op: str, opset: int) -> int | None:
@@ -252,6 +258,7 @@ def adapt_node(view: ModelView, node: onnx.NodeProto, source: int, target: int,
         edit = NodeEdit(view, node, newer, older)
         for rule in rules.get((op, newer), ()):
             rule(edit)
+        edit.close_up()
         out += [Adaptation(node.name or op, op, newer, older, d) for d in edit.done]
     _fits(node, want)
     return out

@@ -164,7 +164,8 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
         if case.origin is not None and case.exporter == "dynamo" and \
                 case.export_opset < DYNAMO_MIN_OPSET:
             raise CaseError(f"the dynamo exporter does not build opset {case.export_opset} "
-                            f"(it converts from {DYNAMO_MIN_OPSET}, which a custom "
+                            f"(it converts from {DYNAMO_MIN_OPSET} with onnx's version "
+                            f"converter, which lacks most down-adapters and a custom "
                             f"translation defeats)")
         if case.origin is not None and case.exporter == "torchscript" and \
                 case.export_opset > TORCHSCRIPT_MAX_OPSET:
