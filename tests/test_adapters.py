@@ -103,6 +103,20 @@ def _samples():
     yield ("reducesum axes", 18, 12,
            [h.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=0)], [("x", F32, [2, 3, 4])],
            y, [_const("a", [0, 2])], {("ReduceSum", 13)})
+    yield ("reshape allowzero 1 without a 0", 18, 13,
+           [h.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)], [("x", F32, [2, 6])], y,
+           [_const("s", [3, -1])], {("Reshape", 14)})
+    yield ("softmax last axis", 18, 12, [h.make_node("Softmax", ["x"], ["y"])],
+           [("x", F32, [2, 3, 4])], y, [], {("Softmax", 13)})
+    yield ("logsoftmax axis before size-1 axes", 18, 12,
+           [h.make_node("LogSoftmax", ["x"], ["y"], axis=1)], [("x", F32, [2, 3, 1])], y, [],
+           {("LogSoftmax", 13)})
+    yield ("shape whole", 18, 12, [h.make_node("Shape", ["x"], ["y"], start=0, end=9)],
+           [("x", F32, [2, 3])], [("y", I64)], [], {("Shape", 15)})
+    yield ("int constant at opset 8", 18, 8,
+           [h.make_node("Constant", [], ["s"], value=_const("v", [3, 4])),
+            h.make_node("Reshape", ["x", "s"], ["y"])], [("x", F32, [2, 6])], y, [],
+           {("Constant", 9)})
     yield ("reshape allowzero", 18, 13,
            [h.make_node("Reshape", ["x", "s"], ["y"], allowzero=0)], [("x", F32, [2, 6])], y,
            [_const("s", [3, 4])], {("Reshape", 14)})
@@ -222,6 +236,19 @@ def test_dropout_training_with_a_read_mask_is_refused():
 def test_an_uneven_split_is_refused():
     node = h.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=2)
     assert _refused(18, 12, [node], [("x", F32, [2, 5])], [("y", F32), ("z", F32)]) \
+        is Refusal.ATTRIBUTE_VALUE
+
+
+def test_softmax_over_a_middle_axis_is_refused():
+    """Softmax-11 coerces to 2-D at axis: over axis 1 of [2, 3, 4] it normalizes 12 values."""
+    node = h.make_node("Softmax", ["x"], ["y"], axis=1)
+    assert _refused(18, 12, [node], [("x", F32, [2, 3, 4])], [("y", F32)]) \
+        is Refusal.ATTRIBUTE_VALUE
+
+
+def test_reshape_allowzero_over_a_zero_is_refused():
+    node = h.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)
+    assert _refused(18, 12, [node], [("x", F32, [0, 3])], [("y", F32)], [_const("s", [3, 0])]) \
         is Refusal.ATTRIBUTE_VALUE
 
 

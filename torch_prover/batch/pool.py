@@ -253,6 +253,17 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
+def _next_of(queue: list[int], todo: Sequence[Case], family: str | None) -> int:
+    """Where in ``queue`` a worker's next case is: the next variant of the case it proved
+    last, when one is waiting (its worker keeps that case's export: engine/export.py's
+    memo), else the head."""
+    if family is not None:
+        for k, i in enumerate(queue[:64]):
+            if (todo[i].variant_of or todo[i].name) == family:
+                return k
+    return 0
+
+
 def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[Any],
             parent_pid: int) -> None:
     """A forked worker: prove the case index it is sent, answer, repeat until None.
@@ -404,10 +415,13 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
         for _ in range(max(1, min(opts.jobs, len(todo)))):
             slots.append(spawn())
         queue = list(range(len(todo)))
+        family = {}   # slot -> the case whose variants it proves: they share one export
         while queue or any(sl.index is not None for sl in slots):
             for sl in slots:
                 if sl.index is None and queue:
-                    sl.index, sl.started = queue.pop(0), time.perf_counter()
+                    sl.index, sl.started = queue.pop(_next_of(queue, todo, family.get(id(sl)))), \
+                        time.perf_counter()
+                    family[id(sl)] = todo[sl.index].variant_of or todo[sl.index].name
                     sl.conn.send(sl.index)
             busy = [sl for sl in slots if sl.index is not None]
             ready = wait([sl.conn for sl in busy], timeout=0.5)

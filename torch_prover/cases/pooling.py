@@ -39,6 +39,16 @@ def globalaveragepool(x):
     return F.adaptive_avg_pool2d(x, 1)
 
 
+@reference_op("GlobalAveragePool")
+def global_average_pool(X: Tensor) -> Tensor:
+    """GlobalAveragePool: the mean over every spatial axis, kept as size 1."""
+    return X.mean(dim=tuple(range(2, X.dim())), keepdim=True)
+
+
+def globalaveragepool_ref(x):
+    return global_average_pool(x)
+
+
 # --------------------------------------------------------------------------- references
 def globalmaxpool_adaptive(x):
     return F.adaptive_max_pool2d(x, 1)
@@ -287,7 +297,10 @@ CASES = [
     Case("GlobalAveragePool", "globalaveragepool_adaptive", globalaveragepool,
          (Float(1, 3, 3, 3),), ("x",), exporter="torchscript",
          notes="the dynamo exporter lowers adaptive_avg_pool2d(x, 1) to ReduceMean; the "
-               "TorchScript exporter emits GlobalAveragePool"),
+               "TorchScript exporter emits GlobalAveragePool. Without TorchScript: the "
+               "reference global_average_pool",
+         without_torchscript={"model": globalaveragepool_ref, "kind": "reference",
+                              "translation": global_average_pool.translation}),
     Case("GlobalMaxPool", "globalmaxpool_adaptive", globalmaxpool_adaptive, (Float(1, 2, 4, 5),),
          ("x",), exporter="torchscript", dynamic=True,
          notes="TorchScript exports adaptive_max_pool2d(x, 1) as GlobalMaxPool when the spatial "

@@ -30,6 +30,17 @@ def affinegrid_2d(theta):
     return F.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
 
 
+@reference_op("AffineGrid")
+def affine_grid_ref(theta: torch.Tensor, size: list[int], align_corners: int) -> torch.Tensor:
+    """AffineGrid: the base grid of ``size`` (align_corners as the schema) times theta^T;
+    F.affine_grid computes exactly that."""
+    return F.affine_grid(theta, size, align_corners=bool(align_corners))
+
+
+def affinegrid_2d_ref(theta):
+    return affine_grid_ref(theta, [1, 1, 3, 4], 0)
+
+
 def resize_bilinear_scale(x):
     return F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
 
@@ -160,7 +171,10 @@ CASES = [
     Case("AffineGrid", "affinegrid_2d", affinegrid_2d, (Float(1, 2, 3),), ("theta",),
          exporter="torchscript", expect={"input 0": _THETA},
          notes="the dynamo exporter decomposes affine_grid into MatMul/Reshape; the "
-               "TorchScript exporter emits AffineGrid (opset 20)"),
+               "TorchScript exporter emits AffineGrid (opset 20). Without TorchScript: the "
+               "reference affine_grid_ref",
+         without_torchscript={"model": affinegrid_2d_ref, "kind": "reference",
+                              "translation": affine_grid_ref.translation}),
     Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (Float(1, 2, 2, 3),), ("x",),
          conventions={"input 2": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE)},
          unexercised={"input 1": _ROI}),

@@ -314,6 +314,80 @@ def _resize_10(edit: NodeEdit) -> None:
                      + " (Resize-10 computes so)")
 
 
+def _reshape_allowzero(edit: NodeEdit) -> None:
+    """Reshape-14's ``allowzero``: at 0 (default) Reshape-13's behaviour; at 1 it differs
+    only for a 0 in ``shape`` ("if any value in the 'shape' input is set to zero, the zero
+    value is honored"), so a constant shape without 0 computes the same."""
+    value = edit.value("allowzero")
+    if not value:
+        if value is not None:
+            edit.drop_attribute("allowzero")
+            edit.done.append("attribute allowzero=0 dropped (the default)")
+        return
+    shape = edit.view.constant(edit.node.input[1])
+    if shape is None or bool(np.any(shape == 0)):
+        edit.refuse(Refusal.ATTRIBUTE_VALUE, "allowzero=1 over a shape that is computed or "
+                    "holds a 0")
+    edit.drop_attribute("allowzero")
+    edit.done.append(f"attribute allowzero=1 dropped (the constant shape "
+                     f"{[int(v) for v in shape.reshape(-1)]} holds no 0)")
+
+
+def _shape_slice(edit: NodeEdit) -> None:
+    """Shape-15's ``start`` and ``end``: Shape-13 returns every dimension, which is what
+    start 0 and an end at or past the input's rank select."""
+    start, end = edit.value("start"), edit.value("end")
+    shape = edit.view.shape(edit.node.input[0])
+    rank = None if shape is None else len(shape)
+    if end is not None:
+        if rank is None or (end + rank if end < 0 else end) < rank:
+            edit.refuse(Refusal.ATTRIBUTE_VALUE, f"end={end} over an input of rank {rank}: a "
+                        f"slice of the shape")
+    if start not in (None, 0) and not (rank is not None and start == -rank):
+        edit.refuse(Refusal.ATTRIBUTE_VALUE, f"start={start}: a slice of the shape")
+    for name in ("start", "end"):
+        if edit.value(name) is not None:
+            edit.done.append(f"attribute {name}={edit.value(name)} dropped (every dimension "
+                             f"of the rank-{rank} input, as Shape-{edit.older} returns)")
+            edit.drop_attribute(name)
+
+
+def _softmax_axis(edit: NodeEdit) -> None:
+    """Softmax, LogSoftmax and Hardmax before 13 coerce the input to 2-D at ``axis`` (one
+    normalization over every axis from it on); from 13 they normalize along ``axis`` alone
+    (default -1, where version 11's default is 1). The two agree where every axis after
+    ``axis`` has size 1: the last axis, given explicitly."""
+    axis = edit.value("axis")
+    axis = -1 if axis is None else axis
+    shape = edit.view.shape(edit.node.input[0])
+    if shape is None:
+        edit.refuse(Refusal.SHAPE_UNKNOWN, "the input's rank is unknown")
+    a = axis + len(shape) if axis < 0 else axis
+    if any(d != 1 for d in shape[a + 1:]):
+        edit.refuse(Refusal.ATTRIBUTE_VALUE, f"axis={axis} of a {shape} input: "
+                    f"{edit.node.op_type}-{edit.older} normalizes over every axis from it on")
+    edit.set_attribute("axis", a)
+    edit.done.append(f"axis={axis} -> {a}: every later axis has size 1, so "
+                     f"{edit.node.op_type}-{edit.older}'s 2-D coercion normalizes along it alone")
+
+
+def _constant_type(edit: NodeEdit) -> None:
+    """Constant-1 holds float tensors only; an int constant (a Reshape's shape, an index)
+    becomes an initializer of the same name and value, which every opset has."""
+    value = edit.view.constant(edit.node.output[0])
+    if value is None:
+        return
+    allowed = onnx.defs.get_schema("Constant", edit.older, "").type_constraints[0]
+    dtype = onnx.helper.tensor_dtype_to_string(
+        onnx.helper.np_dtype_to_tensor_dtype(value.dtype)).removeprefix("TensorProto.")
+    if f"tensor({dtype.lower()})" in allowed.allowed_type_strs:
+        return
+    edit.view.to_initializer(edit.node, value)
+    edit.gone = True
+    edit.done.append(f"a {dtype.lower()} constant -> an initializer (Constant-{edit.older} "
+                     f"holds floats only)")
+
+
 def _constant_value(edit: NodeEdit) -> None:
     """Constant-12's value_float(s)/value_int(s) are the tensor ``value`` of Constant-11."""
     for name, dtype in (("value_float", np.float32), ("value_floats", np.float32),
@@ -366,7 +440,11 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + to_attribute(REDUCE, "axes", 18) + drop_attribute(REDUCE, "noop_with_empty_axes", 18)
     + to_attribute("ReduceSum", "axes", 13)
     + drop_attribute("ReduceSum", "noop_with_empty_axes", 13)
-    + drop_attribute("Reshape", "allowzero", 14)
+    + special("Reshape", 14, "allowzero", _reshape_allowzero,
+              "allowzero=1 differs only for a 0 in shape")
+    + special("Softmax LogSoftmax Hardmax", 13, "axis", _softmax_axis,
+              "the 2-D coercion of version 11 normalizes along the last axis alone")
+    + special("Constant", 9, "value", _constant_type, "an int constant as an initializer")
     + drop_attribute("Resize", "antialias", 18)
     + drop_attribute("Resize", "keep_aspect_ratio_policy", 18)
     + special("Resize", 13, "roi, scales", _resize_required_inputs,
@@ -377,7 +455,7 @@ ENTRIES: tuple[Entry, ...] = tuple(
     + drop_attribute("RoiAlign", "coordinate_transformation_mode", 16, "output_half_pixel",
                      _ROI_ALIGN)
     + drop_attribute("ScatterElements ScatterND", "reduction", 16)
-    + drop_attribute("Shape", "start", 15)
+    + special("Shape", 15, "start, end", _shape_slice, "the whole shape")
     + to_attribute("Slice", "starts", 10) + to_attribute("Slice", "ends", 10)
     + to_attribute("Slice", "axes", 10)
     + drop_input("Slice", "steps", 10, ONES, "Slice-1 steps by 1")
@@ -401,7 +479,6 @@ REFUSED: dict[tuple[str, int, str], str] = {
                             "span every axis, and a computed roi cannot be rewritten",
     ("Scan", 9, "scan_input_axes"): _SCAN, ("Scan", 9, "scan_input_directions"): _SCAN,
     ("Scan", 9, "scan_output_axes"): _SCAN, ("Scan", 9, "scan_output_directions"): _SCAN,
-    ("Shape", 15, "end"): "a slice of the shape: Shape-13 returns all of it",
 }
 """Changes with no adapter, and why: a node that has them is refused (NO_ADAPTER)."""
 

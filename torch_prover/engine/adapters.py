@@ -25,6 +25,7 @@ and runs both in onnxruntime (tests/test_adapters.py). Every adaptation is retur
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -141,6 +142,12 @@ class ModelView:
         self.model.graph.initializer.append(onnx.numpy_helper.from_array(value, name))
         return name
 
+    def to_initializer(self, node: onnx.NodeProto, value: np.ndarray) -> None:
+        """Replace a main-graph Constant node by an initializer of its output's name."""
+        self.model.graph.initializer.append(
+            onnx.numpy_helper.from_array(np.asarray(value), node.output[0]))
+        self.model.graph.node.remove(node)
+
     def fresh_output(self, hint: str) -> str:
         used = {o for g in _graphs(self.model.graph) for n in g.node for o in n.output}
         while True:
@@ -182,6 +189,7 @@ class NodeEdit:
     newer: int
     older: int
     done: list[str] = field(default_factory=list)
+    gone: bool = False      # the node was replaced (a Constant turned initializer)
 
     @property
     def label(self) -> str:
@@ -233,6 +241,12 @@ Rule = Callable[[NodeEdit], None]
 _REMOVED = "\x00removed"   # a slot a rule removed, until NodeEdit.close_up
 
 
+@functools.lru_cache(maxsize=None)
+def _versions_of(op: str) -> tuple[int, ...]:
+    return tuple(sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                         if s.name == op and s.domain in ("", "ai.onnx")}))
+
+
 def _since(op: str, opset: int) -> int | None:
     try:
         return onnx.defs.get_schema(op, opset, "").since_version
@@ -249,17 +263,18 @@ def adapt_node(view: ModelView, node: onnx.NodeProto, source: int, target: int,
     have, want = _since(op, source), _since(op, target)
     if have is None or want is None or have == want:
         return []
-    versions = sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                       if s.name == op and s.domain in ("", "ai.onnx")
-                       and want < s.since_version <= have}, reverse=True)
+    versions = [v for v in _versions_of(op) if want < v <= have]
     out: list[Adaptation] = []
-    for newer in versions:
+    name = node.name or op
+    for newer in reversed(versions):
         older = _since(op, newer - 1)
         edit = NodeEdit(view, node, newer, older)
         for rule in rules.get((op, newer), ()):
             rule(edit)
         edit.close_up()
-        out += [Adaptation(node.name or op, op, newer, older, d) for d in edit.done]
+        out += [Adaptation(name, op, newer, older, d) for d in edit.done]
+        if edit.gone:   # became an initializer: no node left to fit
+            return out
     _fits(node, want)
     return out
 

@@ -180,7 +180,7 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
             raise
         why = first_line(direct).removeprefix(label)
     exporter, source = case.origin
-    base = _export_at(case, exporter, source, module, args, n_outputs)
+    base = _base_export(case, exporter, source, module, args, n_outputs)
     model, moved, adapted = relabel_opset(base.model, source, case.export_opset, op=case.op,
                                           label=label)
     check(model, label)
@@ -192,6 +192,29 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
                                           f"exporter and moved to opset "
                                           f"{case.export_opset}, because {why}{glue}"
                                           f"{changes}")
+
+
+_BASES: dict[tuple, Exported] = {}
+"""The last exports a relabelled variant started from, by (case, exporter, opset): every
+variant of a case at opsets 7-17 relabels the same opset-18 (or own-opset) export, and a
+worker proving several of them exports it once. The module and inputs are the case's,
+seeded, so the export is the same; relabel_opset copies the model before changing it."""
+
+
+def _base_export(case: Case, exporter: str, source: int, module: torch.nn.Module,
+                 args: Sequence[torch.Tensor], n_outputs: int) -> Exported:
+    key = (case.variant_of, case.model, exporter, source, case.dynamic,
+           repr(sorted(case.export_options.items())), repr(case.translation), n_outputs)
+    try:
+        hit = _BASES.get(key)
+    except TypeError:   # an unhashable model: no memo
+        return _export_at(case, exporter, source, module, args, n_outputs)
+    if hit is None:
+        hit = _export_at(case, exporter, source, module, args, n_outputs)
+        if len(_BASES) >= 4:
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = hit
+    return hit
 
 
 def _has_op(model: onnx.ModelProto, op: str, domain: str) -> bool:
