@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--versions", metavar="latest|all|A..B", help=(
         "also show, per schema version, which case variant would prove it (exporter, "
         "opset), or how it is decided without one"))
+    c.add_argument("--no-torchscript", action="store_true", help=(
+        "with --versions: the plan of verify-all --no-torchscript"))
 
     r = sub.add_parser(
         "run", help="run a classic proof script unmodified and prove what it exports",
@@ -267,7 +269,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         entries = [by_op[op] for op in wanted]
     if args.versions:   # every schema version and how it would be decided
         from .batch.versions_plan import coverage_versions_output
-        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format))
+        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format,
+                                                  False if args.no_torchscript else None))
         return EXIT_OK
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.coverage_doc(
