@@ -147,19 +147,20 @@ CASES = [
          exporter="torchscript",
          notes="the dynamo exporter stores constants as initializers (no Constant node); "
                "TorchScript emits one Constant node. x is unused, so TorchScript drops it and "
-               "the graph has no input. Without TorchScript: the reference constant_value, optimize=False (the optimizer "
-               "folds a Constant node into an initializer)",
-         without_torchscript={"model": constant_only_ref, "kind": "reference", "translation": constant_value.translation,
+               "the graph has no input. Without TorchScript: the reference constant_value, "
+               "optimize=False (the optimizer folds a Constant node into an initializer)",
+         without_torchscript={"model": constant_only_ref, "kind": "reference",
+                              "translation": constant_value.translation,
                               "export_options": {"optimize": False}}),
-
     Case("Constant", "constant_beside_input", constant_beside_input, (Float(2, 3),), ("x",),
          exporter="torchscript",
          notes="the Constant output sits beside -x so the graph keeps an input (x * 2 would "
-               "add a second Constant node for the 2). Without TorchScript: the reference constant_value, optimize=False (the optimizer "
-               "folds a Constant node into an initializer)",
-         without_torchscript={"model": constant_beside_input_ref, "kind": "reference", "translation": constant_value.translation,
+               "add a second Constant node for the 2). Without TorchScript: the reference "
+               "constant_value, optimize=False (the optimizer folds a Constant node into an "
+               "initializer)",
+         without_torchscript={"model": constant_beside_input_ref, "kind": "reference",
+                              "translation": constant_value.translation,
                               "export_options": {"optimize": False}}),
-
     Case("ConstantOfShape", "constantofshape_new_zeros", NewZeros, (Float(2, 3),), ("x",),
          dynamic=True,
          notes="x.new_zeros(x.shape[0], 3) with dynamic shapes: the shape input is "
@@ -175,7 +176,6 @@ CASES = [
                "Range/Equal. Without TorchScript: the reference eye_like",
          without_torchscript={"model": eyelike_ref, "kind": "reference", "dynamic": False,
                               "translation": eye_like.translation}),
-
     Case("Range", "range_float", ArangeFloat, (Float(2, 3),), ("x",), dynamic=True,
          notes="arange(x.shape[1]) in float64: start and delta are float constants, "
                "limit is Cast(Shape(x))"),
