@@ -148,3 +148,22 @@ def way(model, ref) -> dict:
     ConcatFromSequence(SplitToSequence(...))."""
     return {"model": model, "kind": "reference", "translation": ref.translation,
             "export_options": {"optimize": False}}
+
+
+def _has_element_emit(input):
+    op = onnx_opset()
+    return op.OptionalHasElement(op.Optional(input))
+
+
+def _has_element_fake(input: Tensor) -> Tensor:
+    return input.new_empty((), dtype=torch.bool)
+
+
+@reference_op("OptionalHasElement", emit=_has_element_emit, fake=_has_element_fake)
+def has_element_seq(input: Tensor) -> Tensor:
+    """OptionalHasElement(Optional(input)): true (the optional holds the input)."""
+    return torch.tensor(True)
+
+
+def has_element_ref(x):
+    return has_element_seq(x)
