@@ -85,3 +85,15 @@ def test_coverage_shows_the_plan_without_torchscript(capsys):
     out = capsys.readouterr().out
     assert " to@" not in out.split("\n", 1)[1]   # no TorchScript route after the legend
     assert_example("coverage-no-torchscript", "$ torch-prover " + " ".join(args) + "\n" + out)
+
+
+def test_prove_without_torchscript_takes_the_dynamo_way(monkeypatch, capsys):
+    """Where torch lacks the TorchScript exporter, prove proves a TorchScript case its dynamo
+    way, and refuses in one line (exit 2, before any work) one that has none."""
+    from torch_prover import cli
+    monkeypatch.setattr(exporters, "torchscript_available", lambda: False)
+    assert cli.main(["prove", "Softplus", "--no-write", "--format", "json"]) == 0
+    assert '"exporter": "dynamo"' in capsys.readouterr().out
+    assert cli.main(["prove", "Upsample", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "upsample_nearest" in err and "TorchScript" in err

@@ -329,9 +329,14 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     preflight.seed(args.seed)
     for case in cases:
         preflight.opset_for(case, args.opset)
+    from .batch.verify import exporter_mode
+    scripted, cases, left_out = exporter_mode(None, cases)   # this torch's exporters
+    if left_out:
+        raise UsageError(f"{', '.join(left_out)} needs the TorchScript exporter, which this "
+                         f"torch lacks, and declares no dynamo way")
     if args.opset is not None:   # the variant verify-all --versions proves at that opset
         from .batch.versions import at_opset
-        cases = [at_opset(c, args.opset) for c in cases]
+        cases = [at_opset(c, args.opset, scripted) for c in cases]
     note = _default_out(args)
     _check_outputs(args, cases)
     if note:
