@@ -72,7 +72,8 @@ class Adaptation:
     change: str        # e.g. "attribute keep_aspect_ratio_policy='stretch' dropped (...)"
 
     def text(self) -> str:
-        return f"{self.op}-{self.source}->{self.target} {self.change}"
+        where = f" ({self.node})" if self.node != self.op else ""
+        return f"{self.op}-{self.source}->{self.target}{where} {self.change}"
 
 
 def node_label(node: onnx.NodeProto) -> str:
