@@ -36,6 +36,14 @@ def test_without_torchscript_the_same_cells_get_the_same_answers(both):
     assert not result.undecided, result.lines()
 
 
+def test_both_reports_keep_the_json_contract(both):
+    """The batch report's ``exporters`` and the records' ``adaptations`` are described by
+    the shipped schemas."""
+    from json_contract import problems
+    for rep in both:
+        assert not problems(rep)
+
+
 def test_without_torchscript_no_record_comes_from_it(both):
     _, without = both
     records = without["cases"] + without["versions"]["cases"]
