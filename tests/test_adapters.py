@@ -299,3 +299,27 @@ def test_every_signature_change_has_an_adapter_or_a_reason():
         missing.append(f"{op}-{since} {what} {name}")
     assert not missing, "no adapter and no reason: " + ", ".join(missing)
     assert all(reason for reason in adapter_table.REFUSED.values())
+
+
+def test_a_deprecated_op_is_lowered_from_the_private_domain():
+    """Upsample exists only up to opset 9: its reference emits the node in the private
+    domain at opset 18, and relabelling moves it into ai.onnx at 9 (then, like any node,
+    to Upsample-7's attribute form at 8). onnxruntime computes nearest upsampling: every
+    pixel repeated twice along both spatial axes."""
+    from torch_prover.engine.next_opset import PRIVATE_DOMAIN
+    node = h.make_node("Upsample", ["x", "sc"], ["y"], mode="nearest", domain=PRIVATE_DOMAIN)
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", F32, [1, 1, 2, 3])],
+                     [h.make_tensor_value_info("y", F32, [1, 1, 4, 6])],
+                     initializer=[_const("sc", [1.0, 1.0, 2.0, 2.0], F32)])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 18),
+                                           h.make_opsetid(PRIVATE_DOMAIN, 1)], ir_version=8)
+    x = RNG.uniform(size=(1, 1, 2, 3)).astype(np.float32)
+    want = x.repeat(2, axis=2).repeat(2, axis=3)
+    nine, _, _ = relabel_opset(model, 18, 9, op="Upsample", lower=True)
+    assert [i.domain for i in nine.opset_import] == [""] and nine.graph.node[0].domain == ""
+    assert np.array_equal(_run(nine, {"x": x})[0], want)
+    eight, _, done = relabel_opset(nine, 9, 8, op="Upsample")
+    assert [(a.op, a.source, a.target) for a in done] == [("Upsample", 9, 7)]
+    assert np.array_equal(_run(eight, {"x": x})[0], want)
+    with pytest.raises(Exception):   # without lower=True a private node is refused
+        relabel_opset(model, 18, 9, op="Upsample")

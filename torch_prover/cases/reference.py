@@ -74,7 +74,7 @@ from typing import Any, Callable, Mapping
 import onnx.defs
 import torch
 
-from ..case import DEFAULT_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
 from ..engine.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, PRIVATE_VERSION,
                                  exporter_opset, private_schema)
 
@@ -115,7 +115,7 @@ def node_op(onnx_op: str, opset: int = DEFAULT_OPSET, domain: str = "") -> Any:
     (``engine/next_opset.py``). Use it in a custom ``emit=`` as ``node_op("X", 27)(a, b)``;
     other nodes of the translation (``Constant``) come from ``onnx_opset(exporter_opset(V))``.
     """
-    if opset > EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):
+    if not DYNAMO_MIN_OPSET <= opset <= EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):
         from onnxscript import values
 
         return values.Op(values.Opset(PRIVATE_DOMAIN, PRIVATE_VERSION), onnx_op,

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..case import Case, Expect, Float, Fixed
 from ..conventions import Applies, Convention
-from .reference import reference_op
+from .reference import node_op, onnx_opset, reference_op
 
 
 def gridsample_bilinear(x, grid):
@@ -55,6 +55,22 @@ def resize_nearest_size(x):
 
 def upsample_nearest(x):
     return F.interpolate(x, scale_factor=2.0, mode="nearest")
+
+
+def _upsample_emit(X, scales: list[float], mode: str):
+    op = onnx_opset(18)
+    return node_op("Upsample", 9)(X, op.Constant(value_floats=scales), mode=mode)
+
+
+@reference_op("Upsample", emit=_upsample_emit, opset=9)
+def upsample_ref(X: torch.Tensor, scales: list[float], mode: str) -> torch.Tensor:
+    """Upsample-9, mode nearest: F.interpolate with the scales of the two spatial axes (the
+    first two, N and C, are 1)."""
+    return F.interpolate(X, scale_factor=tuple(scales[2:]), mode=mode)
+
+
+def upsample_nearest_ref(x):
+    return upsample_ref(x, [1.0, 1.0, 2.0, 2.0], "nearest")
 
 
 def _crop_linear_1d(x: torch.Tensor, dim: int, start: torch.Tensor, end: torch.Tensor,
@@ -203,7 +219,12 @@ CASES = [
     Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          notes="Upsample is deprecated since opset 10: only the TorchScript exporter at opset "
-               "9 emits it"),
+               "9 emits it. Without TorchScript: the reference upsample_ref, its node lowered "
+               "from the dynamo exporter's opset 18 (engine/next_opset.py), in float32 "
+               "(onnxruntime has no float64 Upsample-7 kernel)",
+         without_torchscript={"model": upsample_nearest_ref, "kind": "reference", "opset": 9,
+                              "translation": upsample_ref.translation,
+                              "float_dtype": torch.float32}),
     Case("Col2Im", "col2im_fold", col2im_fold, (Float(1, 4, 6),), ("x",)),
     Case("Col2Im", "col2im_fold_strided", col2im_fold_strided, (Float(1, 6, 9),), ("x",)),
     Case("DepthToSpace", "depthtospace_pixel_shuffle", depthtospace_pixel_shuffle,

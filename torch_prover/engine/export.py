@@ -184,14 +184,19 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
     model, moved, adapted = relabel_opset(base.model, source, case.export_opset, op=case.op,
                                           label=label)
     check(model, label)
-    glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
-    changes = (f"; adapted: {'; '.join(a.text() for a in adapted)}" if adapted else "")
     return dataclasses.replace(base, model=model, opset=case.export_opset,
                                route=ExportRoute.RELABELLED, adaptations=adapted,
                                route_note=f"exported at opset {source} by the {exporter} "
                                           f"exporter and moved to opset "
-                                          f"{case.export_opset}, because {why}{glue}"
-                                          f"{changes}")
+                                          f"{case.export_opset}, because {why}"
+                                          f"{_changes(moved, adapted)}")
+
+
+def _changes(moved: Sequence[str], adapted: Sequence[Adaptation]) -> str:
+    """The route note's tail: glue whose schema differs at the target, and each
+    adaptation."""
+    glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
+    return glue + (f"; adapted: {'; '.join(a.text() for a in adapted)}" if adapted else "")
 
 
 _BASES: dict[tuple, Exported] = {}
@@ -230,12 +235,25 @@ def _export_at(case: Case, exporter: str, target: int, module: torch.nn.Module,
     if case.translation:
         options["custom_translation_table"] = dict(case.translation)
     label = f"{case.op}/{case.name}: "
-    raised = export_route(exporter, target) is ExportRoute.RAISED
-    asked = EXPORTER_MAX_OPSET if raised else target
+    way = export_route(exporter, target)
+    raised = way is ExportRoute.RAISED
+    asked = {ExportRoute.RAISED: EXPORTER_MAX_OPSET,
+             ExportRoute.LOWERED: DYNAMO_MIN_OPSET}.get(way, target)
     exported = export_module(module, args, exporter=exporter, opset=asked,
                              input_names=case.names,
                              output_names=[output_name(j) for j in range(n_outputs)],
                              dynamic=case.dynamic, options=options, label=label)
+    if way is ExportRoute.LOWERED:   # a deprecated op's node, private until moved down
+        model, moved, adapted = relabel_opset(exported.model, asked, target, op=case.op,
+                                              label=label, lower=True)
+        check(model, label)
+        return dataclasses.replace(
+            exported, model=model, opset=target, route=ExportRoute.RELABELLED,
+            adaptations=adapted,
+            route_note=f"exported at opset {asked} by the dynamo exporter with the "
+                       f"{case.op} node in {PRIVATE_DOMAIN} (the exporter builds no opset "
+                       f"{target}), then moved into ai.onnx at opset {target}"
+                       f"{_changes(moved, adapted)}")
     if not raised:
         waiting = private_nodes(exported.model)
         if waiting:

@@ -26,7 +26,7 @@ import onnx.defs
 import onnx.helper
 from onnx.defs import OpSchema
 
-from ..case import DEFAULT_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
 from ..errors import CaseError
 from ..vocab import ExportRoute
 from .adapter_table import rules
@@ -42,7 +42,7 @@ PRIVATE_VERSION = 1
 
 def exporter_opset(opset: int) -> int:
     """The opset the dynamo exporter is asked for, for a case at ``opset``."""
-    return min(opset, EXPORTER_MAX_OPSET)
+    return max(min(opset, EXPORTER_MAX_OPSET), DYNAMO_MIN_OPSET)
 
 
 def export_route(exporter: str, opset: int) -> ExportRoute:
@@ -50,6 +50,8 @@ def export_route(exporter: str, opset: int) -> ExportRoute:
     the export stage and shown by ``coverage``."""
     if exporter == "dynamo" and opset > EXPORTER_MAX_OPSET:
         return ExportRoute.RAISED
+    if exporter == "dynamo" and opset < DYNAMO_MIN_OPSET:
+        return ExportRoute.LOWERED
     return ExportRoute.DIRECT
 
 
@@ -159,8 +161,8 @@ def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "",
 
 
 def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
-                  label: str = "") -> tuple[onnx.ModelProto, tuple[str, ...],
-                                            tuple[Adaptation, ...]]:
+                  label: str = "", lower: bool = False
+                  ) -> tuple[onnx.ModelProto, tuple[str, ...], tuple[Adaptation, ...]]:
     """A copy of ``model`` (ai.onnx ``source``, no private nodes) declaring ai.onnx
     ``target``; the other nodes whose schema differs between the two opsets; and the
     adaptations made: the route of a case variant that no exporter produces at ``target``
@@ -174,12 +176,24 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
     otherwise refuses with a typed reason (``adapters.AdaptError``, a CaseError). What is
     left is a claim the proof checks, and the record names every node and adaptation: the
     full checker at ``target``, and the whole model's forward and VJP against PyTorch's.
-    A node with no schema at ``target`` is refused (CaseError naming it)."""
-    if private_nodes(model):
+    A node with no schema at ``target`` is refused (CaseError naming it).
+
+    ``lower``: the model holds ``op``'s node in ``PRIVATE_DOMAIN`` (a reference op declared
+    below opset 18, for an op the dynamo exporter no longer emits: Upsample-9, Scatter-9),
+    with the schema ``op`` has at ``target``: it moves into ai.onnx."""
+    waiting = private_nodes(model)
+    if waiting and not (lower and all(n.op_type == op for n in waiting)):
         raise CaseError(f"{label}a node newer than opset {source} cannot be moved to "
                         f"opset {target}")
     out = onnx.ModelProto()
     out.CopyFrom(model)
+    for node in model_nodes(out):
+        if node.domain == PRIVATE_DOMAIN:
+            node.domain = ""
+    for imports in [out.opset_import] + [f.opset_import for f in out.functions]:
+        kept = [i for i in imports if i.domain != PRIVATE_DOMAIN]
+        del imports[:]
+        imports.extend(kept)
     moved: list[str] = []
     done: list[Adaptation] = []
     view = ModelView(out)
@@ -191,7 +205,7 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
         if after is None:
             raise CaseError(f"{label}{_name(node)} has no schema at opset {target}: the "
                             f"model cannot be moved there")
-        if before == after:
+        if before == after or (lower and node.op_type == op):   # lowered: already its own
             continue
         try:
             done += adapt_node(view, node, source, target, table)
