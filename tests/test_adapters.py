@@ -17,6 +17,7 @@ from onnx import TensorProto as TP
 
 from torch_prover.engine import adapter_table
 from torch_prover.engine.adapters import AdaptError, Refusal
+from torch_prover.errors import CaseError
 from torch_prover.engine.next_opset import relabel_opset
 
 RNG = np.random.default_rng(0)
@@ -321,5 +322,5 @@ def test_a_deprecated_op_is_lowered_from_the_private_domain():
     eight, _, done = relabel_opset(nine, 9, 8, op="Upsample")
     assert [(a.op, a.source, a.target) for a in done] == [("Upsample", 9, 7)]
     assert np.array_equal(_run(eight, {"x": x})[0], want)
-    with pytest.raises(Exception):   # without lower=True a private node is refused
+    with pytest.raises(CaseError):   # without lower=True a private node is refused
         relabel_opset(model, 18, 9, op="Upsample")
