@@ -11,7 +11,8 @@
 4. the naive way -- one fresh Python process per case, as a hand-written proof script
    runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
 5. `verify-all --versions all` (every ai.onnx schema version, issue 19): cold and warm,
-   fresh processes, with the peak RSS of its workers; `--skip-versions` leaves it out.
+   fresh processes, with the peak RSS of its workers, and cold with `--no-torchscript`;
+   `--skip-versions` leaves it out.
 Targets on a 2-core machine: cold <= 45 s, warm <= 5 s, prove Reshape <= 6 s, <= 600 MiB
 per worker; all versions cold <= 3 min, warm <= 10 s.
 """
@@ -120,6 +121,11 @@ def _all_versions(work: Path, jobs: int) -> None:
         print(f"  {band}: {b['versions']} versions ({b['proved']} proved, {b['equivalence']} "
               f"equivalence, {b['by type']} by type, {b['explained']} explained); parameters "
               + ", ".join(f"{n} {v}" for v, n in b["parameters"].items()))
+    no_ts, rc = _timed([str(BIN / "torch-prover"), "verify-all", "--versions", "all",
+                        "--no-torchscript", "--jobs", str(jobs), "--out",
+                        str(work / "vmodels-no-ts"), "--cache-dir", str(work / "vcache-no-ts")])
+    print(f"cold verify-all --versions all --no-torchscript (fresh process): {no_ts:6.1f} s "
+          f"(exit code {rc}; scripts/compare_exporters.py compares the two)")
 
 
 if __name__ == "__main__":
