@@ -11,7 +11,8 @@
 4. the naive way -- one fresh Python process per case, as a hand-written proof script
    runs -- on a sample of cases, extrapolated to the catalogue, with the ratio.
 5. `verify-all --versions all` (every ai.onnx schema version, issue 19): cold and warm,
-   fresh processes, with the peak RSS of its workers; `--skip-versions` leaves it out.
+   fresh processes, with the peak RSS of its workers, and cold with `--no-torchscript`;
+   `--skip-versions` leaves it out.
 6. the CI outputs (issue 27): the default run's JUnit test counts, and `node-tests
    models --run` over the committed evidence (written / passed / failed / explained, and
    its time); `--only-ci` prints these alone (the JUnit counts then from a warm run).
@@ -225,6 +226,11 @@ def _all_versions(work: Path, jobs: int) -> None:
     failed = summary.get("failed_variants", [])
     print(f"  failed variants: {len(failed)} ({summary.get('undeclared_failures', 0)} not "
           f"declared); cells the versions disagree on: {summary.get('versions_disagree', 0)}")
+    no_ts, rc = _timed([str(BIN / "torch-prover"), "verify-all", "--versions", "all",
+                        "--no-torchscript", "--jobs", str(jobs), "--out",
+                        str(work / "vmodels-no-ts"), "--cache-dir", str(work / "vcache-no-ts")])
+    print(f"cold verify-all --versions all --no-torchscript (fresh process): {no_ts:6.1f} s "
+          f"(exit code {rc}; scripts/compare_exporters.py compares the two)")
     _read_back(work, cmd)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from torch_prover.batch.versions import schema_versions
 from torch_prover.case import Case
 from torch_prover.engine.prove import Proof, expected_verdict
 from torch_prover.tags.schema import schema_tags
@@ -23,6 +24,12 @@ def verdict_problems(case: Case, proof: Proof) -> list[str]:
         return [f"invalid: {proof.invalid}"]
     found = [_describe(case, p) for p in proof.unexpected]
     declared = {f"{p.io} {p.index}" for p in proof.parameters}
+    # or of an older version its variants prove (BatchNormalization-9's saved_mean)
+    first, last = case.opsets or (7, proof.opset)
+    for s in schema_versions(case.op) if case.domain == "" else ():
+        if s.last >= first and s.first <= last:
+            older = schema_tags(case.op, s.first, case.domain)
+            declared |= {f"{f.io} {f.position}" for f in older.inputs + older.outputs}
     stray = set(case.expect) - declared
     if stray:
         found.append(f"expect keys {stray} name no parameter of the node")

@@ -159,6 +159,11 @@ class Case:
         another opset to prove another schema version.
     origin: set with ``variant_of``: the (exporter, opset) of the named case itself, where
         the relabelled route exports when no exporter reaches the variant's opset.
+    without_torchscript: for a case with ``exporter="torchscript"``, the fields that prove
+        it with the dynamo exporter instead (``verify-all --no-torchscript``, and the
+        default where torch has no TorchScript exporter): ``{"export_options": {"optimize":
+        False}}``, another module, a reference translation... Their reason goes in
+        ``notes``. None: no dynamo way yet (such a run leaves the case out, and says so).
     """
 
     op: str
@@ -187,6 +192,7 @@ class Case:
     fails_at: Mapping[int, str] = field(default_factory=dict)
     variant_of: str | None = None
     origin: tuple[str, int] | None = None
+    without_torchscript: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.exporter not in ("dynamo", "torchscript"):

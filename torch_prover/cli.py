@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
         "PR mode: prove only the tags the installed onnx (the PR's build) changes against "
         "the base branch's docs/Changelog.md or docs/Operators.md, and print a PR comment "
         "(docs/pr-gate.md); exit 1 when the evidence refutes a changed tag"))
+    v.add_argument("--no-torchscript", action="store_true", help=(
+        "prove with the dynamo exporter only (below opset 18: its export relabelled down "
+        "with adapters); the default where torch has no TorchScript exporter"))
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
@@ -134,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--versions", metavar="latest|all|A..B", help=(
         "also show, per schema version, which case variant would prove it (exporter, "
         "opset), or how it is decided without one"))
+    c.add_argument("--no-torchscript", action="store_true", help=(
+        "with --versions: the plan of verify-all --no-torchscript"))
 
     r = sub.add_parser(
         "run", help="run a classic proof script unmodified and prove what it exports",
@@ -276,7 +281,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
-        outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress())
+        outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
+        torchscript=False if args.no_torchscript else None)
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)
@@ -301,7 +307,8 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
         changed_from=args.changed_from, jobs=args.jobs, timeout=args.timeout,
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
-        report=args.report, progress=Progress(), outputs=tuple(ci.outputs())))
+        report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
+        torchscript=False if args.no_torchscript else None))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)
@@ -367,7 +374,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         entries = [by_op[op] for op in wanted]
     if args.versions is not None:   # every schema version and how it would be decided
         from .batch.versions_plan import coverage_versions_output
-        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format))
+        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format,
+                                                  False if args.no_torchscript else None))
         return EXIT_OK
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.coverage_doc(
@@ -430,9 +438,14 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     notes = [f"note: {op} has {others + 1} cases; proving the first ({cases[0].name}); --all "
              f"proves every one, --case NAME another"] if not args.all and args.case is None \
         and others else []
+    from .batch.verify import exporter_mode
+    scripted, cases, left_out = exporter_mode(None, cases)   # this torch's exporters
+    if left_out:
+        raise UsageError(f"{', '.join(left_out)} needs the TorchScript exporter, which this "
+                         f"torch lacks, and declares no dynamo way")
     if args.opset is not None:   # the variant verify-all --versions proves at that opset
         from .batch.versions import at_opset
-        cases = [at_opset(c, args.opset) for c in cases]
+        cases = [at_opset(c, args.opset, scripted) for c in cases]
     notes += [n for n in [_default_out(args)] if n]
     _check_outputs(args, cases)
     changes = {}

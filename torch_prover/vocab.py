@@ -80,6 +80,9 @@ class ExportRoute(StrEnum):
     DIRECT = "direct"      # the exporter at the case's opset
     RAISED = "raised"      # exported at the exporter's newest opset, the node in a private
                            # domain, then moved into ai.onnx and the model raised
+    LOWERED = "lowered"    # below the dynamo exporter's oldest opset (18): the node in a
+                           # private domain, the model exported at 18 and relabelled down
+                           # (deprecated ops: Upsample, Scatter); recorded as relabelled
     RELABELLED = "relabelled"  # a case variant no exporter reaches at its opset directly:
                                # exported at the case's own opset, the model moved to the
                                # variant's (engine/next_opset.relabel_opset)

@@ -148,7 +148,8 @@ def cache_key(case: Case, opts: BatchOptions) -> str:
         "engine": engine_digest(), "versions": _installed_versions(), "numeric": opts.numeric,
         "tags": opts.tag_source, "tags_digest": opts.tag_fingerprint,
         "tags_read": tags_read(case, opts),
-        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter},
+        "seeds": list(case.seeds), "opset": case.opset, "exporter": case.exporter,
+        "origin": case.origin},
         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -271,6 +272,17 @@ def _die_with_parent(parent_pid: int) -> None:
         pass   # not Linux: the closed pipe ends below still end the worker on EOF
     if os.getppid() != parent_pid:
         os._exit(0)
+
+
+def _next_of(queue: list[int], todo: Sequence[Case], family: str | None) -> int:
+    """Where in ``queue`` a worker's next case is: the next variant of the case it proved
+    last, when one is waiting (its worker keeps that case's export: engine/export.py's
+    memo), else the head."""
+    if family is not None:
+        for k, i in enumerate(queue[:64]):
+            if (todo[i].variant_of or todo[i].name) == family:
+                return k
+    return 0
 
 
 def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[Any],
@@ -435,10 +447,13 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
             slots.append(spawn())
         queue = list(range(len(todo)))
         tried = [0] * len(todo)   # retries spent per case (a crash or a timeout)
+        family = {}   # slot -> the case whose variants it proves: they share one export
         while queue or any(sl.index is not None for sl in slots):
             for sl in slots:
                 if sl.index is None and queue:
-                    sl.index, sl.started = queue.pop(0), time.perf_counter()
+                    sl.index, sl.started = queue.pop(_next_of(queue, todo, family.get(id(sl)))), \
+                        time.perf_counter()
+                    family[id(sl)] = todo[sl.index].variant_of or todo[sl.index].name
                     sl.conn.send(sl.index)
             busy = [sl for sl in slots if sl.index is not None]
             ready = wait([sl.conn for sl in busy], timeout=0.5)

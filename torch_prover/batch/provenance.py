@@ -19,8 +19,10 @@ PROVENANCE_FORMAT = 1
 
 
 def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: float,
-           waivers: Sequence[Any], label: str, tags_path: str | None) -> dict[str, Any]:
-    """The provenance of a run asked for these (``waivers``: ``waivers.Waiver``)."""
+           waivers: Sequence[Any], label: str, tags_path: str | None,
+           torchscript: bool = True) -> dict[str, Any]:
+    """The provenance of a run asked for these (``waivers``: ``waivers.Waiver``;
+    ``torchscript``: whether the TorchScript exporter was used, ``--no-torchscript``)."""
     from ..engine.prove import versions as package_versions
     from ..version import __version__
     from .pool import engine_digest
@@ -29,7 +31,7 @@ def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: flo
             "versions": package_versions(),
             "request": {"ops": sorted(ops) if ops is not None else None,
                         "versions": versions, "numeric": numeric,
-                        "timeout": float(timeout)},
+                        "timeout": float(timeout), "torchscript": torchscript},
             "waivers": [w.as_dict() for w in waivers],
             "tags": tag_source(label, tags_path)}
 

@@ -99,6 +99,8 @@ class _Run:
         self.prov, self.what, self.where = prov, what, where
         req = prov["request"]
         self.ops = ",".join(req["ops"]) if req["ops"] is not None else None
+        self.torchscript: bool = req["torchscript"]
+        self.left_out: tuple[str, ...] = ()
         self.selection_text = req["versions"]
         try:
             self.selection = selection_of(req["versions"])
@@ -117,12 +119,16 @@ class _Run:
     def dealt(self, shard: tuple[int, int] | None):
         """(cases, variants, case-less ops selected) of the run, or of one shard of it."""
         from .versions import plan
-        from .verify import select
+        from .verify import exporter_mode, select
         try:
             cases, case_less_selected = select(self.ops, shard, self.entries)
         except UsageError as exc:
             raise UsageError(f"{self.where}: its --ops cannot be re-made here ({exc})") from None
-        planned = plan(cases, self.selection) if self.selection.expands else []
+        torchscript, cases, self.left_out = exporter_mode(self.torchscript, cases)
+        if torchscript != self.torchscript:
+            raise UsageError(f"{self.where}: made with the TorchScript exporter, which this "
+                             "torch lacks: re-check it where it was made, or rerun verify-all")
+        planned = plan(cases, self.selection, torchscript) if self.selection.expands else []
         return cases, [p.case for p in planned if p.case is not None], case_less_selected
 
     def recheck(self, where: str, listed: Sequence[Any], cases: Sequence[Any],
@@ -216,7 +222,7 @@ def rebuild(slices: Sequence[Slice], run: _Run, shard: tuple[int, int] | None
         missing=missing_from_docs(run.doc, cases, case_less_ops),
         wall_time_s=max(m["wall_time_s"] for m in summaries),
         cache_hits=sum(m["cache_hits"] for m in summaries), selection=run.selection_text,
-        shard=shard, provenance=run.prov)
+        shard=shard, provenance=run.prov, torchscript=run.torchscript, left_out=run.left_out)
     return build_report(parts, run.tags)
 
 

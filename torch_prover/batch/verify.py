@@ -35,6 +35,7 @@ class Request:
     outputs: tuple[Any, ...] = ()     # preflight.Output: more files the caller writes (--junit)
     report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
+    torchscript: bool | None = None   # False: --no-torchscript; None: if torch has it
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Prepared:
     selection: Any = None                        # versions.Selection
     planned: tuple[Any, ...] = ()                # versions.Planned: variants and gaps
     shard: tuple[int, int] | None = None
+    torchscript: bool = True                     # whether the TorchScript exporter is used
+    left_out: tuple[str, ...] = ()               # TorchScript cases with no dynamo way
 
     @property
     def variants(self) -> tuple[Case, ...]:
@@ -183,7 +186,8 @@ def prepare(request: Request) -> Prepared:
     shard = parse_shard(request.shard)
     entries = coverage()
     cases, case_less_selected = select(request.ops, shard, entries)
-    planned = tuple(plan(cases, selection)) if selection.expands else ()
+    torchscript, cases, left_out = exporter_mode(request.torchscript, cases)
+    planned = tuple(plan(cases, selection, torchscript)) if selection.expands else ()
     waivers = load_waivers(request.waivers)
     out = None
     if request.out is not None:
@@ -202,7 +206,21 @@ def prepare(request: Request) -> Prepared:
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out, (cache_warning,) if cache_warning else (), selection, planned,
-                    shard)
+                    shard, torchscript, left_out)
+
+
+def exporter_mode(asked: bool | None, cases: Sequence[Case]
+                  ) -> tuple[bool, list[Case], tuple[str, ...]]:
+    """(whether the TorchScript exporter is used, the cases as proved, the TorchScript
+    cases left out for want of a dynamo way). ``asked`` None: use it if torch has it."""
+    from ..engine.exporters import dynamo_only, torchscript_available
+    torchscript = torchscript_available() if asked is None else (
+        asked and torchscript_available())
+    if torchscript:
+        return True, list(cases), ()
+    ways = [(c, dynamo_only(c)) for c in cases]
+    return (False, [d for _, d in ways if d is not None],
+            tuple(c.name for c, d in ways if d is None))
 
 
 def missing_from_docs(doc: Any, cases: Sequence[Case], case_less_ops: Sequence[dict[str, Any]]
@@ -233,7 +251,8 @@ def run(prepared: Prepared) -> Outcome:
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
     prov = provenance.of_run(
         preflight.op_names(req.ops, "--ops") if req.ops is not None else None, req.versions,
-        req.numeric, req.timeout, prepared.waivers, label, req.tags_from)
+        req.numeric, req.timeout, prepared.waivers, label, req.tags_from,
+        prepared.torchscript)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
                         out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
@@ -250,7 +269,8 @@ def run(prepared: Prepared) -> Outcome:
         missing=missing_from_docs(prepared.doc, prepared.cases, case_less_ops),
         wall_time_s=result.wall_time_s if result else 0.0,
         cache_hits=result.cache_hits if result else 0, selection=req.versions,
-        shard=prepared.shard, provenance=prov)
+        shard=prepared.shard, provenance=prov, torchscript=prepared.torchscript,
+        left_out=prepared.left_out)
     rep = build_report(parts, tags)
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
@@ -291,6 +311,8 @@ class Parts:
     selection: str = "latest"
     shard: tuple[int, int] | None = None
     provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run
+    torchscript: bool = True
+    left_out: Sequence[str] = ()
 
 
 def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
@@ -312,7 +334,7 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
         from ..vocab import DocKind
         from .summary import exit_code
         rep["versions"] = _versions_section(records, variants, parts.case_less, selection,
-                                            waived, tags)
+                                            waived, tags, parts.torchscript)
         vs = rep["versions"]["summary"]
         rep.update(head(DocKind.BATCH_REPORT, exit_code(rep), (
             f"{rep['reason']}; schema versions: {vs['failing']} failing cells (undeclared, "
@@ -320,6 +342,7 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
             f"({vs['undeclared_failures']} not declared by their cases)")))
     if parts.provenance is not None:
         rep["provenance"] = parts.provenance
+    rep["exporters"] = {"torchscript": parts.torchscript, "left_out": list(parts.left_out)}
     if parts.shard is not None:
         rep["shard"] = {"index": parts.shard[0], "count": parts.shard[1],
                         "case_less": list(parts.case_less),
@@ -329,14 +352,15 @@ def build_report(parts: Parts, tags: Any = None) -> dict[str, Any]:
 
 
 def _versions_section(records: list[dict], variants: list[dict], case_less: Sequence[dict],
-                      selection: Any, waived: dict, tags: Any) -> dict[str, Any]:
+                      selection: Any, waived: dict, tags: Any,
+                      torchscript: bool = True) -> dict[str, Any]:
     from ..cases import all_cases
     from .version_table import table
     from .versions import plan
     from .waivers import waiver_key
     ran = {r["op"] for r in records} | {c["op"] for c in case_less}
-    cases = [c for c in all_cases() if c.op in ran]
-    planned = plan(cases, selection)
+    _, cases, _ = exporter_mode(torchscript, [c for c in all_cases() if c.op in ran])
+    planned = plan(cases, selection, torchscript)
     gaps = [p for p in planned if p.gap is not None]
     targets = {p.case.name: p.version.version for p in planned if p.case}
     section = table(records + variants, gaps, selection, ran, tags,

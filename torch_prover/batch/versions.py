@@ -157,9 +157,11 @@ def case_opsets(case: Case) -> tuple[int, int]:
     return case.opsets or (MIN_RUNTIME_OPSET, newest_opset())
 
 
-def route(case: Case, v: SchemaVersion) -> Route | Gap:
+def route(case: Case, v: SchemaVersion, torchscript: bool = True) -> Route | Gap:
     """The opset and exporter at which ``case`` proves version ``v``: the newest opset in
-    force for ``v`` that the case's module is valid for and an exporter reaches."""
+    force for ``v`` that the case's module is valid for and an exporter reaches.
+    ``torchscript=False`` (``--no-torchscript``): the dynamo exporter everywhere, below
+    opset 18 by relabelling its export down (``engine/adapters.py``)."""
     if v.band is Band.BELOW_RUNTIME:
         return Gap.BELOW_RUNTIME
     lo, hi = case_opsets(case)
@@ -168,20 +170,22 @@ def route(case: Case, v: SchemaVersion) -> Route | Gap:
         return Gap.CASE_OPSETS
     if first <= EXPORTER_MAX:   # where onnxruntime runs the model, not the raised route
         last = min(last, EXPORTER_MAX)
-    if case.exporter == "torchscript" and first <= TORCHSCRIPT_MAX_OPSET:
+    if not torchscript:
+        pass
+    elif case.exporter == "torchscript" and first <= TORCHSCRIPT_MAX_OPSET:
         last = min(last, TORCHSCRIPT_MAX_OPSET)
     elif last < DYNAMO_MIN_OPSET and not case.translation:
         last = min(last, TORCHSCRIPT_MAX_OPSET)
     if _deprecated(v):   # onnx.checker refuses a deprecated op past its first opsets
         last = max(first, min(last, DYNAMO_MIN_OPSET)) if case.exporter == "dynamo" else first
-    return Route(last, exporter_for(case, last))
+    return Route(last, exporter_for(case, last, torchscript))
 
 
 def _deprecated(v: SchemaVersion) -> bool:
     return bool(onnx.defs.get_schema(v.op, v.first, "").deprecated)
 
 
-def exporter_for(case: Case, opset: int) -> str:
+def exporter_for(case: Case, opset: int, torchscript: bool = True) -> str:
     """Which exporter a variant of ``case`` at ``opset`` uses. A case that chose the
     TorchScript exporter keeps it (the dynamo exporter writes its op otherwise: Softplus as
     a Where around it, clamp with tensor bounds as Max/Min); above 20 its own export is
@@ -189,24 +193,30 @@ def exporter_for(case: Case, opset: int) -> str:
     a custom translation runs in the dynamo exporter only (below 18: relabelled)."""
     if case.exporter == "torchscript":   # above 20: relabelled from its own export (export.py)
         return "torchscript"
-    if opset >= DYNAMO_MIN_OPSET or case.translation:
+    if opset >= DYNAMO_MIN_OPSET or case.translation or not torchscript:
         return "dynamo"
     return "torchscript"
 
 
-def at_opset(case: Case, opset: int) -> Case:
+def at_opset(case: Case, opset: int, torchscript: bool = True) -> Case:
     """``case`` at ``opset``: itself at its own opset, else the variant an all-versions run
     proves there (``prove --opset``: the same name, evidence directory and verdicts)."""
     if opset == case.export_opset:
         return case
-    return variant(case, Route(opset, exporter_for(case, opset)))
+    return variant(case, Route(opset, exporter_for(case, opset, torchscript)))
 
 
 def variant(case: Case, r: Route) -> Case:
     """``case`` exported at ``r``: a case of its own (``<case>@<opset>``), its evidence and
-    cache entry apart from the case's own."""
+    cache entry apart from the case's own. Where it is relabelled from a dynamo export, that
+    export is at opset 18, the dynamo exporter's oldest (the fewest schema changes to adapt
+    across), unless a custom translation pins the case's own opset."""
+    origin = (case.exporter, case.export_opset)
+    if (r.exporter == "dynamo" and r.opset < DYNAMO_MIN_OPSET and case.exporter == "dynamo"
+            and not case.translation and case.export_opset >= DYNAMO_MIN_OPSET):
+        origin = ("dynamo", DYNAMO_MIN_OPSET)
     return case.replace(name=f"{case.name}@{r.opset}", opset=r.opset, exporter=r.exporter,
-                        variant_of=case.name, origin=(case.exporter, case.export_opset))
+                        variant_of=case.name, origin=origin)
 
 
 def covers(case: Case, v: SchemaVersion) -> bool:
@@ -225,15 +235,17 @@ class Planned:
     gap: Gap | None = None
 
 
-def plan(cases: tuple[Case, ...] | list[Case], selection: Selection) -> list[Planned]:
+def plan(cases: tuple[Case, ...] | list[Case], selection: Selection,
+         torchscript: bool = True) -> list[Planned]:
     """Every (case, version) pair the selection asks for, in catalogue order then version
-    order; the cases' own (latest) proofs are not repeated."""
+    order; the cases' own (latest) proofs are not repeated. ``torchscript=False``: the
+    cases are already their dynamo ways (``engine/exporters.dynamo_only``)."""
     out: list[Planned] = []
     for case in cases:
         for v in schema_versions(case.op) if case.domain == "" else ():
             if covers(case, v) or not selection.wants(v):
                 continue
-            r = route(case, v)
+            r = route(case, v, torchscript)
             if isinstance(r, Gap):
                 out.append(Planned(v, case, None, r))
             else:

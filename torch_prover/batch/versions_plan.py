@@ -54,25 +54,30 @@ def tags_all_versions_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def coverage_versions(entries: list[dict[str, Any]], selection: Selection) -> list[dict]:
+def coverage_versions(entries: list[dict[str, Any]], selection: Selection,
+                      torchscript: bool = True) -> list[dict]:
     """Per op, per selected schema version: ``cases`` (the case and its exporter/opset that
-    would prove it), ``equivalence`` (below opset 7), ``by type`` or ``none``, with why."""
+    would prove it), ``equivalence`` (below opset 7), ``by type`` or ``none``, with why.
+    ``torchscript=False``: the plan of ``verify-all --no-torchscript``."""
     from ..cases import cases_for
+    from .verify import exporter_mode
     out = []
     for e in entries:
         op, rows = e["op"], []
+        scripted, mine, left_out = exporter_mode(torchscript, cases_for(op))
         for v in schema_versions(op):
             if not selection.wants(v):
                 continue
             row: dict[str, Any] = {"version": v.version, "in_force": [v.first, v.last],
                                    "band": v.band.value}
-            provers, gaps = [], []
-            for c in cases_for(op):
+            provers = []
+            gaps = [f"{n}: needs the TorchScript exporter" for n in left_out]
+            for c in mine:
                 if covers(c, v):
                     provers.append({"case": c.name, "exporter": c.exporter,
                                     "opset": c.export_opset})
                     continue
-                r = route(c, v)
+                r = route(c, v, scripted)
                 if isinstance(r, Gap):
                     gaps.append(f"{c.name}: {r.value}")
                 else:
@@ -114,13 +119,14 @@ def coverage_versions_text(ops: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def coverage_versions_output(entries: list[dict[str, Any]], versions: str, fmt: str) -> str:
+def coverage_versions_output(entries: list[dict[str, Any]], versions: str, fmt: str,
+                             torchscript: bool | None = None) -> str:
     """``coverage --versions SEL``: the JSON document (coverage's, with ``versions``) or text."""
     from ..output.coverage import summary
     from ..output.documents import coverage_doc
     from ..output.report import to_json
     from .verify import selection_of
-    table = coverage_versions(entries, selection_of(versions))
+    table = coverage_versions(entries, selection_of(versions), torchscript)
     if fmt == "json":
         return to_json({**coverage_doc(summary(entries), entries, "every ai.onnx schema "
                                        "version and how it is decided"), "versions": table})

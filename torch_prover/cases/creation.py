@@ -10,10 +10,13 @@ Random ops: torch and onnxruntime draw different samples, so the cases either ma
 draw deterministic (Bernoulli with p in {0, 1}, Multinomial with one-hot probabilities)
 or allow the forward check the full range of the distribution (see each case's notes).
 """
+import numpy as np
+import onnx.numpy_helper
 import torch
 
 from ..case import Case, Float, Fixed
 from ..conventions import Applies, Convention
+from .reference import onnx_opset, reference_op
 
 
 # ----------------------------------------------------------------------------- Cast
@@ -28,6 +31,37 @@ def castlike_type_as(x, like):
 # ----------------------------------------------------------------------------- Constant
 def constant_only(x):
     return torch.tensor([1.5, -2.0, 3.25], dtype=torch.float64)
+
+
+_VALUE = [1.5, -2.0, 3.25]
+
+
+def _constant_emit():
+    return onnx_opset().Constant(value=onnx.numpy_helper.from_array(np.array(_VALUE)))
+
+
+@reference_op("Constant", emit=_constant_emit)
+def constant_value() -> torch.Tensor:
+    """Constant: its value attribute ([1.5, -2.0, 3.25], float64) as the output."""
+    return torch.tensor(_VALUE, dtype=torch.float64)
+
+
+def constant_only_ref(x):
+    return constant_value()
+
+
+def constant_beside_input_ref(x):
+    return torch.neg(x), constant_value()
+
+
+@reference_op("EyeLike")
+def eye_like(input: torch.Tensor) -> torch.Tensor:
+    """EyeLike: ones on the main diagonal of a matrix shaped and typed like ``input``."""
+    return torch.eye(input.shape[0], input.shape[1], dtype=input.dtype)
+
+
+def eyelike_ref(x):
+    return eye_like(x)
 
 
 def constant_beside_input(x):
@@ -113,11 +147,20 @@ CASES = [
          exporter="torchscript",
          notes="the dynamo exporter stores constants as initializers (no Constant node); "
                "TorchScript emits one Constant node. x is unused, so TorchScript drops it and "
-               "the graph has no input"),
+               "the graph has no input. Without TorchScript: the reference constant_value, "
+               "optimize=False (the optimizer folds a Constant node into an initializer)",
+         without_torchscript={"model": constant_only_ref, "kind": "reference",
+                              "translation": constant_value.translation,
+                              "export_options": {"optimize": False}}),
     Case("Constant", "constant_beside_input", constant_beside_input, (Float(2, 3),), ("x",),
          exporter="torchscript",
          notes="the Constant output sits beside -x so the graph keeps an input (x * 2 would "
-               "add a second Constant node for the 2)"),
+               "add a second Constant node for the 2). Without TorchScript: the reference "
+               "constant_value, optimize=False (the optimizer folds a Constant node into an "
+               "initializer)",
+         without_torchscript={"model": constant_beside_input_ref, "kind": "reference",
+                              "translation": constant_value.translation,
+                              "export_options": {"optimize": False}}),
     Case("ConstantOfShape", "constantofshape_new_zeros", NewZeros, (Float(2, 3),), ("x",),
          dynamic=True,
          notes="x.new_zeros(x.shape[0], 3) with dynamic shapes: the shape input is "
@@ -130,7 +173,9 @@ CASES = [
          exporter="torchscript", dynamic=True,
          notes="TorchScript lowers torch.eye(n, m) with dynamic n, m to "
                "EyeLike(ConstantOfShape(...)); the dynamo exporter builds it from "
-               "Range/Equal"),
+               "Range/Equal. Without TorchScript: the reference eye_like",
+         without_torchscript={"model": eyelike_ref, "kind": "reference", "dynamic": False,
+                              "translation": eye_like.translation}),
     Case("Range", "range_float", ArangeFloat, (Float(2, 3),), ("x",), dynamic=True,
          notes="arange(x.shape[1]) in float64: start and delta are float constants, "
                "limit is Cast(Shape(x))"),

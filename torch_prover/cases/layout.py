@@ -3,10 +3,13 @@
 All of them move or mask data without arithmetic, so the data input is differentiable
 and every shape-like input (axes, starts, pads, k ...) is an integer constant.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
 from ..case import Case, Expect, Float
+from .reference import reference_op
 
 
 def squeeze_dim1(x):
@@ -27,6 +30,17 @@ def transpose_perm(x):
 
 def flatten_from1(x):
     return torch.flatten(x, 1)
+
+
+@reference_op("Flatten")
+def flatten_ref(input: torch.Tensor, axis: int) -> torch.Tensor:
+    """Flatten (the schema): the dimensions before ``axis`` into the first, the rest into
+    the second."""
+    return input.reshape(math.prod(input.shape[:axis]), -1)
+
+
+def flatten_from1_ref(x):
+    return flatten_ref(x, 1)
 
 
 def expand_broadcast(x):
@@ -91,7 +105,11 @@ CASES = [
     Case("Flatten", "flatten_axis1", flatten_from1, (Float(2, 3, 4),), ("x",),
          exporter="torchscript",
          notes="the dynamo exporter lowers torch.flatten to Reshape; the TorchScript exporter "
-               "emits Flatten"),
+               "emits Flatten. Without TorchScript: the reference flatten_ref, optimize=False (the "
+               "optimizer rewrites Flatten as Reshape)",
+         without_torchscript={"model": flatten_from1_ref, "kind": "reference",
+                              "translation": flatten_ref.translation,
+                              "export_options": {"optimize": False}}),
     Case("Expand", "expand_broadcast", expand_broadcast, (Float(2, 1),), ("x",)),
     Case("Expand", "expand_as_dynamic_shape", ExpandAsOther, (Float(2, 1), Float(2, 3)),
          ("x", "like"), dynamic=True,

@@ -18,6 +18,10 @@ _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/
 _NO_PRECEDENT = ("the 'state update' convention has no precedent outside BatchNormalization's "
                  "own tags, so the math decides: {0} is smooth in X and input_{1} (both "
                  "witnesses); tagged non-differentiable")
+_SAVED = ("BatchNormalization-9's training form (the relabelled variants at opsets 7-13 take "
+          "it: engine/adapter_table.py) also outputs {0}, the batch {1} of X: smooth in X "
+          "(the node's finite differences are nonzero), tagged non-differentiable in "
+          "BatchNormalization-9 (unknown in -7); no parameter of BatchNormalization-14 on")
 _DROPOUT_RATIO = ("for one draw (mask m fixed) output = data * m / (1 - ratio), smooth in ratio; "
                   "averaged over draws E[output] = data, constant in ratio")
 _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
@@ -115,6 +119,10 @@ def dropout_train_p0(x):
     return torch.native_dropout(x, 0.0, True)
 
 
+def dropout_ratio0_output(x):
+    return torch.native_dropout(x, 0.0, True)[0]
+
+
 CASES = [
     Case("BatchNormalization", "batchnormalization_eval", batchnormalization_eval,
          (Float(2, 3, 2, 2), Float(3, requires_grad=False), Float(3, low=0.5, high=1.5, requires_grad=False),
@@ -132,7 +140,9 @@ CASES = [
                       "output 2": Applies(Convention.STATE_UPDATE,
                                           _RUNNING.format("running_var", "var"))},
          expect={"output 1": Expect("disagree", _NO_PRECEDENT.format("running_mean", "mean")),
-                 "output 2": Expect("disagree", _NO_PRECEDENT.format("running_var", "var"))},
+                 "output 2": Expect("disagree", _NO_PRECEDENT.format("running_var", "var")),
+                 "output 3": Expect("disagree", _SAVED.format("saved_mean", "mean")),
+                 "output 4": Expect("disagree", _SAVED.format("saved_var", "variance"))},
          notes="reference: the dynamo exporter turns F.batch_norm(training=True) into an "
                "inference-mode node (Y off by ~1 from PyTorch's) and returns the running stats "
                "unchanged (Identity), and PyTorch's running_var uses the unbiased batch "
@@ -173,13 +183,26 @@ CASES = [
          (Float(2, 3, 4, low=0.2, high=2.0),), ("x",), kind="reference",
          translation=lp_normalization.translation,
          notes="inputs kept positive, away from the kink of |x| at 0"),
+    Case("Dropout", "dropout_ratio0_output", dropout_ratio0_output, (Float(3, 4),), ("x",),
+         unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
+         fixed_draw="p=0: the mask keeps every element",
+         conventions={"input 1": Applies(Convention.SAMPLING, _DROPOUT_RATIO)},
+         export_options={"optimize": False},
+         notes="optimize=False: the exporter's optimizer folds p=0 dropout to Identity. "
+               "As dropout_train_p0 with the mask unread, so the node is valid in every "
+               "Dropout version: Dropout-12's ratio and training_mode inputs become Dropout-"
+               "10's and -7's ratio attribute (training with ratio 0 returns the input, as "
+               "inference does: engine/adapter_table.py), which dropout_train_p0's read mask "
+               "forbids (onnxruntime's Dropout-10 mask is all false outside training)"),
     Case("Dropout", "dropout_train_p0", dropout_train_p0, (Float(3, 4),), ("x",),
-         exporter="torchscript",
+         export_options={"optimize": False}, opsets=(12, 28),
          unexercised={"input 1": "the ratio is a Python float in PyTorch: a float constant"},
          fixed_draw="p=0: the mask keeps every element",
          conventions={"input 1": Applies(Convention.SAMPLING, _DROPOUT_RATIO)},
          notes="training mode with p=0: any p > 0 draws a random mask, so the ONNX forward "
                "could never match PyTorch's; p=0 keeps training_mode=True and the mask output "
-               "deterministic. TorchScript: the dynamo exporter folds p=0 dropout to Identity "
-               "(and eval-mode dropout disappears with either exporter)"),
+               "deterministic. optimize=False: the exporter's optimizer folds p=0 dropout to "
+               "Identity (eval-mode dropout disappears with either exporter). Opsets 12 on: "
+               "the read mask of training mode has no counterpart in Dropout-10 or -7 (see "
+               "dropout_ratio0_output)"),
 ]

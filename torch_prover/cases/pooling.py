@@ -39,6 +39,16 @@ def globalaveragepool(x):
     return F.adaptive_avg_pool2d(x, 1)
 
 
+@reference_op("GlobalAveragePool")
+def global_average_pool(X: Tensor) -> Tensor:
+    """GlobalAveragePool: the mean over every spatial axis, kept as size 1."""
+    return X.mean(dim=tuple(range(2, X.dim())), keepdim=True)
+
+
+def globalaveragepool_ref(x):
+    return global_average_pool(x)
+
+
 # --------------------------------------------------------------------------- references
 def globalmaxpool_adaptive(x):
     return F.adaptive_max_pool2d(x, 1)
@@ -151,9 +161,28 @@ def roi_align(X: Tensor, rois: Tensor, batch_indices: Tensor, output_height: int
     """RoiAlign, mode avg, half_pixel, fixed sampling_ratio: the mean of bilinear samples on
     a sampling_ratio x sampling_ratio grid in each bin. Sample points are assumed inside
     [0, H-1] x [0, W-1] (the cases draw rois so), where the spec needs no clamping."""
+    return _roi_align(X, rois, batch_indices, output_height, output_width, sampling_ratio,
+                      spatial_scale, 0.5)
+
+
+@reference_op("RoiAlign")
+def roi_align_modes(X: Tensor, rois: Tensor, batch_indices: Tensor, output_height: int,
+                    output_width: int, sampling_ratio: int, spatial_scale: float,
+                    coordinate_transformation_mode: str) -> Tensor:
+    """RoiAlign as ``roi_align``, its coordinate_transformation_mode an attribute:
+    'half_pixel' shifts the scaled box by -0.5, 'output_half_pixel' does not (RoiAlign-10's
+    only behaviour, "backward-compatible" in RoiAlign-16's schema)."""
+    shift = 0.5 if coordinate_transformation_mode == "half_pixel" else 0.0
+    return _roi_align(X, rois, batch_indices, output_height, output_width, sampling_ratio,
+                      spatial_scale, shift)
+
+
+def _roi_align(X: Tensor, rois: Tensor, batch_indices: Tensor, output_height: int,
+               output_width: int, sampling_ratio: int, spatial_scale: float,
+               shift: float) -> Tensor:
     n, c, h, w = X.shape
     r = rois.shape[0]
-    box = rois * spatial_scale - 0.5
+    box = rois * spatial_scale - shift
     x1, y1, x2, y2 = box[:, 0], box[:, 1], box[:, 2], box[:, 3]
     sr = sampling_ratio
 
@@ -252,6 +281,10 @@ def roialign_avg(x, rois, batch_indices):
     return roi_align(x, rois, batch_indices, 2, 2, 2, 0.5)
 
 
+def roialign_output_half_pixel(x, rois, batch_indices):
+    return roi_align_modes(x, rois, batch_indices, 2, 2, 2, 0.5, "output_half_pixel")
+
+
 CASES = [
     Case("AveragePool", "averagepool_2d", averagepool_2d, (Float(1, 2, 4, 4),), ("x",)),
     Case("AveragePool", "averagepool_pad", averagepool_pad, (Float(1, 2, 4, 4),), ("x",)),
@@ -270,7 +303,10 @@ CASES = [
     Case("GlobalAveragePool", "globalaveragepool_adaptive", globalaveragepool,
          (Float(1, 3, 3, 3),), ("x",), exporter="torchscript",
          notes="the dynamo exporter lowers adaptive_avg_pool2d(x, 1) to ReduceMean; the "
-               "TorchScript exporter emits GlobalAveragePool"),
+               "TorchScript exporter emits GlobalAveragePool. Without TorchScript: the "
+               "reference global_average_pool",
+         without_torchscript={"model": globalaveragepool_ref, "kind": "reference",
+                              "translation": global_average_pool.translation}),
     Case("GlobalMaxPool", "globalmaxpool_adaptive", globalmaxpool_adaptive, (Float(1, 2, 4, 5),),
          ("x",), exporter="torchscript", dynamic=True,
          notes="TorchScript exports adaptive_max_pool2d(x, 1) as GlobalMaxPool when the spatial "
@@ -298,6 +334,13 @@ CASES = [
          notes="reference: torchvision.ops.roi_align is not installable here. Random boxes "
                "keep every sample point inside the map and (almost surely) off the integer "
                "grid, where bilinear weights have kinks"),
+    Case("RoiAlign", "roialign_output_half_pixel", roialign_output_half_pixel,
+         (Float(2, 2, 6, 6), _boxes(3, 6, 6, scale=0.5), Fixed([1, 0, 1])),
+         ("x", "rois", "batch_indices"),
+         kind="reference", translation=roi_align_modes.translation,
+         notes="reference, as roialign_avg with coordinate_transformation_mode="
+               "'output_half_pixel': the behaviour of RoiAlign-10, which has no such attribute "
+               "(the relabelled variant drops it there: engine/adapter_table.py)"),
     Case("MaxRoiPool", "maxroipool_2x2", maxroipool_2x2,
          (Float(1, 2, 6, 6), _rois_with_batch([0, 0, 0], 6, 6, 0.5)), ("x", "rois"),
          kind="reference", translation=max_roi_pool.translation, opset=21,

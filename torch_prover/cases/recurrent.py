@@ -21,7 +21,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..case import Case, Expect, Float, Fixed
-from .reference import reference_op
+from .reference import onnx_opset, reference_op
 
 H = 3  # hidden size; input size 2, sequence length 4, batch 1 (2 when packed)
 
@@ -35,6 +35,27 @@ _PACKED = "see the *_packed_sequence_lens case"
 def rnn_h0_bias(x, h0, w_ih, w_hh, b):
     y, h = torch.rnn_tanh(x, h0, [w_ih, w_hh, b[:H], b[H:]], True, 1, 0.0, False, False, False)
     return y, h
+
+
+def _rnn_emit(X, W, R, B, initial_h, hidden_size: int):
+    Y, Y_h = onnx_opset().RNN(X, W, R, B, None, initial_h, hidden_size=hidden_size)
+    return Y, Y_h
+
+
+@reference_op("RNN", emit=_rnn_emit)
+def rnn_tanh_ref(X: torch.Tensor, W: torch.Tensor, R: torch.Tensor, B: torch.Tensor,
+                 initial_h: torch.Tensor, hidden_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """RNN, forward, tanh (the schema's defaults): H_t = tanh(X_t W^T + H_(t-1) R^T + Wb +
+    Rb); Y stacks every H_t (seq, 1, batch, hidden), Y_h is the last."""
+    h, ys = initial_h[0], []
+    for t in range(X.shape[0]):
+        h = torch.tanh(X[t] @ W[0].T + h @ R[0].T + B[0, :hidden_size] + B[0, hidden_size:])
+        ys.append(h)
+    return torch.stack(ys).unsqueeze(1), h.unsqueeze(0)
+
+
+def rnn_h0_bias_ref(x, h0, w_ih, w_hh, b):
+    return rnn_tanh_ref(x, w_ih.unsqueeze(0), w_hh.unsqueeze(0), b.unsqueeze(0), h0, H)
 
 
 def gru_h0_bias(x, h0, w_ih, w_hh, b):
@@ -111,7 +132,10 @@ CASES = [
          ("x", "h0", "w_ih", "w_hh", "b"), exporter="torchscript",
          expect={"input 5": Expect("disagree", _STATE.format("initial_h"))},
          unexercised={"input 4": _PACKED},
-         notes="TorchScript: the dynamo exporter unrolls rnn_tanh into MatMul/Tanh per step"),
+         notes="TorchScript: the dynamo exporter unrolls rnn_tanh into MatMul/Tanh per step. "
+               "Without TorchScript: the reference rnn_tanh_ref, the recurrence from the schema",
+         without_torchscript={"model": rnn_h0_bias_ref, "kind": "reference",
+                              "translation": rnn_tanh_ref.translation}),
     Case("RNN", "rnn_packed_sequence_lens", rnn_packed_sequence_lens,
          (Float(4, 2, 2), Fixed([4, 2]), Float(1, 2, H), Float(H, 2), Float(H, H)),
          ("x", "lengths", "h0", "w_ih", "w_hh"), exporter="torchscript",

@@ -74,7 +74,7 @@ from typing import Any, Callable, Mapping
 import onnx.defs
 import torch
 
-from ..case import DEFAULT_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
 from ..engine.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, PRIVATE_VERSION,
                                  exporter_opset, private_schema)
 
@@ -109,13 +109,14 @@ def onnx_opset(version: int = DEFAULT_OPSET, domain: str = "") -> Any:
 def node_op(onnx_op: str, opset: int = DEFAULT_OPSET, domain: str = "") -> Any:
     """The onnxscript op emitting one ``onnx_op`` node for a case at ``opset``.
 
-    Above the exporter's opset (an ai.onnx op new in 26-28) the node is emitted as
+    Above the exporter's opset (an ai.onnx op new in 26-28), or below the dynamo exporter's
+    oldest (18: a deprecated op, Upsample-9, Scatter-9), the node is emitted as
     ``torch_prover.next::<onnx_op>`` with the real schema's inputs, outputs and attributes;
-    the export stage raises the model to ``opset`` and moves it into ai.onnx
+    the export stage raises (or lowers) the model to ``opset`` and moves it into ai.onnx
     (``engine/next_opset.py``). Use it in a custom ``emit=`` as ``node_op("X", 27)(a, b)``;
     other nodes of the translation (``Constant``) come from ``onnx_opset(exporter_opset(V))``.
     """
-    if opset > EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):
+    if not DYNAMO_MIN_OPSET <= opset <= EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):
         from onnxscript import values
 
         return values.Op(values.Opset(PRIVATE_DOMAIN, PRIVATE_VERSION), onnx_op,

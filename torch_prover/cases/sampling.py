@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..case import Case, Expect, Float, Fixed
 from ..conventions import Applies, Convention
-from .reference import reference_op
+from .reference import node_op, onnx_opset, reference_op
 
 
 def gridsample_bilinear(x, grid):
@@ -28,6 +28,17 @@ def gridsample_bicubic_border(x, grid):
 
 def affinegrid_2d(theta):
     return F.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
+
+
+@reference_op("AffineGrid")
+def affine_grid_ref(theta: torch.Tensor, size: list[int], align_corners: int) -> torch.Tensor:
+    """AffineGrid: the base grid of ``size`` (align_corners as the schema) times theta^T;
+    F.affine_grid computes exactly that."""
+    return F.affine_grid(theta, size, align_corners=bool(align_corners))
+
+
+def affinegrid_2d_ref(theta):
+    return affine_grid_ref(theta, [1, 1, 3, 4], 0)
 
 
 def resize_bilinear_scale(x):
@@ -44,6 +55,22 @@ def resize_nearest_size(x):
 
 def upsample_nearest(x):
     return F.interpolate(x, scale_factor=2.0, mode="nearest")
+
+
+def _upsample_emit(X, scales: list[float], mode: str):
+    op = onnx_opset(18)
+    return node_op("Upsample", 9)(X, op.Constant(value_floats=scales), mode=mode)
+
+
+@reference_op("Upsample", emit=_upsample_emit, opset=9)
+def upsample_ref(X: torch.Tensor, scales: list[float], mode: str) -> torch.Tensor:
+    """Upsample-9, mode nearest: F.interpolate with the scales of the two spatial axes (the
+    first two, N and C, are 1)."""
+    return F.interpolate(X, scale_factor=tuple(scales[2:]), mode=mode)
+
+
+def upsample_nearest_ref(x):
+    return upsample_ref(x, [1.0, 1.0, 2.0, 2.0], "nearest")
 
 
 def _crop_linear_1d(x: torch.Tensor, dim: int, start: torch.Tensor, end: torch.Tensor,
@@ -81,6 +108,40 @@ def resize_crop(X: torch.Tensor, roi: torch.Tensor, scales: Optional[torch.Tenso
 
 def resize_crop_roi(x, roi):
     return resize_crop(x, roi, None, [3, 3], [2, 3], "tf_crop_and_resize", "linear")
+
+
+@reference_op("Resize")
+def resize_crop_all_axes(X: torch.Tensor, roi: torch.Tensor, scales: Optional[torch.Tensor],
+                         sizes: list[int], coordinate_transformation_mode: str,
+                         mode: str) -> torch.Tensor:
+    """``resize_crop`` over every axis (no ``axes`` attribute, which Resize-18 introduced):
+    roi = [starts..., ends...] of all axes; an axis of length 1 resized to 1 samples
+    0.5 * (start + end) * (1 - 1) = 0, its only pixel, whatever roi says."""
+    k = X.dim()
+    y = X
+    for a, size in enumerate(sizes):
+        if X.shape[a] == 1 and size == 1:
+            continue
+        y = _crop_linear_1d(y, a, roi[a], roi[k + a], size)
+    return y
+
+
+def resize_crop_roi_all_axes(x, roi):
+    return resize_crop_all_axes(x, roi, None, [1, 1, 3, 3], "tf_crop_and_resize", "linear")
+
+
+@reference_op("DepthToSpace")
+def depth_to_space(input: torch.Tensor, blocksize: int, mode: str) -> torch.Tensor:
+    """DepthToSpace in DCR mode (the schema's formula): reshape to (N, b, b, C/b^2, H, W),
+    transpose (0, 3, 4, 1, 5, 2), reshape to (N, C/b^2, H*b, W*b)."""
+    n, c, h, w = input.shape
+    b = blocksize
+    t = input.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
+    return t.reshape(n, c // (b * b), h * b, w * b)
+
+
+def depthtospace_dcr(x):
+    return depth_to_space(x, 2, "DCR")
 
 
 def col2im_fold(x):
@@ -126,7 +187,10 @@ CASES = [
     Case("AffineGrid", "affinegrid_2d", affinegrid_2d, (Float(1, 2, 3),), ("theta",),
          exporter="torchscript", expect={"input 0": _THETA},
          notes="the dynamo exporter decomposes affine_grid into MatMul/Reshape; the "
-               "TorchScript exporter emits AffineGrid (opset 20)"),
+               "TorchScript exporter emits AffineGrid (opset 20). Without TorchScript: the "
+               "reference affine_grid_ref",
+         without_torchscript={"model": affinegrid_2d_ref, "kind": "reference",
+                              "translation": affine_grid_ref.translation}),
     Case("Resize", "resize_bilinear_scale", resize_bilinear_scale, (Float(1, 2, 2, 3),), ("x",),
          conventions={"input 2": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE)},
          expect={"input 2": Expect("disagree", "the 'shape-setting input' convention has no "
@@ -145,21 +209,43 @@ CASES = [
          unexercised={"input 1": _ROI}),
     Case("Resize", "resize_crop_roi", resize_crop_roi,
          (Float(1, 2, 4, 4), Fixed([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
-         translation=resize_crop.translation,
+         translation=resize_crop.translation, opsets=(18, 28),
          expect={"input 1": Expect("disagree", _ROI_MOVES)},
          fails_at={10: "Resize-10 has no roi, sizes or tf_crop_and_resize (from Resize-11)"},
          notes="reference: F.interpolate has no tf_crop_and_resize mode. roi (axes 2, 3) is "
                "chosen so that every sample position (0.3, 1.35, 2.4 and 0.6, 1.65, 2.7 on a "
                "4-pixel axis) lies strictly between pixels and inside the image: no kink "
-               "near the point; sizes [3, 3] keep the output shape fixed while roi moves"),
+               "near the point; sizes [3, 3] keep the output shape fixed while roi moves. Opsets "
+               "18 on: its axes attribute is Resize-18's (resize_crop_roi_all_axes covers "
+               "Resize-11 and -13)"),
+    Case("Resize", "resize_crop_roi_all_axes", resize_crop_roi_all_axes,
+         (Float(1, 1, 4, 4), Fixed([0.0, 0.0, 0.1, 0.2, 1.0, 1.0, 0.8, 0.9])), ("x", "roi"),
+         kind="reference", translation=resize_crop_all_axes.translation, opsets=(11, 28),
+         expect={"input 1": Expect("disagree", _ROI_MOVES)},
+         notes="reference, as resize_crop_roi without the axes attribute (Resize-18 on), so "
+               "its node is Resize-11's and -13's too: roi and sizes over all four axes, N "
+               "and C of length 1 (an axis of length 1 samples its only pixel whatever roi "
+               "says). Opsets 11 on: Resize-10 has no roi"),
     Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          fails_at={10: "Upsample-10 is deprecated (Resize replaces it): onnx.checker refuses "
                        "every model that uses it"},
          notes="Upsample is deprecated since opset 10: only the TorchScript exporter at opset "
-               "9 emits it"),
+               "9 emits it. Without TorchScript: the reference upsample_ref, its node lowered "
+               "from the dynamo exporter's opset 18 (engine/next_opset.py), in float32 "
+               "(onnxruntime has no float64 Upsample-7 kernel)",
+         without_torchscript={"model": upsample_nearest_ref, "kind": "reference", "opset": 9,
+                              "translation": upsample_ref.translation,
+                              "float_dtype": torch.float32}),
     Case("Col2Im", "col2im_fold", col2im_fold, (Float(1, 4, 6),), ("x",)),
     Case("Col2Im", "col2im_fold_strided", col2im_fold_strided, (Float(1, 6, 9),), ("x",)),
     Case("DepthToSpace", "depthtospace_pixel_shuffle", depthtospace_pixel_shuffle,
-         (Float(1, 8, 2, 3),), ("x",)),
+         (Float(1, 8, 2, 3),), ("x",), opsets=(11, 28),
+         notes="F.pixel_shuffle exports mode CRD, which exists from DepthToSpace-11 on (see "
+               "depthtospace_dcr for DepthToSpace-1)"),
+    Case("DepthToSpace", "depthtospace_dcr", depthtospace_dcr, (Float(1, 8, 2, 3),), ("x",),
+         kind="reference", translation=depth_to_space.translation,
+         notes="reference: F.pixel_shuffle exports mode CRD, which DepthToSpace-1 lacks (it "
+               "is DCR only); DCR is DepthToSpace-11's default, so the relabelled node at "
+               "opsets 7-10 drops it (engine/adapter_table.py)"),
 ]

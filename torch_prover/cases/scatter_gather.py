@@ -31,6 +31,17 @@ def scatter_dim1(data, indices, updates):
     return torch.scatter(data, 1, indices, updates)
 
 
+@reference_op("Scatter", opset=10)
+def scatter_ref(data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor,
+                axis: int) -> torch.Tensor:
+    """Scatter-9 (ScatterElements before its rename): torch.scatter along ``axis``."""
+    return torch.scatter(data, axis, indices, updates)
+
+
+def scatter_dim1_ref(data, indices, updates):
+    return scatter_ref(data, indices, updates, 1)
+
+
 def scatter_add_dim1(data, indices, updates):
     return torch.scatter_add(data, 1, indices, updates)
 
@@ -148,7 +159,11 @@ CASES = [
          fails_at={11: "Scatter-11 is deprecated (ScatterElements replaces it): onnx.checker "
                        "refuses every model that uses it"},
          notes="Scatter is deprecated since opset 11 (renamed ScatterElements); only the "
-               "TorchScript exporter at opset 10 still emits it"),
+               "TorchScript exporter at opset 10 still emits it. Without TorchScript: the "
+               "reference scatter_ref, its node lowered from the dynamo exporter's opset 18 "
+               "(engine/next_opset.py)",
+         without_torchscript={"model": scatter_dim1_ref, "kind": "reference", "opset": 10,
+                              "translation": scatter_ref.translation}),
     Case("ScatterElements", "scatterelements_none", scatter_dim1,
          (Float(3, 4), Fixed(_ROWS_NO_DUP), Float(3, 2)), ("data", "indices", "updates")),
     Case("ScatterElements", "scatterelements_add", scatter_add_dim1,

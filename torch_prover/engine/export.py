@@ -22,6 +22,7 @@ import torch
 from ..case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
+from .adapters import Adaptation
 from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
                          model_nodes, private_nodes, raise_opset, relabel_opset)
 
@@ -35,6 +36,7 @@ class Exported:
     output_names: tuple[str, ...]
     route: ExportRoute = ExportRoute.DIRECT
     route_note: str = ""      # why the route is not the direct one (relabelled)
+    adaptations: tuple[Adaptation, ...] = ()   # what relabelling changed (engine/adapters.py)
 
 
 @contextlib.contextmanager
@@ -162,7 +164,8 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
         if case.origin is not None and case.exporter == "dynamo" and \
                 case.export_opset < DYNAMO_MIN_OPSET:
             raise CaseError(f"the dynamo exporter does not build opset {case.export_opset} "
-                            f"(it converts from {DYNAMO_MIN_OPSET}, which a custom "
+                            f"(it converts from {DYNAMO_MIN_OPSET} with onnx's version "
+                            f"converter, which lacks most down-adapters and a custom "
                             f"translation defeats)")
         if case.origin is not None and case.exporter == "torchscript" and \
                 case.export_opset > TORCHSCRIPT_MAX_OPSET:
@@ -177,16 +180,46 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
             raise
         why = first_line(direct).removeprefix(label)
     exporter, source = case.origin
-    base = _export_at(case, exporter, source, module, args, n_outputs)
-    model, moved = relabel_opset(base.model, source, case.export_opset, op=case.op,
-                                 label=label)
+    base = _base_export(case, exporter, source, module, args, n_outputs)
+    model, moved, adapted = relabel_opset(base.model, source, case.export_opset, op=case.op,
+                                          label=label)
     check(model, label)
-    glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
     return dataclasses.replace(base, model=model, opset=case.export_opset,
-                               route=ExportRoute.RELABELLED,
+                               route=ExportRoute.RELABELLED, adaptations=adapted,
                                route_note=f"exported at opset {source} by the {exporter} "
                                           f"exporter and moved to opset "
-                                          f"{case.export_opset}, because {why}{glue}")
+                                          f"{case.export_opset}, because {why}"
+                                          f"{_changes(moved, adapted)}")
+
+
+def _changes(moved: Sequence[str], adapted: Sequence[Adaptation]) -> str:
+    """The route note's tail: glue whose schema differs at the target, and each
+    adaptation."""
+    glue = f"; glue whose schema differs there: {', '.join(moved)}" if moved else ""
+    return glue + (f"; adapted: {'; '.join(a.text() for a in adapted)}" if adapted else "")
+
+
+_BASES: dict[tuple, Exported] = {}
+"""The last exports a relabelled variant started from, by (case, exporter, opset): every
+variant of a case at opsets 7-17 relabels the same opset-18 (or own-opset) export, and a
+worker proving several of them exports it once. The module and inputs are the case's,
+seeded, so the export is the same; relabel_opset copies the model before changing it."""
+
+
+def _base_export(case: Case, exporter: str, source: int, module: torch.nn.Module,
+                 args: Sequence[torch.Tensor], n_outputs: int) -> Exported:
+    key = (case.variant_of, case.model, exporter, source, case.dynamic,
+           repr(sorted(case.export_options.items())), repr(case.translation), n_outputs)
+    try:
+        hit = _BASES.get(key)
+    except TypeError:   # an unhashable model: no memo
+        return _export_at(case, exporter, source, module, args, n_outputs)
+    if hit is None:
+        hit = _export_at(case, exporter, source, module, args, n_outputs)
+        if len(_BASES) >= 4:
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = hit
+    return hit
 
 
 def _has_op(model: onnx.ModelProto, op: str, domain: str) -> bool:
@@ -202,12 +235,25 @@ def _export_at(case: Case, exporter: str, target: int, module: torch.nn.Module,
     if case.translation:
         options["custom_translation_table"] = dict(case.translation)
     label = f"{case.op}/{case.name}: "
-    raised = export_route(exporter, target) is ExportRoute.RAISED
-    asked = EXPORTER_MAX_OPSET if raised else target
+    way = export_route(exporter, target)
+    raised = way is ExportRoute.RAISED
+    asked = {ExportRoute.RAISED: EXPORTER_MAX_OPSET,
+             ExportRoute.LOWERED: DYNAMO_MIN_OPSET}.get(way, target)
     exported = export_module(module, args, exporter=exporter, opset=asked,
                              input_names=case.names,
                              output_names=[output_name(j) for j in range(n_outputs)],
                              dynamic=case.dynamic, options=options, label=label)
+    if way is ExportRoute.LOWERED:   # a deprecated op's node, private until moved down
+        model, moved, adapted = relabel_opset(exported.model, asked, target, op=case.op,
+                                              label=label, lower=True)
+        check(model, label)
+        return dataclasses.replace(
+            exported, model=model, opset=target, route=ExportRoute.RELABELLED,
+            adaptations=adapted,
+            route_note=f"exported at opset {asked} by the dynamo exporter with the "
+                       f"{case.op} node in {PRIVATE_DOMAIN} (the exporter builds no opset "
+                       f"{target}), then moved into ai.onnx at opset {target}"
+                       f"{_changes(moved, adapted)}")
     if not raised:
         waiting = private_nodes(exported.model)
         if waiting:

@@ -15,7 +15,7 @@ import numpy as np
 from ..vocab import NumericOutcome
 from .isolate import (IsolatedNode, Lifted, Point, Value, elem_dtype, flat_values,
                       is_float_value, refusal_line, relative_to, rms_scale, shaped_like,
-                      value_dtype, value_shape)
+                      value_dtype, value_parts, value_shape)
 from .numeric import STEP
 from .precision import Precision, computed_precision, runtime_name
 
@@ -306,6 +306,9 @@ class _Measure:
         if isinstance(x, list) and not x:
             return InputWitness(index, name, dtype, Outcome.NOT_RUN,
                                 "an empty sequence: nothing to perturb")
+        if not any(p.size for p in value_parts(x)):   # Resize-11's "unused" empty scales
+            return InputWitness(index, name, dtype, Outcome.NOT_RUN,
+                                "an empty tensor: nothing to perturb")
         if not is_float_value(x):
             return InputWitness(index, name, dtype, Outcome.INTEGER, f"{dtype}: not perturbed")
         if not self.float_outputs:

@@ -26,9 +26,11 @@ import onnx.defs
 import onnx.helper
 from onnx.defs import OpSchema
 
-from ..case import DEFAULT_OPSET
+from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
 from ..errors import CaseError
 from ..vocab import ExportRoute
+from .adapter_table import rules
+from .adapters import AdaptError, Adaptation, ModelView, adapt_node
 from .mapping import subgraphs
 
 EXPORTER_MAX_OPSET = DEFAULT_OPSET
@@ -40,7 +42,7 @@ PRIVATE_VERSION = 1
 
 def exporter_opset(opset: int) -> int:
     """The opset the dynamo exporter is asked for, for a case at ``opset``."""
-    return min(opset, EXPORTER_MAX_OPSET)
+    return max(min(opset, EXPORTER_MAX_OPSET), DYNAMO_MIN_OPSET)
 
 
 def export_route(exporter: str, opset: int) -> ExportRoute:
@@ -48,6 +50,8 @@ def export_route(exporter: str, opset: int) -> ExportRoute:
     the export stage and shown by ``coverage``."""
     if exporter == "dynamo" and opset > EXPORTER_MAX_OPSET:
         return ExportRoute.RAISED
+    if exporter == "dynamo" and opset < DYNAMO_MIN_OPSET:
+        return ExportRoute.LOWERED
     return ExportRoute.DIRECT
 
 
@@ -157,81 +161,81 @@ def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "",
 
 
 def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
-                  label: str = "") -> tuple[onnx.ModelProto, tuple[str, ...]]:
+                  label: str = "", lower: bool = False
+                  ) -> tuple[onnx.ModelProto, tuple[str, ...], tuple[Adaptation, ...]]:
     """A copy of ``model`` (ai.onnx ``source``, no private nodes) declaring ai.onnx
-    ``target``, and the other nodes whose schema differs between the two opsets: the
-    route of a case variant that no exporter produces at ``target`` (the dynamo
-    exporter's version converter fails or silently keeps opset 18; the TorchScript
-    exporter lacks the op or decomposes it). ``op``'s nodes take their schema at
-    ``target``; so may glue (a ``Constant``, a ``Cast``) whose schema changed in between.
-    That is a claim the proof checks, and the record names every such node: the full
-    checker at ``target``, and the whole model's forward and VJP against PyTorch's. A node
-    with no schema at ``target`` is refused (CaseError naming it)."""
-    if private_nodes(model):
+    ``target``; the other nodes whose schema differs between the two opsets; and the
+    adaptations made: the route of a case variant that no exporter produces at ``target``
+    (the dynamo exporter's version converter fails or silently keeps opset 18; the
+    TorchScript exporter lacks the op or decomposes it).
+
+    Every ai.onnx node -- ``op``'s and the glue around it -- takes its schema at
+    ``target``; where that schema's signature differs, ``engine/adapters.py`` brings the
+    node to it only where both versions compute the same thing (an attribute at the value
+    where they coincide, a constant input to the older attribute, an unread output) and
+    otherwise refuses with a typed reason (``adapters.AdaptError``, a CaseError). What is
+    left is a claim the proof checks, and the record names every node and adaptation: the
+    full checker at ``target``, and the whole model's forward and VJP against PyTorch's.
+    A node with no schema at ``target`` is refused (CaseError naming it).
+
+    ``lower``: the model holds ``op``'s node in ``PRIVATE_DOMAIN`` (a reference op declared
+    below opset 18, for an op the dynamo exporter no longer emits: Upsample-9, Scatter-9),
+    with the schema ``op`` has at ``target``: it moves into ai.onnx."""
+    waiting = private_nodes(model)
+    if waiting and not (lower and all(n.op_type == op for n in waiting)):
         raise CaseError(f"{label}a node newer than opset {source} cannot be moved to "
                         f"opset {target}")
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    moved: list[str] = []
     for node in model_nodes(out):
-        if node.domain in ("", "ai.onnx") and node.op_type == op:
-            adapted = _axes_to_attribute(out.graph, node, target)
-            if adapted:
-                moved.append(adapted)
-        if node.domain not in ("", "ai.onnx") or node.op_type == op:
+        if node.domain == PRIVATE_DOMAIN:
+            node.domain = ""
+    for imports in [out.opset_import] + [f.opset_import for f in out.functions]:
+        kept = [i for i in imports if i.domain != PRIVATE_DOMAIN]
+        del imports[:]
+        imports.extend(kept)
+    moved: list[str] = []
+    done: list[Adaptation] = []
+    view = ModelView(out)
+    table = rules()
+    for node in list(model_nodes(out)):
+        if node.domain not in ("", "ai.onnx"):
             continue
         before, after = _since(node.op_type, source), _since(node.op_type, target)
         if after is None:
             raise CaseError(f"{label}{_name(node)} has no schema at opset {target}: the "
                             f"model cannot be moved there")
-        if before != after and f"{node.op_type}-{before}->{after}" not in moved:
+        if before == after or (lower and node.op_type == op):   # lowered: already its own
+            continue
+        try:
+            done += adapt_node(view, node, source, target, table)
+        except AdaptError as exc:
+            raise AdaptError(exc.refusal, f"{label}{exc.node}", exc.detail) from None
+        if node.op_type != op and f"{node.op_type}-{before}->{after}" not in moved:
             moved.append(f"{node.op_type}-{before}->{after}")
+    _drop_unread_constants(out)
     for imports in [out.opset_import] + [f.opset_import for f in out.functions]:
         for i in imports:
             if i.domain in ("", "ai.onnx"):
                 i.version = target
     needed = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
     out.ir_version = max(out.ir_version, needed)
-    return out, tuple(moved)
+    return out, tuple(moved), tuple(done)
 
 
-def _axes_to_attribute(graph: onnx.GraphProto, node: onnx.NodeProto, target: int) -> str:
-    """The one signature change a relabelled node may be adapted across, as ONNX's own
-    version converter does for the ops it has adapters for: a Reduce node whose ``axes`` is
-    a constant input (opset 18 on) takes it as the ``axes`` attribute its older schema
-    declares, and drops ``noop_with_empty_axes`` left at its default (0), which the older
-    schema lacks. Anything else is left for the checker to judge. Returns what it did."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, target, "")
-    except onnx.defs.SchemaError:
-        return ""
-    names = [p.name for p in schema.inputs]
-    if "axes" not in schema.attributes or "axes" in names or len(node.input) < 2:
-        return ""
-    axes = _constant_ints(graph, node.input[1])
-    if axes is None:
-        return ""
-    noop = [a for a in node.attribute if a.name == "noop_with_empty_axes"]
-    if noop and noop[0].i != 0:
-        return ""
-    del node.input[1:]
-    keep = [a for a in node.attribute if a.name != "noop_with_empty_axes"]
-    del node.attribute[:]
-    node.attribute.extend(keep + [onnx.helper.make_attribute("axes", axes)])
-    return f"{node.op_type}: constant axes input -> axes attribute"
-
-
-def _constant_ints(graph: onnx.GraphProto, name: str) -> list[int] | None:
-    """The int values of ``name`` when it is an initializer or a Constant's output."""
-    import onnx.numpy_helper
-    for t in graph.initializer:
-        if t.name == name:
-            return [int(v) for v in onnx.numpy_helper.to_array(t).reshape(-1)]
-    for n in graph.node:
-        if n.op_type == "Constant" and list(n.output) == [name]:
-            for a in n.attribute:
-                if a.name == "value":
-                    return [int(v) for v in onnx.numpy_helper.to_array(a.t).reshape(-1)]
-                if a.name == "value_ints":
-                    return [int(v) for v in a.ints]
-    return None
+def _drop_unread_constants(model: onnx.ModelProto) -> None:
+    """Constants an adaptation turned into attributes, now read by nothing: removed, so
+    the model holds no dead node (whose own schema would still have to fit)."""
+    g = model.graph
+    while True:
+        read = {i for n in model_nodes(model) for i in n.input} | {o.name for o in g.output}
+        dead = [n for n in g.node if n.op_type == "Constant" and n.output[0] not in read]
+        if not dead:
+            break
+        for n in dead:
+            g.node.remove(n)
+    inputs = {i.name for i in g.input}
+    keep = [t for t in g.initializer if t.name in read or t.name in inputs]
+    if len(keep) != len(g.initializer):
+        del g.initializer[:]
+        g.initializer.extend(keep)

@@ -152,7 +152,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
         return Proof(case, exported.opset, exported.exporter, schema.since_version,
                      latest.since_version, (), None, exported.model,
                      f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source,
-                     route_note=exported.route_note)
+                     route_note=exported.route_note, adaptations=exported.adaptations)
     numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
     if numeric:
         feeds = _feeds(case, pr, exported)
@@ -187,8 +187,9 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     return Proof(case, exported.opset, exported.exporter, schema.since_version,
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
                  gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
-                 route_note=exported.route_note, notes=tuple(mapping.shared_notes),
-                 node=mapping.node_index, fidelity=faithful)
+                 route_note=exported.route_note, adaptations=exported.adaptations,
+                 notes=tuple(mapping.shared_notes), node=mapping.node_index,
+                 fidelity=faithful)
 
 
 def _module_factory(model: Any) -> Callable[[], torch.nn.Module] | type:

@@ -73,6 +73,7 @@ class Proof:
     witness: tuple[node_witness.NodeWitness, ...] = ()   # one per probe seed
     helper_nodes: tuple[str, ...] = ()   # other nodes of the target's type (not proved)
     route_note: str = ""     # a relabelled export (export.export_case): how and why
+    adaptations: tuple[Any, ...] = ()    # adapters.Adaptation: what relabelling changed
     body: BodyResult | None = None       # the op's function body, expanded for the node
     notes: tuple[str, ...] = ()          # what the mapping cost, with the stricter proof
     node: int | None = None              # the proved node's index in the graph (not recorded)
@@ -183,6 +184,9 @@ def record(proof: Proof) -> dict[str, Any]:
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
         **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
         **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),
+        **({"adaptations": [{"node": a.node, "op": a.op, "from": a.source, "to": a.target,
+                             "change": a.change} for a in proof.adaptations]}
+           if proof.adaptations else {}),
         **({"notes": list(proof.notes)} if proof.notes else {}),
         **({"fidelity": proof.fidelity.record()}
            if proof.fidelity is not None and not proof.fidelity.faithful else {}),

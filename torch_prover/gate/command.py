@@ -38,6 +38,7 @@ class Request:
     report: str | None = None
     progress: Callable[[int, int, str], None] | None = None
     outputs: tuple[Any, ...] = ()   # preflight.Output: other files written (--junit, the step summary)
+    torchscript: bool | None = None  # False: --no-torchscript; None: if torch has it
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,9 @@ def prepare(req: Request) -> Prepared:
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
     found = diff(base)
-    provings = select(found.changes)
+    from ..batch.verify import exporter_mode
+    torchscript = exporter_mode(req.torchscript, ())[0]
+    provings = select(found.changes, torchscript=torchscript)
     todo = to_run(provings)
     trees: list[tuple[str, Any]] = [("--cache-dir", req.cache_dir)]
     if out is not None:

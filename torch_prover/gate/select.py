@@ -37,18 +37,24 @@ def _version(change: Change):
     return next(v for v in schema_versions(change.op) if v.version == change.version)
 
 
-def proving(change: Change, cases: Sequence[Case]) -> Proving:
-    """The proofs of ``change``'s version among ``cases`` (its op's catalogue cases)."""
+def proving(change: Change, cases: Sequence[Case], torchscript: bool = True) -> Proving:
+    """The proofs of ``change``'s version among ``cases`` (its op's catalogue cases);
+    ``torchscript=False``: with the dynamo exporter only (``verify.exporter_mode``: a
+    TorchScript case takes its declared dynamo way, or is a gap)."""
+    from ..batch.verify import exporter_mode
     if change.params and all(p.pr is None for p in change.params):
         return Proving(change)          # only removals: nothing of the PR's to prove
-    mine = [c for c in cases if c.domain == ""]
-    if not mine:
+    domain = [c for c in cases if c.domain == ""]
+    if not domain:
         return Proving(change, by_type=_by_type(change), no_case=True)
+    _, mine, left_out = exporter_mode(torchscript, domain)
     v = _version(change)
     own = [c for c in mine if covers(c, v)]
-    planned = plan(mine, Selection("range", v.first, v.last))
+    planned = plan(mine, Selection("range", v.first, v.last), torchscript)
     return Proving(change, tuple(own) + tuple(p.case for p in planned if p.case is not None),
-                   tuple((p.base.name, p.gap.value) for p in planned if p.gap is not None))
+                   tuple((p.base.name, p.gap.value) for p in planned if p.gap is not None)
+                   + tuple((name, "needs the TorchScript exporter (no dynamo way declared)")
+                           for name in left_out))
 
 
 def _by_type(change: Change) -> tuple[dict[str, Any], ...]:
@@ -59,11 +65,12 @@ def _by_type(change: Change) -> tuple[dict[str, Any], ...]:
 
 
 def select(changes: Sequence[Change],
-           cases_of: Callable[[str], Sequence[Case]] | None = None) -> tuple[Proving, ...]:
+           cases_of: Callable[[str], Sequence[Case]] | None = None,
+           torchscript: bool = True) -> tuple[Proving, ...]:
     """One ``Proving`` per change; ``cases_of(op)`` is the catalogue's ``cases_for``."""
     if cases_of is None:
         from ..cases import cases_for as cases_of
-    return tuple(proving(c, cases_of(c.op)) for c in changes)
+    return tuple(proving(c, cases_of(c.op), torchscript) for c in changes)
 
 
 def to_run(provings: Sequence[Proving]) -> list[Case]:

@@ -192,6 +192,8 @@ def proof_text(rec: dict[str, Any], width: int | None = DEFAULT_WIDTH,
     source = autograd_source_line(rec)
     if source:
         lines += wrap_line(source, width)
+    if rec.get("route_note"):   # a relabelled variant: how, and every adaptation
+        lines += wrap_line(f"route: relabelled, {rec['route_note']}", width, "  ")
     lines += wrap_line(f"{model_label} sha256 {rec['model']['sha256']}; " + ", ".join(
         f"{k} {v}" for k, v in rec["versions"].items()), width)
     lines.append(f"status: {rec['status']}")
@@ -242,7 +244,8 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None,
     source = autograd_source_line(rec)
     lines += [""] + [x for n in rec.get("notes", ()) for x in (f"Note: {n}", "")] + [
         numeric_line(rec), ""] + ([source, ""] if source else []) + [
-        body_summary(rec), "",
+        body_summary(rec), ""] + ([f"Route: relabelled, {rec['route_note']}", ""]
+                                  if rec.get("route_note") else []) + [
               f"Exported with the {rec['exporter']} exporter at opset {rec['opset']} "
               f"(schema {rec['op']}-{rec['schema_version']}"
               + "".join(f"; {n}" for n in [route_note(rec['exporter'], rec['opset'])] if n)

@@ -1,0 +1,107 @@
+"""Proving without the TorchScript exporter (engine/exporters.py, --no-torchscript).
+
+The full comparison over the catalogue is scripts/compare_exporters.py; here a few ops
+that take each path: a TorchScript case with a declared dynamo way (Softplus), glue and
+op adapters below opset 13 (Unsqueeze's axes input), a version-specific adapter with a
+case valid at every version (Dropout).
+"""
+import pytest
+
+from torch_prover.batch import verify
+from torch_prover.batch.exporter_compare import compare, decided_cells
+from torch_prover.batch.versions import Selection, plan
+from torch_prover.cases import all_cases, cases_for
+from torch_prover.engine import exporters
+
+SUBSET = "Softplus,Unsqueeze,Dropout"
+
+
+def _report(**kw):
+    request = verify.Request(ops=SUBSET, versions="all", out=None, cache_dir=None, **kw)
+    return verify.run(verify.prepare(request)).report
+
+
+@pytest.fixture(scope="module")
+def both():
+    return _report(), _report(torchscript=False)
+
+
+def test_without_torchscript_the_same_cells_get_the_same_answers(both):
+    with_ts, without = both
+    assert with_ts["exporters"] == {"torchscript": True, "left_out": []}
+    assert without["exporters"]["torchscript"] is False
+    result = compare(with_ts, without)
+    assert result.base_decided == len(decided_cells(with_ts)) > 0
+    assert not result.different, result.lines()
+    assert not result.undecided, result.lines()
+
+
+def test_both_reports_keep_the_json_contract(both):
+    """The batch report's ``exporters`` and the records' ``adaptations`` are described by
+    the shipped schemas."""
+    from json_contract import problems
+    for rep in both:
+        assert not problems(rep)
+
+
+def test_without_torchscript_no_record_comes_from_it(both):
+    _, without = both
+    records = without["cases"] + without["versions"]["cases"]
+    assert records and all(r["exporter"] == "dynamo" for r in records if "exporter" in r)
+    relabelled = [r for r in records if r.get("route") == "relabelled"]
+    assert any(a["op"] == "Unsqueeze" and a["from"] == 13 and a["to"] == 11
+               for r in relabelled for a in r.get("adaptations", []))
+
+
+def test_the_default_is_dynamo_only_where_torch_lacks_torchscript(monkeypatch):
+    """No flag, no TorchScript exporter: the run proves with dynamo, no error; a TorchScript
+    case without a dynamo way is left out and named."""
+    monkeypatch.setattr(exporters, "torchscript_available", lambda: False)
+    prepared = verify.prepare(verify.Request(ops="Softplus,Loop", out=None, cache_dir=None))
+    assert prepared.torchscript is False
+    assert all(c.exporter == "dynamo" for c in prepared.cases)
+    scripted = [c.name for c in cases_for("Loop") if c.exporter == "torchscript"]
+    assert scripted and set(prepared.left_out) == set(scripted)
+
+
+def test_asking_for_torchscript_where_torch_lacks_it_is_no_error(monkeypatch):
+    monkeypatch.setattr(exporters, "torchscript_available", lambda: False)
+    assert verify.exporter_mode(True, [])[0] is False
+
+
+def test_the_capability_is_probed_not_read_from_a_version():
+    """torch 2.13 (constraints.txt) still exports with TorchScript."""
+    assert exporters.torchscript_available() is True
+
+
+def test_no_variant_routes_through_torchscript_without_it():
+    _, cases, _ = verify.exporter_mode(False, list(all_cases()))
+    planned = plan(cases, Selection("all"), torchscript=False)
+    assert planned and all(p.case.exporter == "dynamo" for p in planned if p.case)
+    below = [p.case for p in planned if p.case and p.case.export_opset < 18
+             and not p.case.translation]
+    assert below and all(c.origin == ("dynamo", 18) for c in below)
+
+
+def test_coverage_shows_the_plan_without_torchscript(capsys):
+    from docs_examples import assert_example
+
+    from torch_prover import cli
+    args = ["coverage", "Dropout", "DepthToSpace", "Softplus", "--versions", "all",
+            "--no-torchscript"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert " to@" not in out.split("\n", 1)[1]   # no TorchScript route after the legend
+    assert_example("coverage-no-torchscript", "$ torch-prover " + " ".join(args) + "\n" + out)
+
+
+def test_prove_without_torchscript_takes_the_dynamo_way(monkeypatch, capsys):
+    """Where torch lacks the TorchScript exporter, prove proves a TorchScript case its dynamo
+    way, and refuses in one line (exit 2, before any work) one that has none."""
+    from torch_prover import cli
+    monkeypatch.setattr(exporters, "torchscript_available", lambda: False)
+    assert cli.main(["prove", "Softplus", "--no-write", "--format", "json"]) == 0
+    assert '"exporter": "dynamo"' in capsys.readouterr().out
+    assert cli.main(["prove", "Loop", "--case", "loop_scripted_for", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "loop_scripted_for" in err and "TorchScript" in err
