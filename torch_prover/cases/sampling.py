@@ -211,7 +211,6 @@ CASES = [
          (Float(1, 2, 4, 4), Fixed([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
          translation=resize_crop.translation, opsets=(18, 28),
          expect={"input 1": Expect("disagree", _ROI_MOVES)},
-         fails_at={10: "Resize-10 has no roi, sizes or tf_crop_and_resize (from Resize-11)"},
          notes="reference: F.interpolate has no tf_crop_and_resize mode. roi (axes 2, 3) is "
                "chosen so that every sample position (0.3, 1.35, 2.4 and 0.6, 1.65, 2.7 on a "
                "4-pixel axis) lies strictly between pixels and inside the image: no kink "
