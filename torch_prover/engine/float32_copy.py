@@ -45,9 +45,10 @@ ELEMENT_TYPE: dict[str, tuple[str, ...]] = {
     "SequenceEmpty": ("dtype",),
     "HammingWindow": ("output_datatype",), "HannWindow": ("output_datatype",),
     "BlackmanWindow": ("output_datatype",), "MelWeightMatrix": ("output_datatype",),
-    "QuantizeLinear": ("output_dtype",), "DequantizeLinear": ("output_dtype",),
+    "QuantizeLinear": ("output_dtype", "precision"), "DequantizeLinear": ("output_dtype",),
     "LayerNormalization": ("stash_type",), "GroupNormalization": ("stash_type",),
     "RMSNormalization": ("stash_type",), "Range": ("stash_type",),
+    "Attention": ("softmax_precision",),
 }
 """ai.onnx attributes whose value is a ``TensorProto.DataType`` (an int): a float64 one is
 made float32. Each entry is an attribute whose schema text says it holds a data type or a
@@ -263,10 +264,16 @@ def float64_names(model: onnx.ModelProto) -> frozenset[str]:
     whose copy's float32 outputs are handed back as float64. A value no type reaches
     (an untyped extra output shape inference cannot type) counts as float64 when the
     model has float64 tensors and no float32 one."""
+    # an untyped graph output (isolate's captured intermediates) is typed by inference only
+    # as an intermediate value: infer without it
+    bare = _copy.deepcopy(model)
+    typed_outputs = [o for o in bare.graph.output if o.HasField("type")]
+    del bare.graph.output[:]
+    bare.graph.output.extend(typed_outputs)
     try:
-        g = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
+        g = onnx.shape_inference.infer_shapes(bare, strict_mode=False).graph
     except Exception:   # inference refusing the model leaves what it declares
-        g = model.graph
+        g = bare.graph
     typed = {vi.name: vi.type for vi in list(g.input) + list(g.value_info) + list(g.output)
              if vi.HasField("type")}
     typed.update({t.name: onnx.helper.make_tensor_type_proto(t.data_type, None)
