@@ -437,3 +437,125 @@ def test_the_whole_model_check_is_at_float32s_tolerance_and_says_so():
     assert res.vjp["b"].ok     # dY/db_o sums over the 9 output pixels of channel o
     assert res.precision.computed == "float32"
     assert res.ran_in == "onnxruntime's float32 copy"
+
+
+def test_prove_at_opset_11_says_it_ran_a_float32_copy(capsys):
+    """docs/versions.md's example: Conv-11 at opset 11, float64, runs only as onnxruntime's
+    float32 Conv-11; Conv is linear in X, W and B, so every tag is confirmed."""
+    from docs_examples import assert_example
+
+    from torch_prover import cli
+    code = cli.main(["prove", "Conv", "--case", "conv2d_bias", "--opset", "11", "--no-write"])
+    out = capsys.readouterr().out
+    words = " ".join(out.split())
+    assert code == 0 and "status: proved" in out
+    assert words.count("onnxruntime ran a float32 copy of these float64 values (no float64 "
+                       "kernel for Conv-11)") >= 4       # X, W, B and the numeric check
+    assert_example("versions-prove-conv-11-float32-copy",
+                   "$ torch-prover prove Conv --case conv2d_bias --opset 11 --no-write\n" + out)
+
+
+# ----------------------------------------------------------------------------- its evidence
+@pytest.fixture(scope="module")
+def conv11(tmp_path_factory):
+    """conv2d_bias@11's evidence directory (a float32-copy record)."""
+    from torch_prover import cli
+    root = tmp_path_factory.mktemp("f32")
+    assert cli.main(["prove", "Conv", "--case", "conv2d_bias", "--opset", "11", "--out",
+                     str(root / "models"), "--format", "json"]) == 0
+    return root / "models"
+
+
+def _check(tree):
+    from torch_prover.output.check_evidence import check_tree
+    (c,) = check_tree(tree)
+    return c
+
+
+def test_check_evidence_reruns_the_copy_and_matches(conv11):
+    import json
+    rec = json.loads((conv11 / "Conv" / "conv2d_bias@11" / "proof.json").read_text())
+    assert rec["test_data"]["copy"] == "float32" and rec["numeric"]["copy"]["op"] == "Conv"
+    c = _check(conv11)
+    assert (c.status, c.runtime, c.outputs_compared, c.gradients_rechecked) == (
+        "match", "onnxruntime", 1, 1)
+    assert "a float32 copy of model.onnx ran" in c.detail
+
+
+@pytest.mark.parametrize("forge", ["output", "gradient"])
+def test_check_evidence_on_a_forged_copy_directory_mismatches(conv11, tmp_path, forge):
+    """Output 0 moved by 1% of its scale (far beyond float32 rounding, within nothing the
+    record allows), or the saved gradient of x moved by 5%: both must be caught."""
+    import shutil
+    tree = tmp_path / "models"
+    shutil.copytree(conv11, tree)
+    data = tree / "Conv" / "conv2d_bias@11" / "test_data_set_0"
+    name = "output_0.pb" if forge == "output" else "grad_input_0.pb"
+    t = TensorProto()
+    t.ParseFromString((data / name).read_bytes())
+    a = nh.to_array(t)
+    a = a + 0.01 * np.abs(a).max() if forge == "output" else a * 1.05
+    (data / name).write_bytes(nh.from_array(a, t.name).SerializeToString())
+    c = _check(tree)
+    assert c.status == "mismatch", c.detail
+    assert ("output_0.pb" if forge == "output" else "gradient of x") in c.detail
+
+
+def test_a_record_whose_copy_does_not_add_up_is_not_trusted(conv11):
+    """The cache (and every reader that re-checks a record) re-derives the copy's fields."""
+    import copy as _c
+    import json
+
+    from torch_prover.cases import all_cases
+    from torch_prover.engine.recheck import record_problem
+    from torch_prover.tags.schema import schema_tags
+    rec = json.loads((conv11 / "Conv" / "conv2d_bias@11" / "proof.json").read_text())
+    case = next(c for c in all_cases() if c.name == "conv2d_bias")
+    assert record_problem(rec, case, schema_tags) is None
+    forged = []
+    for path, value in ((("numeric", "step"), 1e-6), (("numeric", "copy", "version"), 1),
+                        (("test_data", "runtime"), "onnx.reference"),
+                        (("numeric", "precision", "computed"), "float64")):
+        r = _c.deepcopy(rec)
+        *head, last = path
+        node = r
+        for k in head:
+            node = node[k]
+        node[last] = value
+        forged.append(record_problem(r, case, schema_tags))
+    r = _c.deepcopy(rec)
+    del r["numeric"]["copy"]
+    forged.append(record_problem(r, case, schema_tags))
+    assert all(forged), forged
+
+
+def test_node_tests_writes_the_copy_and_onnxs_runner_passes_it(conv11, tmp_path):
+    import json
+
+    from torch_prover import cli
+    out = tmp_path / "node"
+    code = cli.main(["node-tests", str(conv11), "-o", str(out), "--run", "--format", "json"])
+    assert code == 0
+    doc = json.loads((out / "node-tests.json").read_text())
+    (entry,) = doc["directories"]
+    assert (entry["status"], entry["kind"], entry["copy"]) == ("written", "onnxruntime",
+                                                                "float32")
+    test = out / "onnxruntime" / "test_conv2d_bias_opset11"
+    model = onnx.load(str(test / "model.onnx"))
+    assert [i.type.tensor_type.elem_type for i in model.graph.input] == [F]
+    t = TensorProto()
+    t.ParseFromString((test / "test_data_set_0" / "input_0.pb").read_bytes())
+    assert t.data_type == F
+    rec = json.loads((conv11 / "Conv" / "conv2d_bias@11" / "proof.json").read_text())
+    y = nh.to_array(_pb(conv11 / "Conv" / "conv2d_bias@11" / "test_data_set_0" / "output_0.pb"))
+    assert json.loads((test / "data.json").read_text()) == {
+        "atol": rec["test_data"]["fwd_tol"] * max(1.0, float(np.abs(y).max()))}
+    from torch_prover.ci.node_tests_run import run_tree
+    (ran,) = run_tree(out, ["onnxruntime"])
+    assert ran.passed, ran.detail
+
+
+def _pb(path):
+    t = TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return t
