@@ -212,26 +212,18 @@ class _Copier:
     def attribute(self, op: str, domain: str, a: AttributeProto) -> None:
         if a.ref_attr_name:
             return
-        if a.type == AttributeProto.TENSOR:
-            self.tensor(a.t)
-        elif a.type == AttributeProto.TENSORS:
-            for t in a.tensors:
-                self.tensor(t)
-        elif a.type == AttributeProto.SPARSE_TENSOR:
-            self.sparse(a.sparse_tensor)
-        elif a.type == AttributeProto.SPARSE_TENSORS:
-            for s in a.sparse_tensors:
-                self.sparse(s)
-        elif a.type == AttributeProto.GRAPH:
-            self.graph(a.g)
-        elif a.type == AttributeProto.GRAPHS:
-            for g in a.graphs:
-                self.graph(g)
-        elif a.type == AttributeProto.TYPE_PROTO:
-            self.type_proto(a.tp)
-        elif a.type == AttributeProto.TYPE_PROTOS:
-            for tp in a.type_protos:
-                self.type_proto(tp)
+        carriers = {AttributeProto.TENSOR: ([a.t], self.tensor),
+                    AttributeProto.TENSORS: (a.tensors, self.tensor),
+                    AttributeProto.SPARSE_TENSOR: ([a.sparse_tensor], self.sparse),
+                    AttributeProto.SPARSE_TENSORS: (a.sparse_tensors, self.sparse),
+                    AttributeProto.GRAPH: ([a.g], self.graph),
+                    AttributeProto.GRAPHS: (a.graphs, self.graph),
+                    AttributeProto.TYPE_PROTO: ([a.tp], self.type_proto),
+                    AttributeProto.TYPE_PROTOS: (a.type_protos, self.type_proto)}
+        if a.type in carriers:
+            items, convert = carriers[a.type]
+            for item in items:
+                convert(item)
         elif (a.type == AttributeProto.INT and domain in ("", "ai.onnx")
               and a.name in ELEMENT_TYPE.get(op, ())):
             a.i = self.elem(a.i)
