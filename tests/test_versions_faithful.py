@@ -131,8 +131,6 @@ def test_a_version_only_onnxruntime_runs_in_float32_is_proved_on_its_float32_cop
     failed = {f["case"] for f in versions_run["report"]["versions"]["summary"][
         "failed_variants"]}
     assert case not in failed and rec["status"] in ("proved", "disagree"), rec["status"]
-    assert all(p.get("expected") is None or p["verdict"] == p["expected"]["verdict"]
-               for p in rec["parameters"])
     n, data = rec["numeric"], rec["test_data"]
     assert not runtimes.reference_follows(rec["op"], rec["schema_version"])
     assert (n["runtime"], n["copy"]["dtype"], data["runtime"], data["copy"]) == (

@@ -33,6 +33,8 @@ import onnx
 import onnx.numpy_helper
 from onnx import AttributeProto, TensorProto
 
+from ..errors import EXIT_FINDING, ProverError
+
 FROM, TO = "float64", "float32"
 """What the copy changes: every float64 tensor becomes float32."""
 
@@ -59,8 +61,10 @@ NOT_COPIED = {"BitCast": "BitCast reinterprets the bits of its input: a float32 
 """ai.onnx ops whose float64 function a float32 copy does not compute (``CopyError``)."""
 
 
-class CopyError(ValueError):
+class CopyError(ProverError):
     """The model has something a float32 copy cannot carry over faithfully."""
+
+    exit_code = EXIT_FINDING
 
 
 @dataclass(frozen=True)
@@ -149,18 +153,13 @@ def float32_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
-class _Found(Exception):
-    """A dry run met something to change."""
-
-
 def _copy_model(model: onnx.ModelProto, dry: bool) -> bool:
+    """Whether ``model`` holds float64 (``dry``: changed in nothing), made float32 if not
+    ``dry``."""
     c = _Copier(dry)
-    try:
-        c.graph(model.graph)
-        for f in model.functions:
-            c.function(f)
-    except _Found:
-        return True
+    c.graph(model.graph)
+    for f in model.functions:
+        c.function(f)
     return c.changed
 
 
@@ -168,15 +167,10 @@ class _Copier:
     def __init__(self, dry: bool):
         self.dry, self.changed = dry, False
 
-    def _hit(self) -> None:
-        if self.dry:
-            raise _Found
-        self.changed = True
-
     def elem(self, t: int) -> int:
         if t == TensorProto.DOUBLE:
-            self._hit()
-            return TensorProto.FLOAT
+            self.changed = True
+            return t if self.dry else TensorProto.FLOAT
         return t
 
     def type_proto(self, tp: onnx.TypeProto) -> None:
@@ -195,7 +189,9 @@ class _Copier:
     def tensor(self, t: TensorProto) -> None:
         if t.data_type != TensorProto.DOUBLE:
             return
-        self._hit()
+        self.changed = True
+        if self.dry:
+            return
         if t.data_location == TensorProto.EXTERNAL:
             raise CopyError(f"tensor {t.name!r} holds external data: not copied")
         value = onnx.numpy_helper.to_array(t).astype(np.float32)
