@@ -559,3 +559,27 @@ def _pb(path):
     t = TensorProto()
     t.ParseFromString(path.read_bytes())
     return t
+
+
+def test_a_float32_run_of_another_function_is_explained_not_written(tmp_path):
+    """hardmax_axis0 at opset 10: Hardmax-1 coerces the [3, 4] input to [1, 12] at axis 0 --
+    one 1 in the output where the module (per column) has four: onnxruntime's float32
+    Hardmax-1 does not reproduce PyTorch's outputs, so node-tests explains the directory
+    (the proof failed on it) rather than writing a test that must fail."""
+    import json
+
+    from torch_prover import cli
+    models = tmp_path / "models"
+    assert cli.main(["prove", "Hardmax", "--case", "hardmax_axis0", "--opset", "10", "--out",
+                     str(models), "--format", "json"]) == 1
+    d = models / "Hardmax" / "hardmax_axis0@10"
+    rec = json.loads((d / "proof.json").read_text())
+    assert rec["numeric"]["copy"]["op"] == "Hardmax" and rec["numeric"]["forward_ok"] is False
+    y = nh.to_array(_pb(d / "test_data_set_0" / "output_0.pb"))
+    assert y.sum() == 4                      # PyTorch's module: one 1 per column
+    assert cli.main(["node-tests", str(models), "-o", str(tmp_path / "node"), "--format",
+                     "json"]) == 0
+    (entry,) = json.loads((tmp_path / "node" / "node-tests.json").read_text())["directories"]
+    assert (entry["status"], entry["why"]) == (
+        "explained", "the record's runtime does not reproduce its outputs")
+    assert entry["detail"].startswith("forward mismatch in onnxruntime's float32 copy: ")

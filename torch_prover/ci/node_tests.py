@@ -15,8 +15,9 @@ they do not match, and ignores them; they are left out so no reader can mistake 
 The kind is the runtime the directory's own record names as reproducing its outputs
 (``test_data.runtime``): ``onnxruntime``, or ``onnx-reference`` where onnxruntime lacks the
 op, the opset or the kernel. A directory whose outputs no runtime can reproduce -- no
-runtime ran it, or an output is a random draw or a declared mismatch -- is not written:
-it is *explained*, with its record's reason. One whose files do not match its record (the
+runtime ran it, its runtime did not reproduce PyTorch's outputs (a forward mismatch: the
+proof failed), or an output is a random draw or a declared mismatch -- is not written: it
+is *explained*, with its record's reason. One whose files do not match its record (the
 model's sha256, missing data) is *refused*. Nothing is guessed: every reason is a field
 of the record.
 
@@ -69,6 +70,7 @@ class Why(StrEnum):
     NO_TEST_DATA = "the record has no test_data"
     NO_RUNTIME = "the record names no runtime"
     NOT_COMPARED = "an output is not compared"
+    FORWARD = "the record's runtime does not reproduce its outputs"
     MODEL_MISMATCH = "model.onnx is not the record's model"
     DATA = "test data missing or not regular files"
     NO_COPY = "the record runs a float32 copy the model cannot have"
@@ -127,6 +129,12 @@ def judge(d: Path, root: Path) -> Entry:
         return Entry(rel, Status.EXPLAINED, "; ".join(
             f"{o.get('file')}: {o.get('check')} ({o.get('reason')})" for o in other),
             Why.NOT_COMPARED, record=rec)
+    num = rec.get("numeric") or {}
+    if num.get("forward_ok") is False:   # a failed proof: PyTorch's outputs, another function
+        ran = "onnxruntime's float32 copy" if data.get("copy") else data["runtime"]
+        return Entry(rel, Status.EXPLAINED, f"forward mismatch in {ran}: "
+                                            f"{num.get('forward_detail')}", Why.FORWARD,
+                     record=rec)
     model = d / "model.onnx"
     if not _regular(model) or hashlib.sha256(model.read_bytes()).hexdigest() != \
             rec.get("model", {}).get("sha256"):
