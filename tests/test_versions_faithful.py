@@ -138,9 +138,11 @@ def test_a_version_only_onnxruntime_runs_in_float32_is_proved_on_its_float32_cop
     assert n["precision"]["computed"] == "float32" and n["step"] == 1e-3
     assert n["copy"]["op"] == rec["op"] and n["copy"]["version"] == rec["schema_version"]
     assert "float32 copy" in n["precision"]["why"]
+    assert n["forward_ok"] and not rec.get("fidelity")      # a run of its version
+    # NonZero-9 is decided by type (its output is int64); the others by both witnesses
     decided = _decided(rec)
-    assert decided and all("float32 copy" in p["reason"] for p in decided
-                           if p["rule"] == "both witnesses")
+    assert bool(decided) == (rec["op"] != "NonZero")
+    assert all("float32 copy" in p["reason"] for p in decided if p["rule"] == "both witnesses")
 
 
 @pytest.mark.parametrize("case", ANOTHER_FUNCTION)
