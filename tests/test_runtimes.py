@@ -270,18 +270,23 @@ def test_an_op_without_an_entry_counts_for_its_newest_version_only():
 
 def test_choose_runtime_never_takes_onnx_reference_for_a_version_it_does_not_follow():
     """Hardmax-11 with axis=0 in float64: onnxruntime has no float64 kernel, and
-    onnx.reference would compute Hardmax-13 -- no runtime, with both reasons."""
+    onnx.reference would compute Hardmax-13 -- so onnxruntime's Hardmax-11 runs on a float32
+    copy (engine/float32_copy.py), with both reasons: one hardmax over all 12 elements of the
+    input coerced to [1, 12], where Hardmax-13 (onnx.reference at opset 13) takes one per
+    column."""
     x = X3.astype(np.float64)
     node = oh.make_node("Hardmax", ["x"], ["y"], axis=0)
     graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("x", TensorProto.DOUBLE,
                                                                   x.shape)],
                           [oh.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
-    whys = {}
-    for opset, kind in ((11, None), (13, "reference")):
+    whys, ones = {}, {}
+    for opset, kind, copy in ((11, "onnxruntime", True), (13, "reference", False)):
         model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
         model.ir_version = 8
-        runner, _, whys[opset] = choose_runtime(model, {"x": x})
-        assert (runner.kind if runner else None) == kind, whys[opset]
+        runner, got, whys[opset] = choose_runtime(model, {"x": x})
+        assert (runner.kind, runner.copy is not None) == (kind, copy), whys[opset]
+        ones[opset] = int(got[0].sum())
+    assert ones == {11: 1, 13: x[0].size}
     assert "onnx.reference computes Hardmax-13, not Hardmax-11" in whys[11]
     assert whys[11].startswith("onnxruntime: ")
 

@@ -101,3 +101,57 @@ def test_every_by_type_decision_of_the_ops_section_is_in_the_versions_table(vers
     for version in (10, 11):
         entry = table[("NonMaxSuppression", version)]
         assert entry["decided_by"] == "by type" and "undecided" not in entry
+
+
+# ----------------------------------------------------------------------------- float32 copies
+# Versions onnxruntime runs only in float32 (it has no float64 kernel of them: the NOT_IMPLEMENTED
+# and "does not support double" refusals of onnxruntime 1.31.1) and onnx.reference does not
+# follow (engine/runtimes.py: it implements these ops at their newest version only): each
+# variant runs onnxruntime's kernel of its version on a float32 copy (engine/float32_copy.py).
+# The math of each op is smooth in these inputs, and the cases' declarations (expect=) stand.
+COPIED = ["conv2d_bias@10", "conv2d_bias@21", "conv_no_bias@10", "conv_grouped_bias@21",
+          "convtranspose_bias@10", "convtranspose_bias@21", "averagepool_2d@9",
+          "averagepool_2d@10", "averagepool_2d@18", "averagepool_2d@21", "averagepool_pad@9",
+          "maxpool_2d@7", "lppool_2d@21", "lppool_1d@21", "maxunpool_2d@10", "maxunpool_2d@21",
+          "det_3x3@21", "det_batched@21", "instancenormalization_affine@21", "gru_h0_bias@13",
+          "gru_h0_bias@21", "lstm_h0_c0_bias@13", "lstm_h0_c0_bias@21", "lstm_peephole_p@21",
+          "gridsample_bilinear@19", "gridsample_bicubic_border@19", "hardmax_last@10",
+          "hardmax_last@12", "resize_nearest_size@10", "nonzero_float@12",
+          "prelu_slope_input@8", "prelu_slope_input@15", "prelu_module@15"]
+ANOTHER_FUNCTION = ["hardmax_axis0@10", "hardmax_axis0@12", "resize_bilinear_scale@10",
+                    "maxunpool_output_shape@10", "maxunpool_output_shape@21"]
+"""Run in float32 at their version, these compute another function than the module: Hardmax-1
+and -11 coerce to 2-D, Resize-10's linear mode is asymmetric, onnxruntime's MaxUnpool reads
+the indices in the output_shape grid (ONNX's backend test: in the inferred grid, padded)."""
+
+
+@pytest.mark.parametrize("case", COPIED)
+def test_a_version_only_onnxruntime_runs_in_float32_is_proved_on_its_float32_copy(
+        versions_run, case):
+    rec = _variants(versions_run)[case]
+    failed = {f["case"] for f in versions_run["report"]["versions"]["summary"][
+        "failed_variants"]}
+    assert case not in failed and rec["status"] in ("proved", "disagree"), rec["status"]
+    n, data = rec["numeric"], rec["test_data"]
+    assert not runtimes.reference_follows(rec["op"], rec["schema_version"])
+    assert (n["runtime"], n["copy"]["dtype"], data["runtime"], data["copy"]) == (
+        "onnxruntime", "float32", "onnxruntime", "float32")
+    assert n["precision"]["computed"] == "float32" and n["step"] == 1e-3
+    assert n["copy"]["op"] == rec["op"] and n["copy"]["version"] == rec["schema_version"]
+    assert "float32 copy" in n["precision"]["why"]
+    assert n["forward_ok"] and not rec.get("fidelity")      # a run of its version
+    # NonZero-9 is decided by type (its output is int64); the others by both witnesses
+    decided = _decided(rec)
+    assert bool(decided) == (rec["op"] != "NonZero")
+    assert all("float32 copy" in p["reason"] for p in decided if p["rule"] == "both witnesses")
+
+
+@pytest.mark.parametrize("case", ANOTHER_FUNCTION)
+def test_a_float32_run_of_another_function_is_a_declared_forward_mismatch(versions_run, case):
+    rec = _variants(versions_run)[case]
+    failed = {f["case"]: f for f in versions_run["report"]["versions"]["summary"][
+        "failed_variants"]}[case]
+    assert failed["kind"] == "forward mismatch" and failed["declared"], failed
+    assert "onnxruntime's float32 copy" in failed["reason"]
+    assert rec["numeric"]["copy"] and rec["numeric"]["forward_ok"] is False
+    assert not _decided(rec)

@@ -326,7 +326,13 @@ CASES = [
          kind="reference", translation=max_unpool.translation),
     Case("MaxUnpool", "maxunpool_output_shape", maxunpool_output_shape,
          (Float(1, 2, 2, 2), _window_argmax(1, 2, 2, 2, 2, 4, 4)), ("x", "indices"),
-         kind="reference", translation=max_unpool.translation),
+         kind="reference", translation=max_unpool.translation,
+         fails_at={v: f"only onnxruntime runs MaxUnpool-{v} (in float32: it has no float64 "
+                      "kernel, onnx.reference computes MaxUnpool-22), and given output_shape "
+                      "its kernel reads the indices in the output_shape grid, where ONNX's "
+                      "backend test maxunpool_export_with_output_shape (and onnx.reference) "
+                      "reads them in the inferred grid and pads: another function"
+                   for v in (9, 11)}),
     Case("RoiAlign", "roialign_avg", roialign_avg,
          (Float(2, 2, 6, 6), _boxes(3, 6, 6, scale=0.5), Fixed([1, 0, 1])),
          ("x", "rois", "batch_indices"),

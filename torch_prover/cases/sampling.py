@@ -174,6 +174,11 @@ _ROI_MOVES = ("tf_crop_and_resize samples X at start*(L-1) + i*(end-start)*(L-1)
               "fixed output size the linear weights move with roi, dY/dstart = (x1 - x0)*(L-1)"
               "*(1 - i/(size-1)) between the two neighbours x0, x1 (nonzero); the schema tags "
               "roi non-differentiable")
+_SCALES_EMPTY = ("sizes sets the output size, so from Resize-11 scales is empty or absent (\"it "
+                 "is an error if both are specified\"): perturbing it moves nothing")
+_NEAREST_10 = ("; Resize-10 has no sizes, and there this nearest mode copies input pixels: a move "
+               "of scales that keeps the output size changes no value (a zero derivative in "
+               "nearest mode only, where linear and cubic have one)")
 _ROI = ("roi is used only by coordinate_transformation_mode=tf_crop_and_resize, which "
         "F.interpolate has no mode for")
 
@@ -203,10 +208,10 @@ CASES = [
                        "F.interpolate(bilinear, align_corners=False) at (x + 0.5) / scale - 0.5 "
                        "(half_pixel, from Resize-11): another function"}),
     Case("Resize", "resize_bicubic_size", resize_bicubic_size, (Float(1, 1, 3, 4),), ("x",),
-         unexercised={"input 1": _ROI},
+         unexercised={"input 1": _ROI, "input 2": _SCALES_EMPTY},
          fails_at={10: "Resize-10 has neither sizes nor the cubic mode (both from Resize-11)"}),
     Case("Resize", "resize_nearest_size", resize_nearest_size, (Float(1, 1, 2, 3),), ("x",),
-         unexercised={"input 1": _ROI}),
+         unexercised={"input 1": _ROI, "input 2": _SCALES_EMPTY + _NEAREST_10}),
     Case("Resize", "resize_crop_roi", resize_crop_roi,
          (Float(1, 2, 4, 4), Fixed([0.1, 0.2, 0.8, 0.9])), ("x", "roi"), kind="reference",
          translation=resize_crop.translation, opsets=(18, 28),

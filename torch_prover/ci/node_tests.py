@@ -15,10 +15,18 @@ they do not match, and ignores them; they are left out so no reader can mistake 
 The kind is the runtime the directory's own record names as reproducing its outputs
 (``test_data.runtime``): ``onnxruntime``, or ``onnx-reference`` where onnxruntime lacks the
 op, the opset or the kernel. A directory whose outputs no runtime can reproduce -- no
-runtime ran it, or an output is a random draw or a declared mismatch -- is not written:
-it is *explained*, with its record's reason. One whose files do not match its record (the
+runtime ran it, its runtime did not reproduce PyTorch's outputs (a forward mismatch: the
+proof failed), or an output is a random draw or a declared mismatch -- is not written: it
+is *explained*, with its record's reason. One whose files do not match its record (the
 model's sha256, missing data) is *refused*. Nothing is guessed: every reason is a field
-of the record. ``kind="node"`` is not usable: ONNX's loader answers it with ONNX's own
+of the record.
+
+A record whose runtime ran a float32 copy (``test_data.copy``: onnxruntime has no float64
+kernel for its version, ``engine/float32_copy.py``) becomes the test ONNX's runner can run:
+the float32 copy derived from ``model.onnx`` (the proof's own function), its float64
+inputs and outputs written as float32, and a ``data.json`` giving the loader the record's
+forward bound as ``atol`` (``numeric.forward_bound``: what the proof and check-evidence
+compare within; ONNX's default rtol stays). ``kind="node"`` is not usable: ONNX's loader answers it with ONNX's own
 node tests, whatever ``data_dir`` says.
 """
 from __future__ import annotations
@@ -40,6 +48,8 @@ from ..output.evidence import read_record, replace_dir, write_text
 from ..vocab import OutputCheck, Runtime
 
 MANIFEST = "node-tests.json"
+DATA_JSON = "data.json"
+"""Beside a test's model.onnx: the tolerances ONNX's loader reads (a float32 copy's)."""
 KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "onnx-reference"}
 """The record's runtime -> the loader's kind directory."""
 KINDS = tuple(KIND_OF.values())
@@ -60,8 +70,10 @@ class Why(StrEnum):
     NO_TEST_DATA = "the record has no test_data"
     NO_RUNTIME = "the record names no runtime"
     NOT_COMPARED = "an output is not compared"
+    FORWARD = "the record's runtime does not reproduce its outputs"
     MODEL_MISMATCH = "model.onnx is not the record's model"
     DATA = "test data missing or not regular files"
+    NO_COPY = "the record runs a float32 copy the model cannot have"
 
 
 @dataclass(frozen=True)
@@ -74,13 +86,15 @@ class Entry:
     kind: str | None = None     # loader kind (written)
     name: str | None = None     # test name (written)
     record: dict | None = None
+    atol: float | None = None   # written as a float32 copy: the record's forward bound
 
     def as_json(self) -> dict[str, Any]:
         r = self.record or {}
         return {"source": self.source, "status": self.status, "why": self.why,
                 "detail": self.detail, "kind": self.kind, "name": self.name,
                 "op": r.get("op"), "case": r.get("case"), "opset": r.get("opset"),
-                "schema_version": r.get("schema_version")}
+                "schema_version": r.get("schema_version"),
+                **({"copy": "float32"} if self.atol is not None else {})}
 
 
 def test_name(case: str) -> str:
@@ -115,6 +129,12 @@ def judge(d: Path, root: Path) -> Entry:
         return Entry(rel, Status.EXPLAINED, "; ".join(
             f"{o.get('file')}: {o.get('check')} ({o.get('reason')})" for o in other),
             Why.NOT_COMPARED, record=rec)
+    num = rec.get("numeric") or {}
+    if num.get("forward_ok") is False:   # a failed proof: PyTorch's outputs, another function
+        ran = "onnxruntime's float32 copy" if data.get("copy") else data["runtime"]
+        return Entry(rel, Status.EXPLAINED, f"forward mismatch in {ran}: "
+                                            f"{num.get('forward_detail')}", Why.FORWARD,
+                     record=rec)
     model = d / "model.onnx"
     if not _regular(model) or hashlib.sha256(model.read_bytes()).hexdigest() != \
             rec.get("model", {}).get("sha256"):
@@ -125,8 +145,32 @@ def judge(d: Path, root: Path) -> Entry:
     if problem:
         return Entry(rel, Status.REFUSED, problem, Why.DATA, record=rec)
     runtime = Runtime(data["runtime"])
-    return Entry(rel, Status.WRITTEN, data.get("why") or f"the record's runtime: {runtime}",
-                 kind=KIND_OF[runtime], name=test_name(rec["case"]), record=rec)
+    detail = data.get("why") or f"the record's runtime: {runtime}"
+    atol = None
+    if data.get("copy") == "float32":
+        atol = _copy_bound(d, data)
+        if atol is None:
+            return Entry(rel, Status.REFUSED, "no float32 copy of model.onnx runs in "
+                                              "onnxruntime", Why.NO_COPY, record=rec)
+        why = ((rec.get("numeric") or {}).get("copy") or {}).get("why") or "a float32 copy"
+        detail = f"written as its float32 copy, atol {atol:.3g} (the record's bound): {why}"
+    return Entry(rel, Status.WRITTEN, detail, kind=KIND_OF[runtime],
+                 name=test_name(rec["case"]), record=rec, atol=atol)
+
+
+def _copy_bound(d: Path, data: dict[str, Any]) -> float | None:
+    """The record's forward bound over its compared outputs, when model.onnx has a float32
+    copy (None: it has none -- a record claiming one for a model that cannot)."""
+    import onnx
+    from ..engine.float32_copy import CopyError, float32_copy
+    from ..engine.numeric import forward_bound
+    from ..output.evidence import load_pb
+    try:
+        float32_copy(onnx.load_model_from_string((d / "model.onnx").read_bytes()))
+    except CopyError:   # model.onnx is the record's (its sha256 was checked): it loads
+        return None
+    outputs = [load_pb(d / "test_data_set_0" / o["file"]) for o in data["outputs"]]
+    return forward_bound(float(data.get("fwd_tol") or 0.0), outputs)
 
 
 def _data_problem(d: Path, model: Path, outputs: int) -> str | None:
@@ -143,8 +187,8 @@ def _data_problem(d: Path, model: Path, outputs: int) -> str | None:
 
 
 def _is_ours(kind_dir: Path) -> bool:
-    """A kind directory node-tests wrote: test_* directories holding only model.onnx and
-    test_data_set_0/{input,output}_N.pb, no symlink anywhere."""
+    """A kind directory node-tests wrote: test_* directories holding only model.onnx (and a
+    float32 copy's data.json) and test_data_set_0/{input,output}_N.pb, no symlink anywhere."""
     if kind_dir.is_symlink() or not kind_dir.is_dir():
         return False
     for t in kind_dir.iterdir():
@@ -153,7 +197,7 @@ def _is_ours(kind_dir: Path) -> bool:
         for e in t.iterdir():
             if e.is_symlink():
                 return False
-            if e.name == "model.onnx" and e.is_file():
+            if e.name in ("model.onnx", DATA_JSON) and e.is_file():
                 continue
             if e.name != "test_data_set_0" or not e.is_dir() or not all(
                     f.is_file() and not f.is_symlink() and _OUR_DATA.match(f.name)
@@ -198,7 +242,10 @@ def write(models: Path, out: Path, entries: list[Entry]) -> None:
         try:
             os.chmod(tmp, 0o777 & ~_umask())
             for e in mine:
-                _copy_test(models / e.source, tmp / str(e.name))
+                if e.atol is None:
+                    _copy_test(models / e.source, tmp / str(e.name))
+                else:
+                    _float32_test(models / e.source, tmp / str(e.name), e.atol)
             if final.exists():
                 replace_dir(tmp, final)
             else:
@@ -221,6 +268,23 @@ def _copy_test(src: Path, dst: Path) -> None:
     for f in sorted((src / "test_data_set_0").iterdir()):
         if _OUR_DATA.match(f.name) and _regular(f):
             shutil.copyfile(f, dst / "test_data_set_0" / f.name, follow_symlinks=False)
+
+
+def _float32_test(src: Path, dst: Path, atol: float) -> None:
+    """The float32 copy of model.onnx, the float64 data as float32, and data.json's atol."""
+    import onnx
+    from onnx import numpy_helper
+    from ..engine.float32_copy import float32_copy, to_float32
+    (dst / "test_data_set_0").mkdir(parents=True)
+    model = float32_copy(onnx.load_model_from_string((src / "model.onnx").read_bytes()))
+    (dst / "model.onnx").write_bytes(model.SerializeToString(deterministic=True))
+    for f in sorted((src / "test_data_set_0").iterdir()):
+        if _OUR_DATA.match(f.name) and _regular(f):
+            t = onnx.TensorProto()
+            t.ParseFromString(f.read_bytes())
+            value = numpy_helper.from_array(to_float32(numpy_helper.to_array(t)), t.name)
+            (dst / "test_data_set_0" / f.name).write_bytes(value.SerializeToString())
+    (dst / DATA_JSON).write_text(json.dumps({"atol": atol}) + "\n", encoding="utf-8")
 
 
 def write_manifest(out: Path, doc: dict[str, Any]) -> None:

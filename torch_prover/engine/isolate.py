@@ -215,7 +215,7 @@ def _capture(model: onnx.ModelProto, names: Sequence[str], feeds: Mapping[str, n
         raise WitnessError(f"the exported model does not run ({why})")
     for n in wanted:
         values[n] = got[outs.index(n)]
-    return values, runner.kind, why
+    return values, runner, why
 
 
 class IsolatedNode:
@@ -236,8 +236,9 @@ class IsolatedNode:
         outer = _outer_names(model, node_index)
         outs = [o for o in node.output if o]
         sources = list(dict.fromkeys([n for n in node.input if n] + outer + outs))
-        captured, self.capture_runtime, capture_why = _capture(
+        captured, capture_runner, capture_why = _capture(
             model, sources, feeds, Target(node.op_type, node.domain))
+        self.capture_runtime = capture_runner.kind
 
         # graph input names: a value read twice gets one input per use (a subgraph's read
         # keeps the original name), so each node input index moves alone
@@ -284,13 +285,17 @@ class IsolatedNode:
             raise WitnessError(f"the isolated {self.op} node does not run ({why})")
         self._runner = runner
         self.runtime = runner.kind
+        self.copy = runner.copy      # a float32 copy ran (float32_copy): the kernel it lacks
+        self.given = runner.given
         if capture_why == why:
             self.why = why and f"{why} (capturing and the isolated node)"
         else:
             self.why = "; ".join(w for w in (capture_why and f"capturing: {capture_why}",
                                              why and f"isolated node: {why}") if w)
         self.base_outputs = self._order(got)
-        self.reproduces = all(values_close(a, b) for a, b in
+        # a float32 copy on either side reproduces to float32's tolerance
+        lowered = "float32" if runner.copy or capture_runner.copy else None
+        self.reproduces = all(values_close(a, b, lowered) for a, b in
                               zip(self.base_outputs, self.captured_outputs))
 
     def _order(self, got: list) -> tuple:
@@ -327,7 +332,9 @@ class IsolatedNode:
         return out
 
 
-def values_close(a: Value | None, b: Value | None) -> bool:
+def values_close(a: Value | None, b: Value | None, dtype: str | None = None) -> bool:
+    """``a`` and ``b`` the same values, floats within the forward tolerance of ``dtype``
+    (their own dtype when None)."""
     if a is None or b is None:
         return True
     if value_shape(a) != value_shape(b):
@@ -335,7 +342,7 @@ def values_close(a: Value | None, b: Value | None) -> bool:
     if not is_float_value(a):
         return all(np.array_equal(p, q) for p, q in zip(value_parts(a), value_parts(b)))
     fa, fb = flat_values(a), flat_values(b)
-    tol = FWD_TOL.get(elem_dtype(a), 1e-2)
+    tol = FWD_TOL.get(dtype or elem_dtype(a), 1e-2)
     scale = max(1.0, float(np.abs(fb[np.isfinite(fb)]).max(initial=0.0)))
     return bool(np.allclose(fa, fb, rtol=0, atol=tol * scale, equal_nan=True))
 

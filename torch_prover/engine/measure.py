@@ -16,6 +16,7 @@ from ..vocab import NumericOutcome
 from .isolate import (IsolatedNode, Lifted, Point, Value, elem_dtype, flat_values,
                       is_float_value, refusal_line, relative_to, rms_scale, shaped_like,
                       value_dtype, value_parts, value_shape)
+from .float32_copy import KernelGap
 from .numeric import STEP
 from .precision import Precision, computed_precision, runtime_name
 
@@ -112,6 +113,7 @@ class NodeWitness:
     outputs: tuple[OutputWitness, ...]
     outer: tuple[InputWitness, ...] = ()
     reproduces: bool | None = None   # the isolated node gives the captured outputs
+    copy: KernelGap | None = None    # the isolated node ran as a float32 copy (float32_copy)
 
     def input(self, index: int) -> InputWitness:
         return self.inputs[index]
@@ -279,7 +281,8 @@ class _Measure:
         def outputs_at(t: float) -> list[np.ndarray]:
             ys = self.node.run({**values, a.name: shaped_like(x, flat + t * v)})
             return [flat_values(ys[j]) for j in self.float_outputs]
-        return computed_precision(outputs_at, declared, runtime_name(self.node.runtime))
+        return computed_precision(outputs_at, declared, runtime_name(self.node.runtime),
+                                  self.node.given)
 
     def shape_input(self, a: Lifted) -> list[int]:
         """Outputs whose shape changes when ``a`` alone moves by up to 50%."""
@@ -437,4 +440,4 @@ def measure(node: IsolatedNode, *, seed: int = 0) -> NodeWitness:
         outputs.append(OutputWitness(j, oname, dtype, outcome, detail))
     return NodeWitness(node.op, node.domain, node.node_index, node.node_name, node.runtime,
                        node.capture_runtime, node.why, seed, inputs, tuple(outputs), outer,
-                       node.reproduces)
+                       node.reproduces, node.copy)

@@ -1,8 +1,9 @@
 """Numeric confirmation: the exported ONNX model computes PyTorch's forward and derivative.
 
 Runs the model in onnxruntime, or in onnx.reference.ReferenceEvaluator where
-onnxruntime cannot load or run it (an op, opset or float64 kernel it lacks), and says
-which ran. The derivative check is a central finite difference of the ONNX model along a
+onnxruntime cannot load or run it (an op, opset or float64 kernel it lacks), or, where
+onnxruntime lacks the float64 kernel and no faithful float64 runtime ran it, a float32
+copy of it in onnxruntime (``engine/float32_copy.py``), and says which ran. The derivative check is a central finite difference of the ONNX model along a
 seeded random direction v, compared with PyTorch's vector-Jacobian product:
 ``<dy, (f(x+hv) - f(x-hv)) / 2h>`` vs ``<grad_x, v>``.
 """
@@ -18,7 +19,9 @@ import torch
 
 from ..errors import describe
 from . import runtimes
-from .precision import Precision, model_precision, runtime_name
+from .float32_copy import (KernelGap, float32_copy, float64_gap, float64_names, to_float32,
+                           to_float64)
+from .precision import Given, Precision, model_precision, runtime_name
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
 STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
@@ -85,6 +88,12 @@ class NumericResult:
     vjp_skipped: str = ""               # why no VJP was compared (a random draw with a dy)
     drawn: tuple[tuple[int, str], ...] = ()   # outputs compared by shape only: (index, op)
     precision: Precision | None = None  # what the runtime computed in, when below the dtype
+    copy: KernelGap | None = None       # onnxruntime ran a float32 copy: the kernel it lacks
+
+    @property
+    def ran_in(self) -> str | None:
+        """The runtime as a reason names it: ``onnxruntime's float32 copy`` for a copy."""
+        return f"{self.runtime}'s float32 copy" if self.copy is not None else self.runtime
 
     def vjp_ok(self, source: str) -> bool | None:
         c = self.vjp.get(source)
@@ -92,14 +101,33 @@ class NumericResult:
 
 
 class Runner:
-    """Runs the model with optional initializer overrides, through one runtime."""
+    """Runs the model with optional initializer overrides, through one runtime. ``copy``:
+    onnxruntime lacks a float64 kernel for the model (``float32_copy.float64_gap``), so it
+    runs the model's float32 copy instead, fed float32 and handing back float64 what the
+    model types float64 -- the float64 model's values, computed in float32 (``given``)."""
 
-    def __init__(self, model: onnx.ModelProto, kind: str):
+    def __init__(self, model: onnx.ModelProto, kind: str, copy: KernelGap | None = None):
         self.model = model
         self.kind = kind
+        self.copy = copy
+        self.given = None if copy is None else Given("float32", copy.short())
+        self._float64 = float64_names(model) if copy is not None else frozenset()
+        self._names = [o.name for o in model.graph.output]
         self._base = self._session(model)
 
     def _session(self, model: onnx.ModelProto):
+        if self.copy is not None:
+            model = float32_copy(model)
+            run = self._plain_session(model)
+
+            def back(feeds):
+                got = run({k: to_float32(v) for k, v in feeds.items()})
+                return [to_float64(y) if n in self._float64 else y
+                        for n, y in zip(self._names, got)]
+            return back
+        return self._plain_session(model)
+
+    def _plain_session(self, model: onnx.ModelProto):
         if self.kind == "onnxruntime":
             import onnxruntime as ort
             # a kernel refusing float64 at run time is logged by the default logger before
@@ -217,8 +245,11 @@ def choose_runtime(model, feeds, target: runtimes.Target | None = None
                    ) -> tuple[Runner | None, list, str]:
     """onnxruntime first; the reference evaluator where onnxruntime fails to load or run --
     each only where it implements ``target``'s schema version (every node's when None:
-    ``engine/runtimes.py``), so a number is never another version's."""
-    reasons = []
+    ``engine/runtimes.py``), so a number is never another version's; last, where
+    onnxruntime refused the model for want of a float64 kernel and no faithful float64
+    runtime ran it, onnxruntime on a float32 copy (``Runner.copy``)."""
+    reasons: list[str] = []
+    gap: KernelGap | None = None
     for kind in (runtimes.ONNXRUNTIME, runtimes.REFERENCE):
         why_not = runtimes.unfaithful(kind, model, target)
         if why_not is not None:
@@ -229,7 +260,17 @@ def choose_runtime(model, feeds, target: runtimes.Target | None = None
             got = runner.run(feeds)
             return runner, got, "; ".join(reasons)
         except Exception as exc:
+            if kind == runtimes.ONNXRUNTIME:
+                gap = float64_gap(exc, model)
             reasons.append(f"{kind}: {describe(exc)}")
+    if gap is not None:
+        # the last resort: onnxruntime's kernel of the version, in float32 (float32_copy)
+        try:
+            runner = Runner(model, runtimes.ONNXRUNTIME, copy=gap)
+            got = runner.run(feeds)
+            return runner, got, "; ".join(reasons)
+        except Exception as exc:
+            reasons.append(f"onnxruntime's float32 copy: {describe(exc)}")
     return None, [], "; ".join(reasons)
 
 
@@ -256,7 +297,7 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
                              "not run")
     # steps and tolerances follow the precision the runtime really computed in
     computed = model_precision(runner.run, feeds, float_dtype, runtime_name(runner.kind),
-                               drawn=set(drawn))
+                               drawn=set(drawn), given=runner.given)
     float_dtype = computed.computed
     fwd_tol = fwd_tol if fwd_tol is not None else FWD_TOL.get(float_dtype, 1e-4)
     vjp_tol = vjp_tol if vjp_tol is not None else VJP_TOL.get(float_dtype, 1e-2)
@@ -277,7 +318,8 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
         return NumericResult(runner.kind, why, err, fwd_ok, detail, {}, h, fwd_tol, vjp_tol,
                              bound, {}, tuple(e <= bound for e in errs), vjp_skipped=skipped,
                              drawn=tuple(sorted(drawn.items())),
-                             precision=computed if computed.lowered else None)
+                             precision=computed if computed.lowered else None,
+                             copy=runner.copy)
     init_values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer
                    if t.name in initializers}
     every: dict[str, list[VjpCheck]] = {}
@@ -292,7 +334,7 @@ def check(model: onnx.ModelProto, *, feeds: dict[str, np.ndarray],
     return NumericResult(runner.kind, why, err, fwd_ok, detail, worst, h, fwd_tol, vjp_tol,
                          bound, {k: tuple(v) for k, v in every.items()},
                          tuple(e <= bound for e in errs), drawn=tuple(sorted(drawn.items())),
-                         precision=computed if computed.lowered else None)
+                         precision=computed if computed.lowered else None, copy=runner.copy)
 
 
 EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),

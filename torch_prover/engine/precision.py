@@ -21,6 +21,12 @@ stays within is the precision the runtime computed in (``RESOLUTION``: a margin 
 orders of magnitude on each side). The measured level never enters a record (it varies with
 the machine); only the precision's name does.
 
+A runtime may also be *given* a lower precision: onnxruntime running a float32 copy of a
+float64 model (``engine/float32_copy.py``) computes in float32 at best, whatever a
+measurement along one direction shows (a flat output shows no rounding). ``Given`` says
+so, and the computed precision is then the coarser of the given and the measured one; the
+words name the copy and why it ran.
+
 Used by both numeric witnesses: ``numeric.check`` (the whole model's VJP check) and
 ``measure`` (the isolated node), which take their steps, zero thresholds and tolerances
 from the computed precision, not from the declared one.
@@ -48,13 +54,23 @@ def runtime_name(kind: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class Given:
+    """A precision the runtime was given rather than measured: it ran a ``dtype`` copy of
+    the model, ``why`` (``no float64 kernel for Conv-11``)."""
+
+    dtype: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Precision:
     """The precision values were declared in (their dtype) and the one the runtime's
-    outputs show they were computed in."""
+    outputs show they were computed in (or were given: ``given``)."""
 
     declared: str
     computed: str
     runtime: str = ""
+    given: Given | None = None
 
     @property
     def lowered(self) -> bool:
@@ -63,6 +79,11 @@ class Precision:
     def words(self) -> str:
         """For a reason or a detail: categorical, the same on every machine."""
         who = self.runtime or "the runtime"
+        if self.given is not None:
+            at = "" if self.computed == self.given.dtype else \
+                f", at {self.computed} resolution"
+            return (f"{who} ran a {self.given.dtype} copy of these {self.declared} values "
+                    f"({self.given.why}){at}")
         return f"{who} computed these {self.declared} values at {self.computed} resolution"
 
     def record(self) -> dict[str, str]:
@@ -97,33 +118,45 @@ def _third_difference(ys: Sequence[Sequence[np.ndarray]]) -> float:
 
 
 def computed_precision(outputs_at: Callable[[float], Sequence[np.ndarray]], declared: str,
-                       runtime: str = "") -> Precision:
-    """The precision the runtime computed in. ``outputs_at(t)``: the floating outputs (as
-    arrays) with the caller's inputs moved by ``t`` (relative) along its direction. A
-    declared precision this module has no step for, a point the runtime refuses, an output
-    whose shape changes: the declared precision stands (nothing was measured)."""
+                       runtime: str = "", given: Given | None = None) -> Precision:
+    """The precision the runtime computed in: the coarser of what ``given`` says it was
+    given (a float32 copy) and what its outputs show. ``outputs_at(t)``: the floating
+    outputs (as arrays) with the caller's inputs moved by ``t`` (relative) along its
+    direction. A declared precision this module has no step for, a point the runtime
+    refuses, an output whose shape changes: nothing was measured, and the declared (or
+    given) precision stands."""
+    measured = _measured(outputs_at, declared)
+    order = [name for name, _ in RESOLUTION] + [COARSER]
+    if given is not None and given.dtype in order and (
+            measured not in order or order.index(given.dtype) > order.index(measured)):
+        measured = given.dtype
+    return Precision(declared, measured, runtime, given)
+
+
+def _measured(outputs_at: Callable[[float], Sequence[np.ndarray]], declared: str) -> str:
     step = PROBE_STEP.get(declared)
     if step is None:
-        return Precision(declared, declared, runtime)
+        return declared
     try:
         ys = [list(outputs_at(k * step)) for k in (1, 2, 3, 4)]
     except Exception:  # the runtime refuses a point: nothing measured, nothing claimed
-        return Precision(declared, declared, runtime)
+        return declared
     if not ys[0]:
-        return Precision(declared, declared, runtime)
+        return declared
     noise = _third_difference(ys)
     if noise == float("inf"):
-        return Precision(declared, declared, runtime)
+        return declared
     order = [name for name, _ in RESOLUTION]
     start = order.index(declared) if declared in order else 0
     for name, bound in RESOLUTION[start:]:
         if noise <= bound:
-            return Precision(declared, name, runtime)
-    return Precision(declared, COARSER, runtime)
+            return name
+    return COARSER
 
 
 def model_precision(run: Callable[[dict[str, np.ndarray]], Sequence], feeds: dict[str, np.ndarray],
-                    declared: str, runtime: str = "", drawn: Collection[int] = ()) -> Precision:
+                    declared: str, runtime: str = "", drawn: Collection[int] = (),
+                    given: Given | None = None) -> Precision:
     """The precision a runtime computes a whole model in: every floating feed moved at once
     along a seeded direction scaled to each element (``(|x| + rms x) / 2``, as the node
     witness moves one input), the floating outputs compared -- except the random draws
@@ -131,7 +164,7 @@ def model_precision(run: Callable[[dict[str, np.ndarray]], Sequence], feeds: dic
     floats = {k: np.asarray(v) for k, v in feeds.items()
               if np.issubdtype(np.asarray(v).dtype, np.floating)}
     if not floats:
-        return Precision(declared, declared, runtime)
+        return computed_precision(lambda t: [], declared, runtime, given)
     gen = np.random.default_rng(30_000)
     direction = {}
     for k, x in floats.items():
@@ -146,4 +179,4 @@ def model_precision(run: Callable[[dict[str, np.ndarray]], Sequence], feeds: dic
                              .astype(floats[k].dtype) for k in floats}}
         return [np.asarray(y) for j, y in enumerate(run(moved))
                 if j not in drawn and np.issubdtype(np.asarray(y).dtype, np.floating)]
-    return computed_precision(outputs_at, declared, runtime)
+    return computed_precision(outputs_at, declared, runtime, given)

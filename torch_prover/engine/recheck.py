@@ -23,7 +23,11 @@ from typing import Any, Callable
 
 from ..case import Case
 from ..vocab import AutogradOutcome, NumericOutcome, Tag, Verdict
+from .float32_copy import KernelGap
+from .numeric import FWD_TOL, STEP, VJP_TOL
+from .precision import Given, Precision
 from .record import status_of
+from .runtimes import version_at
 from .verdict import Rule, judge, rule_holds
 
 TagsOf = Callable[[str, "int | None", str], Any]
@@ -138,6 +142,37 @@ def _fidelity_problem(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def _copy_problem(rec: dict[str, Any], case: Case) -> str | None:
+    """A float32 copy (``numeric.copy``, ``engine/float32_copy.py``) re-derived from its own
+    fields: onnxruntime ran it, at the version in force of the op it names, its precision
+    is float32 (or coarser) with that precision's step and tolerances, its words are its
+    kernel's, and the test data re-runs the same copy; no copy, no ``test_data.copy``."""
+    num = rec.get("numeric") or {}
+    data = rec.get("test_data") or {}
+    copy = num.get("copy")
+    if copy is None:
+        return "test_data runs a float32 copy no numeric check ran" if data.get("copy") \
+            else None
+    gap = KernelGap.from_record(copy)
+    if copy != gap.record() or (gap.op is not None and gap.version != version_at(
+            gap.op, rec["opset"])):
+        return "numeric.copy is not what its kernel gives"
+    if (num.get("runtime"), data.get("runtime"), data.get("copy")) != (
+            "onnxruntime", "onnxruntime", "float32"):
+        return "a float32 copy that is not onnxruntime's, or not the test data's"
+    p = num.get("precision") or {}
+    computed = p.get("computed")
+    given = Precision(str(p.get("declared")), str(computed), "onnxruntime",
+                      Given("float32", gap.short()))
+    if computed not in STEP or computed == "float64" or p.get("why") != given.words():
+        return "a float32 copy whose precision is not float32's"
+    if (num.get("step"), num.get("fwd_tol"), num.get("vjp_tol")) != (
+            STEP[computed], FWD_TOL[computed] if case.fwd_tol is None else case.fwd_tol,
+            VJP_TOL[computed] if case.vjp_tol is None else case.vjp_tol):
+        return f"a float32 copy without {computed}'s step and tolerances"
+    return None
+
+
 def _tag(value: Any) -> Tag | None:
     return None if value is None else Tag(value)
 
@@ -170,7 +205,7 @@ def record_problem(rec: Any, case: Case | None, tags: TagsOf,
             why = _parameter_problem(p, case, schema, latest)
             if why:
                 return why
-        why = _fidelity_problem(rec)
+        why = _fidelity_problem(rec) or _copy_problem(rec, case)
         if why:
             return why
         want = status_of(bool(rec.get("invalid")), [

@@ -174,7 +174,7 @@ def record(proof: Proof) -> dict[str, Any]:
         "numeric": numeric_record(proof.numeric),
         "witness": None if w is None else {
             "runtime": w.runtime, "why": w.why or None, "node": w.node_name,
-            "reproduces": w.reproduces},
+            "reproduces": w.reproduces, **({"copy": "float32"} if w.copy else {})},
         "function_body": body_record(proof.body),
         "model": {"path": "model.onnx", "sha256": proof.sha256},
         "test_data": test_data.record(
@@ -215,7 +215,8 @@ def numeric_record(n: NumericResult | None) -> dict[str, Any] | None:
         "step": n.step, "fwd_tol": n.fwd_tol, "vjp_tol": n.vjp_tol,
         **({"vjp_skipped": n.vjp_skipped} if n.vjp_skipped else {}),
         **({"drawn": {str(j): op for j, op in n.drawn}} if n.drawn else {}),
-        **({"precision": n.precision.record()} if n.precision is not None else {})}
+        **({"precision": n.precision.record()} if n.precision is not None else {}),
+        **({"copy": n.copy.record()} if n.copy is not None else {})}
 
 
 def _vjp_record(worst: VjpCheck, tol: float, every) -> dict[str, Any]:

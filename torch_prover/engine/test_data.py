@@ -8,6 +8,9 @@ say how to re-check them, so the record does:
 - ``runtime``: the runtime the numeric check ran, which reproduced the outputs
   (onnxruntime, or ``onnx.reference`` where onnxruntime lacks the op, opset or float64
   kernel -- and ``why``);
+- ``copy``: ``float32`` when onnxruntime ran a float32 copy of the model (it lacks the
+  float64 kernel, and no faithful float64 runtime ran it: ``engine/float32_copy.py``); a
+  re-run derives the same copy from ``model.onnx`` and feeds it the inputs as float32;
 - ``fwd_tol``: the forward tolerance, scaled as ``numeric.forward_bound`` scales it;
 - per output, ``check``: ``compare``, ``random draw`` (the output depends on a sampling
   node: another runtime or seed draws other values, unless the case says why every draw
@@ -110,4 +113,5 @@ def record(case: Case, model: onnx.ModelProto, graph_outputs: Sequence[str],
     else:
         why = numeric.why or None   # why onnxruntime could not, when the reference ran
     return {"runtime": runtime, "why": why or None,
+            **({"copy": "float32"} if numeric is not None and numeric.copy else {}),
             "fwd_tol": None if numeric is None else numeric.fwd_tol, "outputs": outputs}

@@ -237,7 +237,7 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
         return Vjp.EMPTY, "the VJP check compared zeros only (no evidence either way)"
     seeds = sorted({c.seed for c in checks if abs(c.analytic) > c.noise})
     return Vjp.PASSED, (f"VJP matches the ONNX model on seed{'s' * (len(seeds) > 1)} "
-                        f"{', '.join(map(str, seeds))} ({numeric.runtime}, rel err "
+                        f"{', '.join(map(str, seeds))} ({numeric.ran_in}, rel err "
                         f"{shown_error(max(c.rel_err for c in checks), numeric.vjp_tol)})")
 
 
@@ -269,7 +269,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
     forward = None
     if numeric is not None and numeric.runtime is not None and not numeric.forward_ok:
         forward = (f"ONNX forward differs from PyTorch ({numeric.forward_detail}) in "
-                   f"{numeric.runtime}")
+                   f"{numeric.ran_in}")
     ins = [_input_side(mapping.inputs[i] if i < len(mapping.inputs) else None, i, evidence_of,
                        params, folded, keep_option, case.surrogate.get(f"input {i}"),
                        (folded_from or {}).get(i))

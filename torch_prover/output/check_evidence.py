@@ -4,7 +4,9 @@ files still show what their record claims.
 For each case directory (one holding ``proof.json``, ``model.onnx`` or ``test_data_set_0``)
 it loads ``model.onnx`` (its sha256 must be the record's), runs the runtime the record's
 ``test_data`` names on ``input_<j>.pb``, and compares each output marked ``compare`` with
-``output_<j>.pb`` within the record's forward tolerance (``numeric.forward_bound``); a
+``output_<j>.pb`` within the record's forward tolerance (``numeric.forward_bound``) -- a
+record whose ``test_data.copy`` is ``float32`` runs the float32 copy derived from
+``model.onnx`` (``engine/float32_copy.py``), as its proof did; a
 ``random draw`` or ``declared mismatch`` output is checked for its shape only, and the
 record's reason is repeated. Gradients are re-checked where the record's own VJP check
 passed for that input: a central finite difference of the model along a seeded direction
@@ -26,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine import numeric, test_data
+from ..engine.float32_copy import KernelGap
 from ..errors import describe
 from ..vocab import EvidenceStatus, OutputCheck, Runtime
 from .evidence import OWN_ENTRIES, load_pb, read_record
@@ -174,8 +177,11 @@ def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
     except Exception as exc:   # a missing, truncated or foreign .pb
         return result(EvidenceStatus.MISMATCH, f"test data unreadable: {describe(exc)}",
                       runtime=runtime)
+    # a float32 copy (test_data.copy): derived from model.onnx as the proof derived it
+    copy = KernelGap.from_record((rec.get("numeric") or {}).get("copy") or {}) \
+        if data.get("copy") == "float32" else None
     try:
-        runner = numeric.Runner(model, KIND_OF[Runtime(runtime)])
+        runner = numeric.Runner(model, KIND_OF[Runtime(runtime)], copy=copy)
         got = runner.run(feeds)
     except Exception as exc:
         return result(EvidenceStatus.MISMATCH if found.problems else EvidenceStatus.CANNOT_RUN,
@@ -199,7 +205,8 @@ def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
     if len(got) != len(wants):
         found.problems.append(f"{runtime} gives {len(got)} outputs, the record {len(wants)}")
     checked, skipped = _gradients(rec, model, feeds, runner, files, found)
-    parts = [f"{compared} of {len(wants)} outputs compared",
+    parts = (["a float32 copy of model.onnx ran"] if copy is not None else []) + [
+             f"{compared} of {len(wants)} outputs compared",
              f"gradients: {checked} re-checked" + (f", {len(skipped)} not" if skipped else "")]
     if found.problems:
         status, detail = EvidenceStatus.MISMATCH, "; ".join(found.problems)
@@ -239,7 +246,9 @@ def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
     if not grads:
         return 0, skipped
     zero = {k for k, g in grads.items() if not bool(g.ne(0).any())}
-    dtype = str(next(iter(grads.values())).dtype).removeprefix("torch.")
+    # rounding is the precision the runtime computed in (a float32 copy's), not the files'
+    dtype = (num.get("precision") or {}).get("computed") or str(
+        next(iter(grads.values())).dtype).removeprefix("torch.")
     point = numeric.SeedPoint(int(rec.get("seeds", [0])[0]), feeds, dy, grads)
     checks, trouble = numeric.vjp_checks(runner, point, {}, zero, float(num["step"]),
                                          float(num["vjp_tol"]),

@@ -138,7 +138,9 @@ def numeric_line(rec: dict[str, Any]) -> str:
         return f"numeric check: no runtime could run the model ({n['why']})"
     vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or n.get(
         "vjp_skipped") or "none to check"
-    via = f" (onnxruntime skipped: {n['why']})" if n.get("why") else ""
+    # a float32 copy ran (engine/float32_copy.py): ``why`` says why the float64 runs did not
+    skipped = "float64 runs" if n.get("copy") else "onnxruntime skipped"
+    via = f" ({skipped}: {n['why']})" if n.get("why") else ""
     drawn = "".join(f"; output {j} a random draw ({op}): shape and type compared only"
                     for j, op in (n.get("drawn") or {}).items())
     if n.get("precision"):
