@@ -87,3 +87,18 @@ def test_exported_models_do_not_depend_on_where_the_code_lives():
     model = _export(find_case("Conv")).model
     text = str(model)
     assert "stack_trace" not in text and "/torch_prover/" not in text
+
+
+def test_a_module_parameter_is_no_graph_input_below_opset_9():
+    """The TorchScript exporter below opset 9 writes IR version 3, where every initializer
+    is listed as a graph input too (ONNX IR spec: "IR version 3 ... initializers are
+    inputs"); the model keeps the parameter as an initializer only, at IR 4, so its graph
+    inputs are the case's (prelu_module@8 was "no model" for it)."""
+    from torch_prover.batch.versions import at_opset
+    from torch_prover.engine.probe import probe
+    case = at_opset(find_case("PRelu", "prelu_module"), 8)
+    run = probe(case).runs[0]
+    exported = export_case(case, case.build_module(), run.inputs, len(run.outputs))
+    assert exported.opset == 8 and exported.model.ir_version >= 4
+    assert [i.name for i in exported.model.graph.input] == list(case.names)
+    assert "prelu.weight" in {t.name for t in exported.model.graph.initializer}

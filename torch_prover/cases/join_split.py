@@ -25,8 +25,5 @@ CASES = [
     Case("Split", "split_sizes", split_2_3, (Float(3, 5),), ("x",)),
     Case("Concat", "concat_two", cat2, (Float(3, 4), Float(2, 4)), ("a", "b")),
     Case("Split", "split_equal_three", split_equal_3, (Float(2, 6),), ("x",),
-         fails_at={v: f"Split-{v} has no num_outputs attribute (from Split-18): equal chunks "
-                      f"need the split sizes written out, which is another case"
-                   for v in (11, 13)},
          notes="equal chunks export Split with num_outputs=3 and the optional split input absent"),
 ]

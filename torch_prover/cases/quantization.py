@@ -58,8 +58,6 @@ CASES = [
                "reaches the graph output through it)", **_FQ),
     Case("QuantizeLinear", "quantizelinear_fake_quant_per_channel", fake_quant_per_channel,
          (Float(2, 3),), ("x",), surrogate={"input 0": _STE},
-         fails_at={10: "QuantizeLinear-10 has no axis (from -13): per-tensor scales only, "
-                       "and this case's are per channel"},
          notes="per-channel scales and zero points (axis=1), int8", **_FQ),
     Case("QuantizeLinear", "quantizelinear_decomposed", quantize_decomposed,
          (Float(2, 3, low=-5.0, high=5.0),), ("x",),

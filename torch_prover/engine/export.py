@@ -72,6 +72,21 @@ def _strip_stack_traces(graph: onnx.GraphProto) -> None:
             node.metadata_props.extend(keep)
 
 
+def _initializers_apart(model: onnx.ModelProto) -> None:
+    """IR version 3 (the TorchScript exporter below opset 9) lists every initializer as a
+    graph input too, a default the caller may override; from IR 4 an initializer needs no
+    input. The module's parameters are the model's constants, not the case's inputs, so
+    they are kept as initializers only and the IR version raised to 4 (which any opset
+    accepts): the graph's inputs are the case's again, and nothing computed changes."""
+    init = {t.name for t in model.graph.initializer}
+    if not any(i.name in init for i in model.graph.input):
+        return
+    keep = [i for i in model.graph.input if i.name not in init]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)
+
+
 def _takes_varargs(module: torch.nn.Module) -> bool:
     params = inspect.signature(module.forward).parameters.values()
     return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
@@ -122,6 +137,7 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
         raise CaseError(f"{label}export with the {exporter} exporter at opset {opset} failed: "
                         f"{type(exc).__name__}: {first}") from exc
     _strip_stack_traces(model.graph)
+    _initializers_apart(model)
     got = model_opset(model)
     if got != opset:
         raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "
