@@ -1,0 +1,2 @@
+B	grad_biasJ MÞÞ?»Ànm*WI
+Àª	¡½ÊPø¿
