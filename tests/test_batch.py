@@ -366,3 +366,19 @@ def test_a_broken_case_is_cached_a_timeout_is_not(tmp_path):
     timed = BatchOptions(jobs=1, cache_dir=tmp_path / "t", numeric=False, timeout=3)
     assert run_batch([slow], timed).records[0]["status"] == "error"
     assert not list((tmp_path / "t").glob("*.json"))
+
+
+def test_a_full_run_removes_the_evidence_of_a_case_that_no_longer_exports(tmp_path):
+    """A variant whose export is now refused (a case error: the same every time) keeps no
+    older evidence: a proof directory there would claim what the run no longer finds. A
+    crash or a timeout (transient) is not a case error (batch/pool.Failure)."""
+    from torch_prover.batch.pool import Failure, error_record
+    from torch_prover.batch.verify import _evidence_kept
+    from torch_prover.batch.versions import Selection, plan
+    from torch_prover.cases import find_case
+    case = find_case("Hardmax", "hardmax_axis0")
+    variant = next(p.case for p in plan([case], Selection("all")) if p.case)
+    refused = error_record(variant, "no adapter", Failure.CASE)
+    crashed = error_record(variant, "worker died", Failure.CRASH)
+    key = (variant.op, variant.name)
+    assert key in _evidence_kept([crashed]) and key not in _evidence_kept([refused])

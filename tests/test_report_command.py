@@ -107,22 +107,31 @@ def test_the_text_report_ends_with_its_summary_line(small):
 
 
 def test_a_failing_report_says_so_last_and_exits_1(small, tmp_path):
-    """A report whose declared disagreement is no longer declared (its summary updated to
-    match): ``report`` exits 1, and the closing line counts the failure."""
-    rep = json.loads(json.dumps(small["report"]))
-    p = next(p for r in rep["cases"] for p in r["parameters"] if p["verdict"] == "disagree")
-    del p["expected"]
+    """A real failing run (Softmax-13's input tagged non-differentiable in the tag source:
+    softmax is smooth, so an undeclared disagreement; test_ci_outputs.flipped_changelog):
+    ``report`` of its JSON exits 1, and the closing line counts the failure. (An edited
+    record is refused, not rendered: test_a_forged_report_is_refused...)"""
+    from test_ci_outputs import flipped_changelog
+    tags = flipped_changelog(tmp_path)
+    made = _tp("verify-all", "--ops", "Softmax", "--tags-from", tags, "--no-write",
+               "--cache-dir", small["root"] / "cache", "--format", "json", "--report",
+               tmp_path / "r.json")
+    assert made.returncode == 1, made.stderr[-2000:]
+    rep = json.loads((tmp_path / "r.json").read_text())
     s = rep["summary"]
-    s["declared_disagreements"] -= 1
-    s["unwaived_disagreements"] += 1
-    rep.update(status="finding", exit_code=1)
-    (tmp_path / "r.json").write_text(json.dumps(rep))
+    assert s["unwaived_disagreements"] >= 1
     r = _tp("report", tmp_path / "r.json")
     assert r.returncode == 1, r.stderr
-    head = _closing(rep).replace(f"({s['declared_disagreements']} declared)",
-                                 f"({s['declared_disagreements']} declared, 1 new)")
+    new = s["unwaived_disagreements"]
+    head = _closing(rep)
+    if s["declared_disagreements"]:
+        head = head.replace(f"({s['declared_disagreements']} declared)",
+                            f"({s['declared_disagreements']} declared, {new} new)")
+    else:
+        head = head.replace(f"{s['parameters']['disagree']} disagree,",
+                            f"{s['parameters']['disagree']} disagree ({new} new),")
     assert r.stdout.rstrip("\n").split("\n")[-1] == (
-        head + "; 1 failing (1 unwaived disagreements) — exit 1")
+        head + f"; {new} failing ({new} unwaived disagreements) — exit 1")
 
 
 # ----------------------------------------------------------------------------- untrusted input

@@ -288,7 +288,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     outcome = verify.run(prepared)
     for gone in outcome.removed:
-        print(f"removed evidence of a case that no longer exists: {gone}", file=sys.stderr)
+        print(f"removed evidence of a case that no longer exists or no longer exports: {gone}", file=sys.stderr)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _emit_batch(outcome.report, args.format, args.report)

@@ -275,7 +275,7 @@ def run(prepared: Prepared) -> Outcome:
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
     if prepared.out is not None and req.ops is None and prepared.shard is None:
-        removed = [str(g) for g in prune(prepared.out, _evidence_kept())]
+        removed = [str(g) for g in prune(prepared.out, _evidence_kept(records))]
         warnings += write_index(prepared.out, rep)
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
@@ -283,15 +283,23 @@ def run(prepared: Prepared) -> Outcome:
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
 
 
-def _evidence_kept() -> set[tuple[str, str]]:
+def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str]]:
     """Every case directory the catalogue can write -- each case, and each variant an
     all-versions run proves -- whatever this run selected: a default run never prunes the
-    committed evidence of other schema versions."""
+    committed evidence of other schema versions. Less the cases this run found to have no
+    model at all (a case error: the export, the checker, an adapter's refusal -- the same
+    every time, unlike a crash or a timeout): an older proof's evidence there would claim
+    what the run no longer finds (hardmax_axis0@10, refused since no adapter brings
+    Hardmax-13's axis to Hardmax-1)."""
     from ..cases import all_cases
+    from ..vocab import DocKind
+    from .pool import Failure
     from .versions import Selection, plan
     cases = list(all_cases())
+    gone = {(r["op"], r["case"]) for r in records
+            if r.get("kind") == DocKind.FAILED_CASE and r.get("failure") == Failure.CASE}
     return ({(c.op, c.name) for c in cases}
-            | {(p.case.op, p.case.name) for p in plan(cases, Selection("all")) if p.case})
+            | {(p.case.op, p.case.name) for p in plan(cases, Selection("all")) if p.case}) - gone
 
 
 @dataclass(frozen=True)
