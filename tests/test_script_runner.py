@@ -325,3 +325,30 @@ def test_an_opset_6_model_is_not_proved_by_a_runtime_of_another_version(tmp_path
     assert {p["verdict"] for p in rec["parameters"]} == {"inconclusive"}
     assert cli.main(["prove", "Relu", "--opset", "6", "--no-write"]) == 2
     assert "below 7 no runtime implements a schema version" in capsys.readouterr().err
+
+
+SOFTPLUS = '''import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.softplus(x)
+x = torch.randn(3, 4, requires_grad=True)
+y = M()(x)
+y.backward(torch.ones_like(y))
+torch.onnx.export(M(), (x,), "softplus.onnx", dynamo=True)
+'''
+
+
+def test_the_op_the_module_calls_is_the_target_not_the_exporters_wrapper(tmp_path, monkeypatch,
+                                                                       capsys):
+    """The dynamo exporter writes softplus(x) as Where(x > 20, x, Softplus(x)): the graph
+    ends with Where, whose X the condition never selects at the script's points (flat: a
+    false 'disagree' when Where was the target). The module calls one op by name, softplus,
+    whose ai.onnx op is in the graph: that is the target. x reaching the output through
+    Where's X branch too makes the proof invalid -- an honest 'cannot attribute', never a
+    verdict about Where."""
+    code, rec, out = run(tmp_path, monkeypatch, capsys, write(tmp_path, "softplus.py",
+                                                                  SOFTPLUS))
+    assert rec["op"] == "Softplus", out.err
+    assert rec["script"]["op_from"] == "the module's ATen op"
+    assert rec["script"]["op_inferred"] == "Where"
+    assert all(p["verdict"] != "disagree" for p in rec["parameters"])

@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import onnx
 import torch
@@ -26,7 +26,8 @@ from ..case import Case, Spec
 from ..errors import describe
 from ..engine.export import Exported, model_opset
 from ..engine.mapping import VALUE_SLOTS, subgraphs
-from .wire import Capture, dtype_of
+from .folded import module_ops
+from .wire import Capture, ModuleFormat, dtype_of
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
                       "Identity", "Constant"})
@@ -298,12 +299,24 @@ def _match_inputs(gin: list[str], py: list[str | None]) -> list[int]:
                      "which is which (name them with input_names=)")
 
 
+MODULE_OPS = "the module's ATen op"
+"""``op_from`` when the target is the one op the module calls by name (``folded.module_ops``)."""
+
+
 def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
-             tracked: set[str]) -> tuple[str, str | None, list[str], str]:
-    """(op, inferred, candidates, where the op came from)."""
+             tracked: set[str], called: Sequence[str] = ()) -> tuple[str, str | None,
+                                                                    list[str], str]:
+    """(op, inferred, candidates, where the op came from). ``called``: the ai.onnx ops the
+    module calls by name (``folded.module_ops``): where exactly one of them computes on the
+    script's tensors in the graph, it is the target, whatever node the graph ends with
+    (the dynamo exporter writes softplus as Where(x > 20, x, Softplus(x)): the script proves
+    Softplus, not the Where around it)."""
     from ..errors import UsageError
     from ..tags.schema import canonical_op
     inferred, candidates = infer_op(model, tracked)
+    named = [o for o in called if o in candidates]
+    if not op and not declared.op and len(named) == 1 and named[0] != inferred:
+        return named[0], inferred, candidates, MODULE_OPS
     chosen, origin = (op, "--op") if op else (declared.op, "script directive")
     if chosen:
         chosen = canonical_op(chosen)
@@ -417,7 +430,11 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
     _rename(graph, renamed)
 
     tracked = {names[i] for i in which} | {p[0] for p in cap.params}
-    op, inferred, candidates, op_from = _pick_op(op, declared, model, tracked)
+    graph_module = getattr(module, "graph", None)
+    op, inferred, candidates, op_from = _pick_op(
+        op, declared, model, tracked,
+        module_ops(graph_module) if graph_module is not None and
+        cap.module.format is ModuleFormat.EXPORTED_PROGRAM else ())
     try:
         onnx.checker.check_model(model)
     except Exception as exc:

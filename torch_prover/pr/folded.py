@@ -68,7 +68,7 @@ def _reads_inputs(node: Any) -> bool:
     return False
 
 
-def _called(graph_module: Any) -> list[tuple[str, bool]]:
+def called(graph_module: Any) -> list[tuple[str, bool]]:
     """(ATen op name, reads the inputs) of every ATen call in the module's graph."""
     import torch
     found = []
@@ -97,7 +97,7 @@ def missing_ops(graph_module: Any, model: onnx.ModelProto, exporter: str,
     present = {n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")}
     keep_folding = "optimize=False" if exporter == "dynamo" else "do_constant_folding=False"
     out: dict[str, MissingOp] = {}
-    for aten, reads in _called(graph_module):
+    for aten, reads in called(graph_module):
         op = ONNX_OF.get(aten)
         if op is None or op in present or op in out:
             continue
@@ -114,3 +114,10 @@ def missing_ops(graph_module: Any, model: onnx.ModelProto, exporter: str,
             lost = Lost.REWRITTEN
         out[op] = MissingOp(op, f"aten.{aten}", lost, keep)
     return tuple(out.values())
+
+
+def module_ops(graph_module: Any) -> list[str]:
+    """The ai.onnx ops (:data:`ONNX_OF`: exact meanings only) of the ATen calls the module
+    makes on its inputs, once each, in call order: what the script computes, by name."""
+    return list(dict.fromkeys(ONNX_OF[aten] for aten, reads in called(graph_module)
+                              if reads and aten in ONNX_OF))

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..engine import numeric
 from ..engine.mapping import VALUE_SLOTS
+from .case import MODULE_OPS
 from .export import shown_path
 from .wire import Capture, Grad, GradSeen, Sink
 
@@ -125,6 +126,11 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     if s["op_from"] == "graph":
         lines.append(f"  target op {rec['op']}: inferred from the graph (ops on the inputs: "
                      f"{', '.join(s['op_candidates'])})")
+    elif s["op_from"] == MODULE_OPS:
+        lines.append(f"  target op {rec['op']}: the one op the module calls by name that the "
+                     f"graph computes with (ops on the inputs: "
+                     f"{', '.join(s['op_candidates'])}; the graph's last computing node is "
+                     f"{s['op_inferred']})")
     else:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
