@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from torch_prover import cli
-from torch_prover.pr.case import directives, infer_op
+from torch_prover.pr.case import infer_op
+from torch_prover.pr.directives import directives
 from torch_prover.pr.runner import run_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "scripts" / "examples"
@@ -65,6 +66,26 @@ def test_reshape_method1_unmodified(tmp_path, monkeypatch, capsys):
     assert script["gradients"] == {"x": "nonzero (max |grad| 4)"}
     assert "tensor([[1., 2.]," in out.err          # the script's own prints, still shown
     assert (tmp_path / "models" / "Reshape" / "reshape_method1" / "proof.json").exists()
+
+
+@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True")
+def test_evidence_is_the_same_wherever_the_script_sits(tmp_path, monkeypatch, capsys):
+    """The dynamo exporter writes each node's Python stack trace, with the script's absolute
+    path, into the model: a proof made in another checkout (CI's) would hash differently.
+    The evidence copy drops it, so the bytes are the same from any directory."""
+    models = []
+    for where in ("a", "somewhere/much/deeper/b"):
+        home = tmp_path / where
+        home.mkdir(parents=True)
+        script = home / "reshape_method1.py"
+        script.write_bytes((EXAMPLES / "reshape_method1.py").read_bytes())
+        code, _, out = run(home, monkeypatch, capsys, script, "--out", str(home / "models"))
+        assert code == 0, out.err
+        assert str(home).encode() in (home / "model.onnx").read_bytes()  # the script's own file
+        models.append((home / "models" / "Reshape" / "reshape_method1" / "model.onnx"
+                       ).read_bytes())
+    assert models[0] == models[1]
+    assert b"reshape_method1.py" not in models[0]
 
 
 def test_text_and_markdown_reports(tmp_path, monkeypatch, capsys):

@@ -61,10 +61,11 @@ def quiet():
 _LOCATION_KEYS = ("pkg.torch.onnx.stack_trace",)
 
 
-def _strip_stack_traces(graph: onnx.GraphProto) -> None:
+def strip_stack_traces(graph: onnx.GraphProto) -> None:
     """Drop the exporter's per-node Python stack traces: they hold absolute paths and line
-    numbers of whoever called export, so the same proof would hash differently in another
-    checkout (or after an unrelated edit). Nothing a proof reads is lost."""
+    numbers of whoever called export (a case file, or a contributor's script), so the same
+    proof would hash differently in another checkout (or after an unrelated edit). Nothing a
+    proof reads is lost."""
     for node in all_nodes(graph):
         keep = [p for p in node.metadata_props if p.key not in _LOCATION_KEYS]
         if len(keep) != len(node.metadata_props):
@@ -72,19 +73,22 @@ def _strip_stack_traces(graph: onnx.GraphProto) -> None:
             node.metadata_props.extend(keep)
 
 
-def _initializers_apart(model: onnx.ModelProto) -> None:
+def initializers_apart(model: onnx.ModelProto) -> bool:
     """IR version 3 (the TorchScript exporter below opset 9) lists every initializer as a
     graph input too, a default the caller may override; from IR 4 an initializer needs no
     input. The module's parameters are the model's constants, not the case's inputs, so
     they are kept as initializers only and the IR version raised to 4 (which any opset
-    accepts): the graph's inputs are the case's again, and nothing computed changes."""
+    accepts): the graph's inputs are the case's again, and nothing computed changes. A
+    script's ``keep_initializers_as_inputs=True`` is the same listing. True when it dropped
+    any."""
     init = {t.name for t in model.graph.initializer}
     if not any(i.name in init for i in model.graph.input):
-        return
+        return False
     keep = [i for i in model.graph.input if i.name not in init]
     del model.graph.input[:]
     model.graph.input.extend(keep)
     model.ir_version = max(model.ir_version, 4)
+    return True
 
 
 def _takes_varargs(module: torch.nn.Module) -> bool:
@@ -136,8 +140,8 @@ def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, expo
         first = first_line(exc) or type(exc).__name__
         raise CaseError(f"{label}export with the {exporter} exporter at opset {opset} failed: "
                         f"{type(exc).__name__}: {first}") from exc
-    _strip_stack_traces(model.graph)
-    _initializers_apart(model)
+    strip_stack_traces(model.graph)
+    initializers_apart(model)
     got = model_opset(model)
     if got != opset:
         raise CaseError(f"{label}asked the {exporter} exporter for opset {opset} but the model "

@@ -7,15 +7,12 @@ proves the very graph the script wrote. Everything here reads data the script's 
 handed over (:mod:`wire`) and the module loaded from its graph
 (:mod:`module`); nothing of the script runs here.
 
-Directives (``# torch-prover: op=X fwd_tol=T vjp_tol=T``) are read from the source before
-the script runs, and checked: a tolerance must be finite and positive, and a relative VJP
-tolerance of 1 or more would accept any gradient, so neither can switch the check off.
+The script's ``# torch-prover:`` lines are read by :mod:`directives`.
 """
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,8 +21,9 @@ import torch
 
 from ..case import Case, Spec
 from ..errors import describe
-from ..engine.export import Exported, model_opset
+from ..engine.export import Exported, initializers_apart, model_opset, strip_stack_traces
 from ..engine.mapping import VALUE_SLOTS, subgraphs
+from .directives import Directives
 from .folded import module_ops
 from .wire import Capture, ModuleFormat, dtype_of
 
@@ -200,82 +198,6 @@ class Prepared:
         return replace(self.case, op=op, name=name, surrogate={})  # the directive's op only
 
 
-DIRECTIVE = re.compile(r"^\s*#\s*torch-prover:(.*)$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Directives:
-    """What a script declares about itself: the target op when the graph cannot say,
-    tolerances for random outputs. Each one set is shown in every report."""
-
-    op: str | None = None
-    fwd_tol: float | None = None      # forward: absolute, scaled by the outputs' magnitude
-    vjp_tol: float | None = None      # VJP: relative error of finite difference vs autograd
-    surrogate: tuple[str, ...] | None = None   # "input 0"...: PyTorch's backward is not
-    # the op's derivative there; it can only remove autograd evidence, never add any
-
-    def set(self) -> dict[str, Any]:
-        """The directives the script gave, in declaration order of the fields."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-
-def _tolerance(token: str, key: str, value: str) -> float:
-    from ..errors import UsageError
-    try:
-        tol = float(value)
-    except ValueError:
-        raise UsageError(f"script directive {token!r}: not a {key} value") from None
-    if not math.isfinite(tol) or tol <= 0:
-        raise UsageError(f"script directive {token!r}: a tolerance must be a finite number "
-                         "> 0 (this one would switch the numeric check off)")
-    if key == "vjp_tol" and tol >= 1:
-        raise UsageError(f"script directive {token!r}: a relative tolerance of 1 or more "
-                         "accepts a finite difference of 0 against any gradient, which switches "
-                         "the numeric check off")
-    return tol
-
-
-def directives(source: str) -> Directives:
-    """The ``# torch-prover: ...`` lines of ``source`` (UsageError, one line, on an unknown
-    key, a bad value, an unknown op, or a tolerance that would turn the check off)."""
-    from ..errors import UsageError
-    from ..tags.schema import UnknownOpError, canonical_op
-    found: dict[str, Any] = {}
-    keys = [f.name for f in fields(Directives)]
-    for line in DIRECTIVE.findall(source):
-        for token in line.split():
-            key, _, value = token.partition("=")
-            if key not in keys or not value:
-                raise UsageError(f"unknown script directive {token!r} (known: "
-                                 f"{', '.join(k + '=...' for k in keys)})")
-            if key == "op":
-                try:
-                    found[key] = canonical_op(value)
-                except UnknownOpError as exc:
-                    raise UsageError(f"script directive {token!r}: {exc}") from None
-            elif key == "surrogate":
-                found[key] = _parameters(token, value)
-            else:
-                found[key] = _tolerance(token, key, value)
-    return Directives(**found)
-
-
-_PARAMETER = re.compile(r"^(input|output):(\d+)$")
-
-
-def _parameters(token: str, value: str) -> tuple[str, ...]:
-    """``input:0,output:0`` -> ("input 0", "output 0")."""
-    from ..errors import UsageError
-    found = []
-    for part in value.split(","):
-        m = _PARAMETER.match(part)
-        if not m:
-            raise UsageError(f"script directive {token!r}: {part!r} is not input:N or output:N")
-        found.append(f"{m[1]} {m[2]}")
-    return tuple(found)
-
-
 def _case_name(path: Path) -> str:
     name = re.sub(r"[^a-z0-9_]+", "_", path.stem.lower()).strip("_")
     return name or "script"
@@ -336,8 +258,6 @@ def _pick_op(op: str | None, declared: Directives, model: onnx.ModelProto,
     return canonical_op(inferred), inferred, candidates, "graph"
 
 
-
-
 def usable(cap: Capture) -> None:
     """UsageError (one line) when the capture gives nothing to prove, most basic first."""
     from ..errors import UsageError
@@ -391,11 +311,8 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
     except Exception as exc:  # protobuf's DecodeError and friends
         raise UsageError(f"the script's model does not parse: {describe(exc)}") from None
     graph = model.graph
-    inits = {t.name for t in graph.initializer}
-    if any(i.name in inits for i in graph.input):   # keep_initializers_as_inputs=True
-        kept = [i for i in graph.input if i.name not in inits]
-        del graph.input[:]
-        graph.input.extend(kept)
+    strip_stack_traces(graph)   # the script's path is no part of the evidence
+    if initializers_apart(model):
         notes.append("dropped the initializers listed as graph inputs "
                      "(keep_initializers_as_inputs=True)")
     gin = [i.name for i in graph.input]

@@ -123,7 +123,8 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     gets one line per stage (``run`` prints them on stderr: a first run waits seconds for the
     script's process to import torch, and a silent wait looks like a hang)."""
     from ..engine.prove import prove_case
-    from .case import directives, prepare, usable
+    from .case import prepare, usable
+    from .directives import directives
     from .module import ModuleLoadError, load_module, ready_loader
     from .wire import WireError, read_capture
     path, op = check_arguments(path, op, timeout)
