@@ -3,7 +3,8 @@
 The full comparison over the catalogue is scripts/compare_exporters.py; here a few ops
 that take each path: a TorchScript case with a declared dynamo way (Softplus), glue and
 op adapters below opset 13 (Unsqueeze's axes input), a version-specific adapter with a
-case valid at every version (Dropout).
+case valid at every version (Dropout), a sampling op with no input whose dynamo way is a
+reference (RandomUniform).
 """
 import pytest
 
@@ -13,7 +14,7 @@ from torch_prover.batch.versions import Selection, plan
 from torch_prover.cases import all_cases, cases_for
 from torch_prover.engine import exporters
 
-SUBSET = "Softplus,Unsqueeze,Dropout"
+SUBSET = "Softplus,Unsqueeze,Dropout,RandomUniform"
 
 
 def _report(**kw):

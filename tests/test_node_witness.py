@@ -396,3 +396,21 @@ def test_details_carry_no_measured_magnitudes():
         for t in texts:
             numbers = re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", t)
             assert all(re.fullmatch(r"\d+|1e-\d", n) for n in numbers), t
+
+
+@pytest.mark.parametrize("op", ["RandomUniform", "RandomNormal"])
+def test_a_sampling_node_with_no_input_has_nothing_to_measure(op):
+    """RandomUniform and RandomNormal read no input: no finite difference is taken, so their
+    draw being random changes nothing, and the output is connected to no input (the schema
+    has none), as for Constant. A sampling op with an input is still refused (next test)."""
+    model = one_node(op, {}, inputs=[], shape=[2, 3], dtype=TP.DOUBLE)
+    w = witness_of(model, {})
+    assert [o.outcome for o in w.outputs] == [NONE]
+    assert w.outputs[0].detail == "no floating input to measure"
+
+
+def test_a_sampling_node_with_an_input_is_not_measured():
+    x = RNG.standard_normal((2, 3))
+    w = witness_of(one_node("RandomUniformLike", {"x": x}), {"x": x})
+    assert [o.outcome for o in w.outputs] == [NOT_RUN]
+    assert "samples random numbers" in w.outputs[0].detail

@@ -118,6 +118,37 @@ def randn_fixed_shape(x):
     return torch.randn(2, 3, dtype=torch.float64)
 
 
+_DRAW_SHAPE = [2, 3]
+
+
+def _random_uniform_emit():
+    return onnx_opset().RandomUniform(shape=_DRAW_SHAPE, dtype=onnx.TensorProto.DOUBLE)
+
+
+def _random_normal_emit():
+    return onnx_opset().RandomNormal(shape=_DRAW_SHAPE, dtype=onnx.TensorProto.DOUBLE)
+
+
+@reference_op("RandomUniform", emit=_random_uniform_emit)
+def random_uniform_2x3() -> torch.Tensor:
+    """RandomUniform (low 0, high 1, shape [2, 3], float64): torch.rand's draw."""
+    return torch.rand(*_DRAW_SHAPE, dtype=torch.float64)
+
+
+@reference_op("RandomNormal", emit=_random_normal_emit)
+def random_normal_2x3() -> torch.Tensor:
+    """RandomNormal (mean 0, scale 1, shape [2, 3], float64): torch.randn's draw."""
+    return torch.randn(*_DRAW_SHAPE, dtype=torch.float64)
+
+
+def rand_fixed_shape_ref(x):
+    return random_uniform_2x3()
+
+
+def randn_fixed_shape_ref(x):
+    return random_normal_2x3()
+
+
 _ARANGE = ("torch.arange takes start and step as Python numbers, so they export as constants; "
            "only limit can come from a tensor (a shape), and Range's float inputs never get a "
            "gradient from PyTorch code")
@@ -213,9 +244,15 @@ CASES = [
          exporter="torchscript",
          notes="torch.rand with a constant shape: TorchScript emits RandomUniform (the dynamo "
                "exporter uses RandomUniformLike on a ConstantOfShape); x is unused and "
-               "dropped. Samples in [0, 1): " + _RANDOM),
+               "dropped. Samples in [0, 1): " + _RANDOM + ". Without TorchScript: the "
+               "reference random_uniform_2x3, one RandomUniform node",
+         without_torchscript={"model": rand_fixed_shape_ref, "kind": "reference",
+                              "translation": random_uniform_2x3.translation}),
     Case("RandomNormal", "randomnormal_fixed_shape", randn_fixed_shape, (Float(2, 3),), ("x",),
          exporter="torchscript",
          notes="torch.randn with a constant shape: TorchScript emits RandomNormal; x is "
-               "unused and dropped. " + _RANDOM),
+               "unused and dropped. " + _RANDOM + ". Without TorchScript: the reference "
+               "random_normal_2x3, one RandomNormal node",
+         without_torchscript={"model": randn_fixed_shape_ref, "kind": "reference",
+                              "translation": random_normal_2x3.translation}),
 ]

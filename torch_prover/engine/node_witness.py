@@ -80,6 +80,8 @@ def witness(model: onnx.ModelProto, node_index: int, feeds: Mapping[str, np.ndar
         node = isolate(model, node_index, feeds)
     except WitnessError as exc:
         return _not_run(model, node_index, str(exc), seed)
+    if not node.lifted:   # RandomUniform, Constant: no input to perturb, whatever it draws
+        return measure(node, seed=seed)
     why = _random_op(model, node_index) or _draws_anew(node) or _differs(node)
     if why:
         return _not_run(model, node_index, why, seed)
