@@ -4,7 +4,8 @@ The full comparison over the catalogue is scripts/compare_exporters.py; here a f
 that take each path: a TorchScript case with a declared dynamo way (Softplus), glue and
 op adapters below opset 13 (Unsqueeze's axes input), a version-specific adapter with a
 case valid at every version (Dropout), a sampling op with no input whose dynamo way is a
-reference (RandomUniform).
+reference (RandomUniform), and Loop, whose v_initial only TorchScript reached until a
+dynamo case carried x first.
 """
 import pytest
 
@@ -14,7 +15,7 @@ from torch_prover.batch.versions import Selection, plan
 from torch_prover.cases import all_cases, cases_for
 from torch_prover.engine import exporters
 
-SUBSET = "Softplus,Unsqueeze,Dropout,RandomUniform"
+SUBSET = "Softplus,Unsqueeze,Dropout,RandomUniform,Loop"
 
 
 def _report(**kw):

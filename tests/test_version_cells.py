@@ -241,3 +241,25 @@ def test_every_declared_failure_names_a_version_the_case_has_a_variant_for():
             assert (c.name, version) in planned, (c.name, version)
             assert version in {s.version for s in v.schema_versions(c.op)}
             assert reason.strip()
+
+
+def test_an_unexercised_extra_element_of_a_variadic_keeps_the_others_evidence():
+    """Loop's v_initial is variadic (its schema): a case carrying x first and an int64
+    counter second (node inputs 2 and 3, both v_initial) declares input 3 unexercised; x's
+    evidence at input 2 still decides the cell. A case declaring input 2 itself (the
+    counter first) gives v_initial nothing."""
+    (v_initial,) = [p for p in onnx.defs.get_schema("Loop", 16, "").inputs
+                    if p.name == "v_initial"]
+    assert v_initial.option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    records = [_rec("Loop", "loop_x_first", 16, 18, [
+        _p("input", 2, "v_initial", UNKNOWN, "proposed", DIFF),
+        _p("input", 3, "v_initial", UNKNOWN, "inconclusive", None, "not exercised",
+           "constant")])]
+    extra = Declarations(unexercised={"loop_x_first": frozenset({("input", "v_initial", 3)})})
+    cell, _ = _cell(_section(records, extra, ops=("Loop",), selection=v.Selection("range", 16, 18)),
+                    "Loop", 16, "v_initial")
+    assert (cell["verdict"], cell["supports"]) == ("proposed", DIFF)
+    whole = Declarations(unexercised={"loop_x_first": frozenset({("input", "v_initial")})})
+    cell, _ = _cell(_section(records, whole, ops=("Loop",), selection=v.Selection("range", 16, 18)),
+                    "Loop", 16, "v_initial")
+    assert cell is None or cell["supports"] is None

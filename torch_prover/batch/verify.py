@@ -394,18 +394,21 @@ def _declarations(cases: Sequence[Case], records: Sequence[dict], tags: Any):
             t = tags(c.op, c.export_opset, c.domain)
         except UnknownOpError:
             continue
-        names = set()
+        names, extra = set(), set()
         for key in c.unexercised:
             io, _, i = key.partition(" ")
             f = t.formal(io, int(i))
-            if f is not None:
+            if f is not None and f.option == "variadic" and int(i) > f.position:
+                extra.add((io, f.name, int(i)))   # one more element of a variadic formal
+            elif f is not None:
                 names.add((io, f.name))
-        unexercised[c.name] = frozenset(names)
+        unexercised[c.name] = frozenset(names | extra)
         rec = own.get(c.name)
         if rec is not None and rec.get("parameters"):
             exercised[c.name] = frozenset(
                 (p["io"], p["name"]) for p in rec["parameters"]
-                if p.get("evidence") != "absent" and (p["io"], p["name"]) not in names)
+                if p.get("evidence") != "absent" and (p["io"], p["name"]) not in names
+                and (p["io"], p["name"], p["index"]) not in extra)
     return Declarations({c.name: dict(c.fails_at) for c in cases if c.fails_at},
                         unexercised, exercised)
 

@@ -55,8 +55,15 @@ class Declarations:
     exercised: what a failed variant of it would have)."""
 
     fails_at: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
-    unexercised: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    unexercised: Mapping[str, frozenset[tuple]] = field(default_factory=dict)
     exercised: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+
+    def skips(self, case: str, io: str, name: str, index: int | None = None) -> bool:
+        """``case`` declares the parameter unexercised: the whole formal (io, name), or --
+        given its node position -- one extra element of a variadic formal (io, name, index):
+        Loop's int64 counter carried beside x leaves x's evidence for ``v_initial``."""
+        declared = self.unexercised.get(case, frozenset())
+        return (io, name) in declared or (index is not None and (io, name, index) in declared)
 
 
 def judge(tag: str, supports: str) -> str:
@@ -167,7 +174,7 @@ def _failed_cells(t: SchemaTags, cells: dict[tuple[str, int], dict],
         would = []
         for fv in failed:
             base = bases.get(fv.case, fv.case)
-            if (f.io, f.name) in decl.unexercised.get(base, frozenset()):
+            if decl.skips(base, f.io, f.name):
                 continue
             exercised = decl.exercised.get(base)
             if exercised is None or (f.io, f.name) in exercised:
@@ -243,7 +250,7 @@ def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection:
                 and not (p["verdict"] == "disagree" and waived(r, p)))
 
     def unexercised(r: dict, p: dict) -> bool:
-        return (p["io"], p["name"]) in decl.unexercised.get(_base(r), frozenset())
+        return decl.skips(_base(r), p["io"], p["name"], p["index"])
 
     by_version = _records_by_version(records)
     out_ops = []

@@ -22,6 +22,11 @@ def loop_while(x):
                       (torch.tensor(0), x))[1]
 
 
+def loop_while_value_first(x):
+    return while_loop(lambda v, i: i < 3, lambda v, i: (v * 1.5 + 0.25, i + 1),
+                      (x, torch.tensor(0)))[0]
+
+
 class LoopFor(torch.nn.Module):
     def forward(self, x, n):
         for _ in range(int(n)):
@@ -55,6 +60,14 @@ CASES = [
                       "output 0": "the final int64 counter, which no graph output uses"},
          notes="torch while_loop with a constant counter: M is absent, cond and the counter "
                "are constants, x is the second loop-carried value"),
+    Case("Loop", "loop_while_value_first", loop_while_value_first, (Float(2, 3),), ("x",),
+         conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
+                      for k in ("input 2", "output 0")},
+         unexercised={"input 3": "the second loop-carried value is the int64 counter",
+                      "output 1": "the final int64 counter, which no graph output uses"},
+         notes="loop_while_loop with the loop-carried values swapped: x is the first (Loop's "
+               "input 2 and output 0, which loop_scripted_for reaches only through "
+               "TorchScript), the int64 counter the second"),
     Case("Loop", "loop_scripted_for", loop_for_scripted, (Float(2, 3), Fixed(3)), ("x", "n"),
          exporter="torchscript",
          conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
