@@ -4,18 +4,20 @@ The full comparison over the catalogue is scripts/compare_exporters.py; here a f
 that take each path: a TorchScript case with a declared dynamo way (Softplus), glue and
 op adapters below opset 13 (Unsqueeze's axes input), a version-specific adapter with a
 case valid at every version (Dropout), a sampling op with no input whose dynamo way is a
-reference (RandomUniform), and Loop, whose v_initial only TorchScript reached until a
-dynamo case carried x first.
+reference (RandomUniform), Loop, whose v_initial only TorchScript reached until a dynamo
+case carried x first, and Softmax, whose axis-1 case runs below opset 13 only through
+TorchScript (declared for a run without it).
 """
+import onnx.defs
 import pytest
 
 from torch_prover.batch import verify
 from torch_prover.batch.exporter_compare import compare, decided_cells
 from torch_prover.batch.versions import Selection, plan
-from torch_prover.cases import all_cases, cases_for
+from torch_prover.cases import all_cases, cases_for, find_case
 from torch_prover.engine import exporters
 
-SUBSET = "Softplus,Unsqueeze,Dropout,RandomUniform,Loop"
+SUBSET = "Softplus,Unsqueeze,Dropout,RandomUniform,Loop,Softmax"
 
 
 def _report(**kw):
@@ -36,6 +38,25 @@ def test_without_torchscript_the_same_cells_get_the_same_answers(both):
     assert result.base_decided == len(decided_cells(with_ts)) > 0
     assert not result.different, result.lines()
     assert not result.undecided, result.lines()
+    # a variant that only TorchScript exports faithfully fails without it, declared
+    assert without["versions"]["summary"]["undeclared_failures"] == 0
+    assert {(f["case"], f["version"]) for f in without["versions"]["summary"]["failed_variants"]
+            if f["case"].startswith("softmax_axis1")} == {("softmax_axis1@10", 1),
+                                                          ("softmax_axis1@12", 11)}
+    assert not with_ts["versions"]["summary"]["failed_variants"]
+
+
+def test_a_dynamo_case_declares_what_fails_without_torchscript():
+    """Softmax-1 and -11 coerce the input to 2-D at their axis (their schema's text);
+    softmax_axis1 normalizes along axis 1 of a 3-D input, which TorchScript reaches by
+    transposing it last, the relabelled opset-18 node does not: its failures there are
+    declared for a run without TorchScript only."""
+    assert "coerced into one" in onnx.defs.get_schema("Softmax", 11).doc
+    case = find_case("Softmax", "softmax_axis1")
+    assert case.exporter == "dynamo" and not case.fails_at
+    way = exporters.dynamo_only(case)
+    assert sorted(way.fails_at) == [1, 11] and way.exporter == "dynamo"
+    assert way.opset == case.opset
 
 
 def test_both_reports_keep_the_json_contract(both):

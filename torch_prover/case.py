@@ -164,6 +164,8 @@ class Case:
         default where torch has no TorchScript exporter): ``{"export_options": {"optimize":
         False}}``, another module, a reference translation... Their reason goes in
         ``notes``. None: no dynamo way yet (such a run leaves the case out, and says so).
+        A dynamo case sets it when its variants below opset 18 -- TorchScript's by default,
+        relabelled from the opset-18 export without it -- fail there: ``{"fails_at": ...}``.
     """
 
     op: str

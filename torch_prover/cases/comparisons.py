@@ -35,11 +35,20 @@ CASES = [
     Case("Equal", "equal_int64", equal, (Int(3, 4, high=3), Int(3, 4, high=3)), ("a", "b"),
          notes="small integer range so some elements compare equal."),
     Case("Greater", "greater_float", greater, (Float(3, 4), Float(3, 4)), ("a", "b")),
-    Case("Greater", "greater_broadcast_int64", greater, (Int(3, 4, high=5), Int(4, high=5)),
-         ("a", "b")),
+    Case("Greater", "greater_broadcast_int64", greater, (Int(3, 4, high=5), Int(4, high=5)), ("a", "b"),
+         without_torchscript={"fails_at": {7: "Greater-7 takes float types only (integers from "
+                                                "Greater-9); TorchScript casts the int64 inputs to "
+                                                "float there, the relabelled dynamo export "
+                                                "does not"}},
+         notes="int64 inputs (the output is bool either way)"),
     Case("GreaterOrEqual", "greaterorequal_float", greater_or_equal, (Float(3, 4), Float(3, 4)),
          ("a", "b")),
     Case("Less", "less_float", less, (Float(3, 4), Float(3, 4)), ("a", "b")),
-    Case("Less", "less_broadcast_int64", less, (Int(3, 4, high=5), Int(4, high=5)), ("a", "b")),
+    Case("Less", "less_broadcast_int64", less, (Int(3, 4, high=5), Int(4, high=5)), ("a", "b"),
+         without_torchscript={"fails_at": {7: "Less-7 takes float types only (integers from "
+                                                "Less-9); TorchScript casts the int64 inputs to "
+                                                "float there, the relabelled dynamo export "
+                                                "does not"}},
+         notes="int64 inputs (the output is bool either way)"),
     Case("LessOrEqual", "lessorequal_float", less_or_equal, (Float(3, 4), Float(3, 4)), ("a", "b")),
 ]

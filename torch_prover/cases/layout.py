@@ -114,7 +114,11 @@ CASES = [
     Case("Expand", "expand_as_dynamic_shape", ExpandAsOther, (Float(2, 1), Float(2, 3)),
          ("x", "like"), dynamic=True,
          notes="with dynamic shapes the target shape is Concat(Shape(like)...), so the shape "
-               "input is computed from a float graph input that gets no gradient"),
+               "input is computed from a float graph input that gets no gradient",
+         without_torchscript={"fails_at": {8: "the dynamo export reads like's shape with "
+                                              "Shape(end=1), and Shape-1 has no start or end "
+                                              "(from Shape-15): no relabelled export runs "
+                                              "at Expand-8's opsets (TorchScript's does)"}}),
     Case("Slice", "slice_start_end", slice_start_end, (Float(2, 4, 3),), ("x",)),
     Case("Slice", "slice_step2", slice_step2, (Float(2, 3, 5),), ("x",),
          fails_at={1: "Slice-1 has no steps (from Slice-10): this case slices with step 2"},

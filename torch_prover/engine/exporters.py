@@ -37,14 +37,14 @@ def torchscript_available() -> bool:
 
 
 def dynamo_only(case: Case) -> Case | None:
-    """``case`` proved with the dynamo exporter: itself when it already is, its declared
-    dynamo way (``without_torchscript``) when it chose TorchScript, else None."""
-    if case.exporter != "torchscript":
-        return case
+    """``case`` proved with the dynamo exporter: its declared dynamo way
+    (``without_torchscript``) when it has one; else itself when it is a dynamo case, None when
+    it chose TorchScript. A dynamo case declares one when its variants below opset 18,
+    exported by TorchScript by default, fail once relabelled (``fails_at``)."""
     if case.without_torchscript is None:
-        return None
+        return case if case.exporter != "torchscript" else None
     changes = {"exporter": "dynamo", "without_torchscript": None,
                **dict(case.without_torchscript)}
-    if case.opset is not None and "opset" not in changes:
+    if case.exporter == "torchscript" and case.opset is not None and "opset" not in changes:
         changes["opset"] = None     # the TorchScript opset (20) is not the dynamo one (25)
     return case.replace(**changes)
