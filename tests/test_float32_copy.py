@@ -562,7 +562,7 @@ def _pb(path):
     return t
 
 
-def test_a_float32_run_of_another_function_is_explained_not_written(tmp_path):
+def test_a_float32_run_of_another_function_is_explained_not_written(tmp_path, capsys):
     """maxunpool_output_shape at opset 10 (MaxUnpool-9; the case declares it, fails_at):
     given output_shape, onnxruntime's MaxUnpool reads the indices in the output_shape grid,
     where PyTorch (and ONNX's own backend test) read them in the inferred grid, so its
@@ -579,9 +579,34 @@ def test_a_float32_run_of_another_function_is_explained_not_written(tmp_path):
     d = models / "MaxUnpool" / "maxunpool_output_shape@10"
     rec = json.loads((d / "proof.json").read_text())
     assert rec["numeric"]["copy"]["op"] == "MaxUnpool" and rec["numeric"]["forward_ok"] is False
+    capsys.readouterr()
     assert cli.main(["node-tests", str(models), "-o", str(tmp_path / "node"), "--format",
                      "json"]) == 0
+    capsys.readouterr()
     (entry,) = json.loads((tmp_path / "node" / "node-tests.json").read_text())["directories"]
     assert (entry["status"], entry["why"]) == (
         "explained", "the record's runtime does not reproduce its outputs")
     assert entry["detail"].startswith("forward mismatch in onnxruntime's float32 copy: ")
+    # check-evidence sees the stated mismatch again: nothing confirmed, no finding (exit 0)
+    assert cli.main(["check-evidence", str(models), "--format", "json"]) == 0
+    (check,) = json.loads(capsys.readouterr().out)["directories"]
+    assert check["status"] == "not compared"
+    assert "(the failed forward check the record states)" in check["detail"]
+
+
+def test_a_failed_forward_that_the_runtime_reproduces_is_a_finding():
+    """A record stating its forward check failed, whose runtime gives the recorded outputs
+    after all, is a mismatch; a difference it states is a note; any other record's
+    difference stays a finding."""
+    from torch_prover.output.check_evidence import _Findings, _recorded_forward
+    failed = {"numeric": {"forward_ok": False, "forward_detail": "max abs error 2"}}
+    found = _Findings()
+    assert _recorded_forward(failed, 1, [], found) == 1
+    assert found.problems and "says its forward check failed" in found.problems[0]
+    found = _Findings()
+    assert _recorded_forward(failed, 1, ["output_0.pb: max abs error 2"], found) == 0
+    assert not found.problems and found.notes
+    found = _Findings()
+    assert _recorded_forward({"numeric": {"forward_ok": True}}, 1,
+                             ["output_0.pb: max abs error 2"], found) == 1
+    assert found.problems == ["output_0.pb: max abs error 2"]
