@@ -68,24 +68,41 @@ def test_reshape_method1_unmodified(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "models" / "Reshape" / "reshape_method1" / "proof.json").exists()
 
 
+TANH_VERBOSE = """
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x)
+    x = torch.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    M()(x).backward(torch.ones(1, 3))
+    torch.onnx.export(M(), (x,), "model.onnx", dynamo=False, opset_version=13, verbose=True)
+"""
+
+
 @pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True")
-def test_evidence_is_the_same_wherever_the_script_sits(tmp_path, monkeypatch, capsys):
-    """The dynamo exporter writes each node's Python stack trace, with the script's absolute
-    path, into the model: a proof made in another checkout (CI's) would hash differently.
-    The evidence copy drops it, so the bytes are the same from any directory."""
+@pytest.mark.parametrize("name, source, node", [
+    ("reshape_method1.py", None, "Reshape"),   # dynamo: pkg.torch.onnx.stack_trace
+    ("tanh_verbose.py", TANH_VERBOSE, "Tanh")])  # TorchScript verbose=True: node doc_string
+def test_evidence_is_the_same_wherever_the_script_sits(tmp_path, monkeypatch, capsys, name,
+                                                       source, node):
+    """Exporters write each node's Python stack trace, with the script's absolute path,
+    into the model: a proof made in another checkout (CI's) would hash differently. The
+    evidence copy drops it, so the bytes are the same from any directory."""
     models = []
     for where in ("a", "somewhere/much/deeper/b"):
         home = tmp_path / where
         home.mkdir(parents=True)
-        script = home / "reshape_method1.py"
-        script.write_bytes((EXAMPLES / "reshape_method1.py").read_bytes())
+        script = home / name
+        if source is None:
+            script.write_bytes((EXAMPLES / name).read_bytes())
+        else:
+            script.write_text(textwrap.dedent(source), encoding="utf-8")
         code, _, out = run(home, monkeypatch, capsys, script, "--out", str(home / "models"))
         assert code == 0, out.err
         assert str(home).encode() in (home / "model.onnx").read_bytes()  # the script's own file
-        models.append((home / "models" / "Reshape" / "reshape_method1" / "model.onnx"
-                       ).read_bytes())
+        models.append((home / "models" / node / name[:-3] / "model.onnx").read_bytes())
     assert models[0] == models[1]
-    assert b"reshape_method1.py" not in models[0]
+    assert name.encode() not in models[0]
 
 
 def test_text_and_markdown_reports(tmp_path, monkeypatch, capsys):

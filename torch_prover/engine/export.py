@@ -62,11 +62,14 @@ _LOCATION_KEYS = ("pkg.torch.onnx.stack_trace",)
 
 
 def strip_stack_traces(graph: onnx.GraphProto) -> None:
-    """Drop the exporter's per-node Python stack traces: they hold absolute paths and line
-    numbers of whoever called export (a case file, or a contributor's script), so the same
-    proof would hash differently in another checkout (or after an unrelated edit). Nothing a
-    proof reads is lost."""
+    """Drop the exporter's per-node Python stack traces (the dynamo exporter's
+    ``pkg.torch.onnx.stack_trace``; TorchScript's ``verbose=True`` writes them as the node's
+    doc_string): they hold absolute paths and line numbers of whoever called export (a case
+    file, or a contributor's script), so the same proof would hash differently in another
+    checkout (or after an unrelated edit). Nothing a proof reads is lost."""
     for node in all_nodes(graph):
+        if node.doc_string:
+            node.ClearField("doc_string")   # assigning "" would set the field: other bytes
         keep = [p for p in node.metadata_props if p.key not in _LOCATION_KEYS]
         if len(keep) != len(node.metadata_props):
             del node.metadata_props[:]
