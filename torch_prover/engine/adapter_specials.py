@@ -242,6 +242,6 @@ def constant_value(edit: NodeEdit) -> None:
         v = edit.value(name)
         if v is not None:
             edit.drop_attribute(name)
-            arr = np.array(v if isinstance(v, list) else v, dtype=dtype)
+            arr = np.array(v, dtype=dtype)
             edit.set_attribute("value", onnx.numpy_helper.from_array(arr))
             edit.done.append(f"attribute {name} -> the equal tensor value")

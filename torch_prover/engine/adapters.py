@@ -36,6 +36,7 @@ import onnx.helper
 import onnx.numpy_helper
 
 from ..errors import CaseError
+from .runtimes import version_at
 
 
 class Refusal(enum.Enum):
@@ -248,27 +249,20 @@ def _versions_of(op: str) -> tuple[int, ...]:
                          if s.name == op and s.domain in ("", "ai.onnx")}))
 
 
-def _since(op: str, opset: int) -> int | None:
-    try:
-        return onnx.defs.get_schema(op, opset, "").since_version
-    except onnx.defs.SchemaError:
-        return None
-
-
 def adapt_node(view: ModelView, node: onnx.NodeProto, source: int, target: int,
                rules: dict[tuple[str, int], list[Rule]]) -> list[Adaptation]:
     """Bring ``node`` (ai.onnx, its schema in force at opset ``source``) to its schema in
     force at opset ``target``: the rules of every version boundary in between, newest
     first, then a check of the result against the target schema. Raises AdaptError."""
     op = node.op_type
-    have, want = _since(op, source), _since(op, target)
+    have, want = version_at(op, source), version_at(op, target)
     if have is None or want is None or have == want:
         return []
     versions = [v for v in _versions_of(op) if want < v <= have]
     out: list[Adaptation] = []
     name = node.name or op
     for newer in reversed(versions):
-        older = _since(op, newer - 1)
+        older = version_at(op, newer - 1)
         edit = NodeEdit(view, node, newer, older)
         for rule in rules.get((op, newer), ()):
             rule(edit)

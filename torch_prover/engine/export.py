@@ -23,6 +23,7 @@ from ..case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
 from .adapters import Adaptation
+from .runtimes import model_opset
 from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
                          model_nodes, private_nodes, raise_opset, relabel_opset)
 
@@ -97,13 +98,6 @@ def initializers_apart(model: onnx.ModelProto) -> bool:
 def _takes_varargs(module: torch.nn.Module) -> bool:
     params = inspect.signature(module.forward).parameters.values()
     return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
-
-
-def model_opset(model: onnx.ModelProto, domain: str = "") -> int | None:
-    for imp in model.opset_import:
-        if imp.domain in (domain, "ai.onnx" if domain == "" else domain):
-            return imp.version
-    return None
 
 
 def export_module(module: torch.nn.Module, args: Sequence[torch.Tensor], *, exporter: str,

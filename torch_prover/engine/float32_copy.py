@@ -34,6 +34,7 @@ import onnx.numpy_helper
 from onnx import AttributeProto, TensorProto
 
 from ..errors import EXIT_FINDING, ProverError
+from .runtimes import model_opset, version_at
 
 FROM, TO = "float64", "float32"
 """What the copy changes: every float64 tensor becomes float32."""
@@ -131,13 +132,8 @@ def float64_gap(exc: BaseException, model: onnx.ModelProto) -> KernelGap | None:
 
 def _version(model: onnx.ModelProto, op: str | None) -> int | None:
     """``op``'s schema version in force at the model's ai.onnx opset."""
-    if op is None:
-        return None
-    opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
-    try:
-        return onnx.defs.get_schema(op, opset, "").since_version if opset else None
-    except onnx.defs.SchemaError:
-        return None
+    opset = model_opset(model)
+    return version_at(op, opset) if op is not None and opset else None
 
 
 def has_float64(model: onnx.ModelProto) -> bool:

@@ -30,8 +30,9 @@ from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
 from ..errors import CaseError
 from ..vocab import ExportRoute
 from .adapter_table import rules
-from .adapters import AdaptError, Adaptation, ModelView, adapt_node
+from .adapters import AdaptError, Adaptation, ModelView, adapt_node, node_label
 from .mapping import subgraphs
+from .runtimes import version_at
 
 EXPORTER_MAX_OPSET = DEFAULT_OPSET
 """The newest opset torch 2.13's exporter produces reliably (case.DEFAULT_OPSET says why)."""
@@ -103,17 +104,6 @@ def private_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [n for n in model_nodes(model) if n.domain == PRIVATE_DOMAIN]
 
 
-def _since(op: str, opset: int) -> int | None:
-    try:
-        return onnx.defs.get_schema(op, opset, "").since_version
-    except onnx.defs.SchemaError:
-        return None
-
-
-def _name(node: onnx.NodeProto) -> str:
-    return f"node {node.name!r} ({node.op_type})" if node.name else f"a {node.op_type} node"
-
-
 def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "",
                 relabel: str | None = None) -> onnx.ModelProto:
     """A copy of ``model`` (exported at ``EXPORTER_MAX_OPSET``) declaring ai.onnx ``target``,
@@ -131,20 +121,20 @@ def raise_opset(model: onnx.ModelProto, target: int, *, label: str = "",
     out.CopyFrom(model)
     for node in model_nodes(out):
         if node.domain == PRIVATE_DOMAIN:
-            since = _since(node.op_type, target)
+            since = version_at(node.op_type, target)
             if since is None or since <= source:
                 raise CaseError(
-                    f"{label}{_name(node)} in domain {PRIVATE_DOMAIN} has no ai.onnx schema "
+                    f"{label}{node_label(node)} in domain {PRIVATE_DOMAIN} has no ai.onnx schema "
                     f"newer than opset {source} at opset {target}"
                     + ("" if since is None else f" (it is {node.op_type}-{since}: emit it "
                        f"at opset {source} directly)"))
             node.domain = ""
         elif node.domain in ("", "ai.onnx"):
-            before, after = _since(node.op_type, source), _since(node.op_type, target)
+            before, after = version_at(node.op_type, source), version_at(node.op_type, target)
             if before != after and not (node.op_type == relabel and before and after):
                 was = f"{node.op_type}-{before}" if before else "no schema"
                 raise CaseError(
-                    f"{label}{_name(node)} is {was} at opset {source} but "
+                    f"{label}{node_label(node)} is {was} at opset {source} but "
                     f"{node.op_type}-{after} at opset {target}: its schema changed in between, "
                     f"so relabelling the exported model would mis-version it; keep "
                     f"{node.op_type} out of an opset-{target} case")
@@ -201,9 +191,9 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
     for node in list(model_nodes(out)):
         if node.domain not in ("", "ai.onnx"):
             continue
-        before, after = _since(node.op_type, source), _since(node.op_type, target)
+        before, after = version_at(node.op_type, source), version_at(node.op_type, target)
         if after is None:
-            raise CaseError(f"{label}{_name(node)} has no schema at opset {target}: the "
+            raise CaseError(f"{label}{node_label(node)} has no schema at opset {target}: the "
                             f"model cannot be moved there")
         if before == after or (lower and node.op_type == op):   # lowered: already its own
             continue

@@ -170,7 +170,7 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
         numeric_res))
     params = parameters(case, pr, mapping, schema, latest, numeric_res, witness, off,
                         evidence_of, exported.output_names,
-                        {t.name for t in exported.model.graph.initializer}, keep, body,
+                        initializers, keep, body,
                         autograd_source(case.kind, exported.exporter, node), aten_target(node),
                         folded_parameters(exported.model, mapping.node_index, run.params, [
                             n for n in pr.params if n not in initializers]),

@@ -21,7 +21,8 @@ import torch
 
 from ..case import Case, Spec
 from ..errors import describe
-from ..engine.export import Exported, initializers_apart, model_opset, strip_stack_traces
+from ..engine.export import Exported, initializers_apart, strip_stack_traces
+from ..engine.runtimes import model_opset
 from ..engine.mapping import VALUE_SLOTS, subgraphs
 from .directives import Directives
 from .folded import module_ops
