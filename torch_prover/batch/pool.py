@@ -331,6 +331,7 @@ class _Slot:
     index: int | None = None
     started: float = 0.0
     proved: int = 0
+    family: str | None = None   # the case whose variants it proves: they share one export
 
 
 RETRIES = 1
@@ -447,13 +448,12 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
             slots.append(spawn())
         queue = list(range(len(todo)))
         tried = [0] * len(todo)   # retries spent per case (a crash or a timeout)
-        family = {}   # slot -> the case whose variants it proves: they share one export
         while queue or any(sl.index is not None for sl in slots):
             for sl in slots:
                 if sl.index is None and queue:
-                    sl.index, sl.started = queue.pop(_next_of(queue, todo, family.get(id(sl)))), \
+                    sl.index, sl.started = queue.pop(_next_of(queue, todo, sl.family)), \
                         time.perf_counter()
-                    family[id(sl)] = todo[sl.index].variant_of or todo[sl.index].name
+                    sl.family = todo[sl.index].variant_of or todo[sl.index].name
                     sl.conn.send(sl.index)
             busy = [sl for sl in slots if sl.index is not None]
             ready = wait([sl.conn for sl in busy], timeout=0.5)

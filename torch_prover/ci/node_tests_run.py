@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import describe, first_line
+from ..output.evidence import load_pb
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,6 @@ def backend_for(kind: str):
     return _reference_backend()
 
 
-def _tensor(path: str):
-    import onnx
-    from onnx import numpy_helper
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
-
-
 def run_case(case: Any, backend: Any) -> str:
     """Run one loaded test case as ONNX's runner does; '' when it passes."""
     import unittest
@@ -90,8 +82,8 @@ def run_case(case: Any, backend: Any) -> str:
         for data_dir in sorted(glob.glob(os.path.join(model_dir, "test_data_set*"))):
             n_in = len(glob.glob(os.path.join(data_dir, "input_*.pb")))
             n_out = len(glob.glob(os.path.join(data_dir, "output_*.pb")))
-            inputs = [_tensor(os.path.join(data_dir, f"input_{i}.pb")) for i in range(n_in)]
-            refs = [_tensor(os.path.join(data_dir, f"output_{i}.pb")) for i in range(n_out)]
+            inputs = [load_pb(os.path.join(data_dir, f"input_{i}.pb")) for i in range(n_in)]
+            refs = [load_pb(os.path.join(data_dir, f"output_{i}.pb")) for i in range(n_out)]
             outputs = list(prepared.run(inputs))
             Runner.assert_similar_outputs(refs, outputs, rtol=case.rtol, atol=case.atol,
                                           model_dir=model_dir)

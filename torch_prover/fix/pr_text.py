@@ -180,7 +180,8 @@ def pr_texts(plan: Plan, patch_name: str, evidence_name: str,
     where the verdicts come from (``origin_lines``), right after the introduction."""
     tail = ["## Regenerate the docs", "", REGENERATE]
     intro = _intro(plan, patch_name) + list(origin)
-    full = "\n".join(intro + _sections(plan) + tail)
+    sections = _sections(plan)
+    full = "\n".join(intro + sections + tail)
     head = intro + [
         f"The evidence for every edit (each case's witnesses and the command that "
         f"reproduces it) is in `{evidence_name}`, beside this text: all of it would exceed "
@@ -189,7 +190,7 @@ def pr_texts(plan: Plan, patch_name: str, evidence_name: str,
                      tuple(_summary_rows(plan)),
                      more="\n... and {n} more rows in the evidence file.", after=("",)),
                Block(tuple(tail))]
-    evidence = "\n".join([PR_EVIDENCE_HEAD, ""] + _sections(plan))
+    evidence = "\n".join([PR_EVIDENCE_HEAD, ""] + sections)
     split = fit(full, summary, evidence, evidence_name)
     return split.body, split.details
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..output.markdown_limit import PR_BODY_LIMIT
 from ..output.report import DEFAULT_WIDTH, md_cell, md_row, table, wrap_line
 from .judge import GateVerdict
 
@@ -119,7 +120,7 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 # ----------------------------------------------------------------------------- Markdown
-COMMENT_LIMIT = 65536
+COMMENT_LIMIT = PR_BODY_LIMIT
 """GitHub's limit on a comment's (and a PR body's) length, in characters."""
 
 OVER_LIMIT = ("The proofs behind each verdict are left out: with them this comment would pass "

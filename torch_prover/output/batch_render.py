@@ -16,9 +16,6 @@ from . import markdown_limit, report, versions_report
 from .markdown_limit import PR_BODY_LIMIT
 from .run_totals import closing_line
 
-FORMATS = ("text", "json", "markdown", "html")
-
-
 @dataclass(frozen=True)
 class Rendering:
     """A report in one format: ``text`` is the document (Markdown: its body), ``details``
@@ -100,5 +97,5 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     elif fmt == "markdown" and details.exists():
         notes.append(f"note: {details} is not this report's: it fits GitHub's limit whole, "
                      "so no details file was written (that one is from an earlier run)")
-    stdout = r.text if fmt == "json" else render_batch(rep, "text", width).text
+    stdout = r.text if fmt in ("json", "text") else render_batch(rep, "text", width).text
     return stdout, notes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .run_totals import version_totals
 from .versions_report import Cell, grid, notable, summary_lines, version_notes
 
 # (code, class, meaning): the legend, in the order a reader meets the codes
@@ -105,10 +106,9 @@ def versions_section(section: dict[str, Any]) -> str:
 def versions_card(section: dict[str, Any]) -> tuple[str, str, str]:
     """The header's card for the versions table: how many schema versions, their cells by
     verdict (the units of ``summary_lines``), and the link to the table."""
-    bands = section["summary"]["by_band"].values()
-    cells = {v: sum(int(b["parameters"].get(v, 0)) for b in bands)
-             for v in ("disagree", "inconclusive", "proposed", "agree")}
-    chips = "".join(f'<span class="chip v-{v}">{n} {v}</span>' for v, n in cells.items() if n)
-    return ("schema versions", _e(sum(int(b["versions"]) for b in bands)),
+    versions, cells = version_totals(section)
+    chips = "".join(f'<span class="chip v-{v}">{cells[v]} {v}</span>'
+                    for v in ("disagree", "inconclusive", "proposed", "agree") if cells[v])
+    return ("schema versions", _e(versions),
             f'<div class="chips">{chips}</div><div class="muted small"><a class="cardlink" '
             f'href="#versions">parameters by version: the table</a></div>')

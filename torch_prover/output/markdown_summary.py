@@ -17,9 +17,9 @@ from typing import Any
 
 from . import versions_report
 from .markdown_limit import Block, fit, limit_words
-from .report import (BY_TYPE, DECLARED, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_rows,
-                     disagreement_tally, expected_of, md_row, param_key, proposals, reproduce,
-                     tally_words)
+from .report import (BY_TYPE, DECLARED, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_mark,
+                     by_type_rows, convention_label, disagreement_tally, expected_of, md_row,
+                     param_key, proposals, reproduce, tally_words)
 from .units import count
 
 # statuses the body counts without a row: plain, or (declared) whose rows are the disagreements'
@@ -73,7 +73,7 @@ def _disagreements(rep: dict[str, Any], more: str) -> list[Block]:
             status = ("waived" if (r["case"], f"{io} {index}") in waived else
                       "declared by the case" if expected_of(p) == "disagree" else "**NEW**")
             if convention:
-                status += f"; convention: {p['convention']}"
+                status += f"; {convention_label(p)}"
             also = f" (+{count(len(hits) - 1, 'case')})" if len(hits) > 1 else ""
             rows.append(md_row(f"`{op}`-{version} {io} {index} `{p['name']}`", p["tag"],
                                f"{p['evidence']} (`{r['case']}`{also})", status,
@@ -81,7 +81,7 @@ def _disagreements(rep: dict[str, Any], more: str) -> list[Block]:
         if not convention:
             rows += [md_row(f"`{o['op']}`-{o.get('schema_version')} {p['io']} {p['index']} "
                             f"`{p['name']}`", p["tag"], "by type (no case)",
-                            "**NEW**" if not _by_type_waived(rep, o, p) else "waived",
+                            "**NEW**" if by_type_mark(rep, o, p) is None else "waived",
                             f"`{by_type_command(rep, o['op'])}`")
                      for o, p in by_type_rows(rep) if p["verdict"] == "disagree"]
         title = ("## Disagreements decided by a convention" if convention
@@ -94,11 +94,6 @@ def _disagreements(rep: dict[str, Any], more: str) -> list[Block]:
             continue
         out.append(Block((title, "", *header), tuple(rows), more, ("",)))
     return out
-
-
-def _by_type_waived(rep: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -> bool:
-    key = (o["op"], None, f"{p['io']} {p['index']}")
-    return any((w.get("op"), w["case"], w["parameter"]) == key for w in rep["summary"]["waived"])
 
 
 def _op_statuses(rep: dict[str, Any], more: str) -> Block:

@@ -363,7 +363,7 @@ def by_type_command(report: dict[str, Any], op: str) -> str:
     return f"torch-prover verify-all --ops {op} --no-write" + (f" --tags-from {path}" if path else "")
 
 
-def _by_type_mark(report: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -> str | None:
+def by_type_mark(report: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -> str | None:
     """The waiver's reason when one covers this by-type disagreement, else None."""
     key = (o["op"], None, f"{p['io']} {p['index']}")
     return next((w["reason"] for w in report["summary"]["waived"]
@@ -459,7 +459,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
         lines += wrap_line(f"    reproduce: {reproduce(report, r)}", width, "      ")
     for o, p in by_type_rows(report):
         if p["verdict"] == "disagree":
-            mark = "waived" if _by_type_mark(report, o, p) else "NEW, needs a decision"
+            mark = "waived" if by_type_mark(report, o, p) else "NEW, needs a decision"
             lines += wrap_line(f"  disagree ({mark}): {o['op']} {p['io']} {p['index']} "
                                f"({p['name']}): tag {p['tag']}, by type (no case) - "
                                f"{p['reason']}", width, "    ")
@@ -505,7 +505,7 @@ def batch_markdown(report: dict[str, Any]) -> str:
     if not dis and not type_dis:
         out += ["None: every exercised tag agrees with the evidence.", ""]
     for o, p in type_dis:
-        w = _by_type_mark(report, o, p)
+        w = by_type_mark(report, o, p)
         out += [f"### `{o['op']}` {p['io']} {p['index']} `{p['name']}`: tagged {p['tag']}, its "
                 "types say non-differentiable" + (" (waived)" if w else ""), "",
                 f"- by type, no case (schema {o['op']}-{o.get('schema_version')}): {p['reason']}",

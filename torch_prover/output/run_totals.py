@@ -83,6 +83,14 @@ def exit_code(rep: dict[str, Any]) -> int:
     return EXIT_FINDING if any(n for n, _ in failing(rep)) else EXIT_OK
 
 
+def version_totals(section: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    """(schema versions, parameter cells by verdict) of a versions section, over its bands:
+    the closing line's and the HTML card's one sum."""
+    bands = section["summary"]["by_band"].values()
+    return (sum(int(b["versions"]) for b in bands),
+            {v: sum(int(b["parameters"].get(v, 0)) for b in bands) for v in VERDICT_ORDER})
+
+
 def closing_line(rep: dict[str, Any]) -> str:
     """The text report's last line: ``337 cases: 833 agree, 50 disagree (50 declared), 216
     proposed, 84 inconclusive; 0 failing — exit 0``; with --versions, the schema versions'
@@ -98,9 +106,8 @@ def closing_line(rep: dict[str, Any]) -> str:
     line = f"{count(s['cases'], 'case')}: {', '.join(verdicts)}"
     section = rep.get("versions")
     if section:
-        bands = section["summary"]["by_band"].values()
-        cells = {v: sum(int(b["parameters"].get(v, 0)) for b in bands) for v in VERDICT_ORDER}
-        line += (f"; {count(sum(int(b['versions']) for b in bands), 'schema version')}, parameters: "
+        versions, cells = version_totals(section)
+        line += (f"; {count(versions, 'schema version')}, parameters: "
                  + ", ".join(f"{cells[v]} {v}" for v in VERDICT_ORDER))
     fails = [(n, what) for n, what in failing(rep) if n]
     line += f"; {sum(n for n, _ in fails)} failing"
