@@ -32,6 +32,11 @@ def _section(text: str, anchor: str) -> tuple[int, int]:
     return m.start(), nxt.start() if nxt else len(text)
 
 
+def section_span(text: str, anchor: str) -> tuple[int, int]:
+    """(start, end) of the op section ``anchor`` (its heading to the next heading)."""
+    return _section(text, anchor)
+
+
 def set_tag(text: str, anchor: str, param: str, old: str, new: str) -> str:
     """The section's entry of ``param``: its marker ``old`` replaced by ``new``
     (``differentiable`` <-> ``non-differentiable``); the entry must carry ``old``."""
