@@ -82,6 +82,11 @@ class Locator:
                 return Where(self._path(found.site.path), found.site.line)
         return Where(self._path(block.path), block.line)
 
+    def place(self, t: Test) -> tuple[str | None, int | None]:
+        """(file, line) of ``t``: a JUnit testcase's (``junit.Place``)."""
+        at = self.where(t)
+        return at.path, at.line
+
 
 def _version_at(t: Test) -> int | None:
     """The schema version in force at a failed case's opset (its record has none)."""
