@@ -151,10 +151,10 @@ def _git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def _onnx_checkout(tmp: Path) -> tuple[Path, str]:
+def _onnx_checkout(tmp: Path, tag_change: bool = True) -> tuple[Path, str]:
     """An "ONNX repository" (origin: main, and the PR's branch ``pr`` from main's first
     commit; module doc), its checkout at the PR's head, and main's tip (the PR event's
-    ``base.sha``)."""
+    ``base.sha``). ``tag_change=False``: the PR edits a README only."""
     installed = _installed_changelog(tmp)
     seed = tmp / "seed"
     shutil.copytree(ROOT / "tests" / "data" / "onnx-src" / "onnx", seed / "onnx")
@@ -170,8 +170,12 @@ def _onnx_checkout(tmp: Path) -> tuple[Path, str]:
     _git(seed, "add", ".")
     _git(seed, "commit", "-q", "-m", "base")
     _git(seed, "checkout", "-q", "-b", "pr")
-    changelog.write_text(installed, encoding="utf-8")            # the PR's tag fix
-    _git(seed, "commit", "-q", "-am", "the PR: Relu-14 X differentiable")
+    if tag_change:
+        changelog.write_text(installed, encoding="utf-8")        # the PR's tag fix
+    else:
+        (seed / "README.md").write_text("ONNX\n", encoding="utf-8")
+        _git(seed, "add", "README.md")
+    _git(seed, "commit", "-q", "-am", "the PR")
     _git(seed, "checkout", "-q", "main")
     changelog.write_text(retag(retag(installed, "Relu-14", "X", "non-differentiable"),
                                "Abs-13", "X", "non-differentiable"), encoding="utf-8")
@@ -198,9 +202,9 @@ def _project_copy(tmp: Path) -> Path:
 class Runner:
     """Runs the workflow's jobs for one event, step by step (module docstring)."""
 
-    def __init__(self, tmp: Path, workflow: dict):
+    def __init__(self, tmp: Path, workflow: dict, tag_change: bool = True):
         self.tmp, self.workflow = tmp, workflow
-        self.workspace, self.base_sha = _onnx_checkout(tmp)
+        self.workspace, self.base_sha = _onnx_checkout(tmp, tag_change)
         self.project = _project_copy(tmp)
         self.artifacts = tmp / "artifacts"
         self.bin = tmp / "bin"
@@ -381,3 +385,16 @@ def test_the_pr_job_proves_the_prs_change_from_its_merge_base_without_a_build(ra
     proving = sum(t for (job, step), t in ran.seconds.items()
                   if job == "pr-gate" and "Install" not in step)
     print(f"\nPR job, tag-only change, no build: {proving:.1f} s (installs excluded)")
+
+
+def test_a_pr_that_touches_no_tag_passes_at_the_first_step(tmp_path):
+    """No paths: filter (a required check must report on every PR): the first step sees
+    that the change touches no tag source, writes one line, and nothing else runs."""
+    runner = Runner(tmp_path, _yaml(WORKFLOW.read_text()), tag_change=False)
+    runner.run("pull_request")
+    steps = [(job, step, code) for job, step, code, _ in runner.results]
+    assert steps == [("pr-gate", "What this change touches, and the base's tags at its "
+                                 "merge base", 0)]
+    comment = (runner.artifacts / "torch-prover-pr" / "pr-comment.md").read_text()
+    assert comment.startswith("torch-prover: nothing to prove") and comment.count("\n") == 1
+    assert comment in (tmp_path / "summary-pr-gate.md").read_text()
