@@ -8,7 +8,8 @@ non-differentiable, which the math refutes (the catalogue declares both disagree
 ``cases/resize.py``). Copied forward unchanged, they are not the PR's doing: the gate
 passes with a warning. A PR that also tags ``X`` non-differentiable wrote that tag: the
 gate fails on it (Resize's output is a weighted sum of X's values: differentiable), and
-on nothing else.
+on nothing else. And a version the installed onnx lacks: refused in the base (the installed
+onnx is older than it), "not proved: build the PR's onnx" when only the PR adds it.
 """
 from __future__ import annotations
 
@@ -110,20 +111,25 @@ def test_a_base_of_another_onnx_line_is_refused_before_any_proof(no_work, capsys
     assert f"{newest}" in err.split("at opsets ", 1)[1].split(":", 1)[0]
 
 
-def test_an_installed_onnx_older_than_the_base_is_refused(docs, no_work, capsys,
-                                                          monkeypatch, tmp_path):
-    """With the PR's docs, the installed onnx must have every version the base has: a
-    base and PR documenting an opset past the installed onnx's newest (Relu there: a
-    version the installed onnx lacks) say so, exit 2."""
+def _with_a_later_relu(text: str) -> tuple[str, int]:
+    """``text`` (a Changelog.md of the installed onnx) with an opset past the installed
+    onnx's newest holding Relu (Relu-14's section, renumbered): a version it lacks."""
     import onnx.defs
-    text = (docs / "Changelog.md").read_text(encoding="utf-8")
     start, end = section_span(text, "Relu-14")
     later = onnx.defs.onnx_opset_version() + 1
     relu = text[start:end].replace("Relu-14", f"Relu-{later}").replace(
         "since version 14 of", f"since version {later} of")
     at = text.index("\n# ai.onnx.preview\n")
-    newer = (text[:at] + f"\n## Version {later} of the default ONNX operator set\n" + relu
-             + text[at:])
+    return (text[:at] + f"\n## Version {later} of the default ONNX operator set\n" + relu
+            + text[at:]), later
+
+
+def test_an_installed_onnx_older_than_the_base_is_refused(docs, no_work, capsys,
+                                                          monkeypatch, tmp_path):
+    """With the PR's docs, the installed onnx must have every version the base has: a
+    base and PR documenting an opset past the installed onnx's newest (Relu there: a
+    version the installed onnx lacks) say so, exit 2."""
+    newer, later = _with_a_later_relu((docs / "Changelog.md").read_text(encoding="utf-8"))
     for name in ("base.md", "pr.md"):
         (tmp_path / name).write_text(newer, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -133,3 +139,26 @@ def test_an_installed_onnx_older_than_the_base_is_refused(docs, no_work, capsys,
     assert code == 2 and err.count("\n") == 1, err
     assert "the installed onnx lacks 1 schema versions the base has" in err
     assert f"Relu-{later}" in err
+
+
+def test_a_version_the_installed_onnx_lacks_is_not_proved_build_the_pr(docs, no_work, capsys,
+                                                                       monkeypatch, tmp_path):
+    """The PR's own new version that the installed onnx lacks is not a mismatch: it is
+    'not proved: build the PR's onnx', named, with nothing proved in its place (no_work:
+    no proof starts) and the count the workflow reads to decide on a build."""
+    text = (docs / "Changelog.md").read_text(encoding="utf-8")
+    newer, later = _with_a_later_relu(text)
+    (tmp_path / "base.md").write_text(text, encoding="utf-8")
+    (tmp_path / "pr.md").write_text(newer, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
+                     "--no-write", "--format", "json"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0
+    assert [(c["op"], c["version"], c["kind"], c["unbuilt"]) for c in doc["changes"]] == \
+        [("Relu", later, "new schema version", True)]
+    assert doc["summary"]["needs_build"] == 1 and doc["cases"] == []
+    for p in doc["changes"][0]["parameters"]:
+        assert p["verdict"] == "not proved" and "build the PR's onnx" in p["why"]
+    from torch_prover.gate.comment import markdown
+    assert f"build the PR's onnx to prove them\n\n- Relu-{later}" in markdown(doc)
