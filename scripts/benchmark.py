@@ -18,8 +18,9 @@
    its time); `--only-ci` prints these alone (the JUnit counts then from a warm run).
 7. PR mode (`verify-all --changed-from BASE`, docs/pr-gate.md) on a PR that changes one
    op, from start to verdict, fresh processes: cold (empty cache) and warm; the base is the
-   installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited.
-   `--pr-gate-only` runs just this one.
+   installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited; and the
+   replay of onnx 398cbb6 from its two committed Changelogs (`--tags-from`: no build,
+   tests/data/onnx-398cbb64). `--pr-gate-only` runs just this one.
 8. `torch-prover report` of both runs' JSON in each format (fresh process, and the
    rendering alone in-process), with the Markdown's whole length and its body's.
 9. reading that report back (issue 28: `merge` and `fix-tags` re-check every record): the
@@ -170,6 +171,18 @@ def _pr_gate(work: Path, jobs: int) -> None:
         warm, rc_warm = _timed(cmd)
         print(f"PR mode, a PR changing {label}: cold {cold:5.1f} s, warm {warm:5.1f} s "
               f"(fresh process, start to verdict; exit codes {rc}, {rc_warm})")
+    import gzip
+    data = Path(__file__).resolve().parent.parent / "tests" / "data" / "onnx-398cbb64"
+    for side in ("before", "after"):
+        (work / f"Changelog-{side}.md").write_bytes(
+            gzip.decompress((data / f"Changelog-{side}.md.gz").read_bytes()))
+    cmd = [str(BIN / "torch-prover"), "verify-all", "--changed-from",
+           str(work / "Changelog-before.md"), "--tags-from", str(work / "Changelog-after.md"),
+           "--cache-dir", str(work / "gate-cache-replay"), "--no-write", "--jobs", str(jobs)]
+    cold, rc = _timed(cmd)
+    warm, rc_warm = _timed(cmd)
+    print(f"PR mode from the PR's docs, no build: onnx 398cbb6 replayed (14 changed tags): "
+          f"cold {cold:5.1f} s, warm {warm:5.1f} s (exit codes {rc}, {rc_warm})")
 
 
 def _renders(saved: Path, work: Path) -> None:

@@ -32,6 +32,11 @@ def _section(text: str, anchor: str) -> tuple[int, int]:
     return m.start(), nxt.start() if nxt else len(text)
 
 
+def section_span(text: str, anchor: str) -> tuple[int, int]:
+    """(start, end) of the op section ``anchor`` (its heading to the next heading)."""
+    return _section(text, anchor)
+
+
 def set_tag(text: str, anchor: str, param: str, old: str, new: str) -> str:
     """The section's entry of ``param``: its marker ``old`` replaced by ``new``
     (``differentiable`` <-> ``non-differentiable``); the entry must carry ``old``."""
@@ -51,3 +56,22 @@ def drop_section(text: str, anchor: str) -> str:
     """The text without the op section ``anchor``: a schema version the base lacks."""
     start, end = _section(text, anchor)
     return text[:start] + text[end:]
+
+
+DIFF_MARKS = ("differentiable", "non-differentiable")
+
+
+def retag(text: str, anchor: str, param: str, tag: str) -> str:
+    """The section's entry of ``param`` marked ``tag`` (``differentiable``,
+    ``non-differentiable``, or ``unknown``: no mark, as gen_doc.py writes an unknown tag),
+    its other marks (``optional``...) kept."""
+    start, end = _section(text, anchor)
+    body = text[start:end]
+    entry = re.compile(rf"^<dt><tt>{re.escape(param)}</tt>(?: \(([^)]*)\))? : ", re.M)
+    m = entry.search(body)
+    assert m, f"{anchor}: no entry {param}"
+    marks = [t.strip() for t in (m.group(1) or "").split(",") if t.strip()]
+    marks = [t for t in marks if t not in DIFF_MARKS] + ([tag] if tag in DIFF_MARKS else [])
+    head = f"<dt><tt>{param}</tt>" + (f" ({', '.join(marks)})" if marks else "") + " : "
+    edited = body[:m.start()] + head + body[m.end():]
+    return text[:start] + edited + text[end:]

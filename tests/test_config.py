@@ -128,8 +128,8 @@ def test_the_files_cache_dir_is_the_one_a_run_fills(tmp_path, monkeypatch, capsy
 
 
 def test_pr_mode_leaves_the_files_tag_source_aside(tmp_path, monkeypatch, capsys):
-    """--changed-from gives the base, the installed onnx the PR's tags: the file's
-    tags-from does not apply (where --tags-from on the command line is refused)."""
+    """--changed-from gives the base; the PR's tags are an explicit --tags-from (its docs)
+    or the installed onnx's: the file's tags-from does not apply, the command line's does."""
     from torch_prover.gate import command
     root = _project(tmp_path, 'tags-from = "docs/Changelog.md"\njobs = 3\n')
     monkeypatch.chdir(root)
@@ -142,5 +142,6 @@ def test_pr_mode_leaves_the_files_tag_source_aside(tmp_path, monkeypatch, capsys
     assert cli.main(["verify-all", "--changed-from", "base.md"]) == 2
     assert "stopped" in capsys.readouterr().err
     assert asked[0].jobs == 3 and asked[0].changed_from == "base.md"
+    assert asked[0].tags_from is None
     assert cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "x.md"]) == 2
-    assert "--changed-from with --tags-from" in capsys.readouterr().err
+    assert asked[1].tags_from == "x.md"

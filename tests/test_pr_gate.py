@@ -273,7 +273,8 @@ def test_a_new_op_without_a_case_says_how_to_add_one(docs, tmp_path, monkeypatch
     (["--ops", "Relu"], "--changed-from with --ops: the ops are the ones the PR changes"),
     (["--versions", "all"], "--changed-from with --versions"),
     (["--shard", "1/2"], "--changed-from with --shard"),
-    (["--tags-from", "BASE"], "--changed-from with --tags-from"),
+    (["--tags-from", "Operators.md"], "--tags-from Operators.md: with --changed-from give "
+                                      "the PR's docs/Changelog.md"),
     (["--format", "html"], "--changed-from with --format html: PR mode writes text, json, "
                            "markdown"),
     (["--report", "BASE"], "--report BASE: is the --changed-from file this run reads"),

@@ -94,9 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "reports")
     ci_options.add_arguments(v)
     v.add_argument("--changed-from", metavar="BASE", help=(
-        "PR mode: prove only the tags the installed onnx (the PR's build) changes against "
-        "the base branch's docs/Changelog.md or docs/Operators.md, and print a PR comment "
-        "(docs/pr-gate.md); exit 1 when the evidence refutes a changed tag"))
+        "PR mode: prove only the tags the PR changes against the base branch's "
+        "docs/Changelog.md or docs/Operators.md -- the PR's tags from its docs/Changelog.md "
+        "with --tags-from (no build), else the installed onnx's (the PR's build) -- and "
+        "print a PR comment (docs/pr-gate.md); exit 1 when the evidence refutes a tag the "
+        "PR writes"))
     v.add_argument("--no-torchscript", action="store_true", help=(
         "prove with the dynamo exporter only (below opset 18: its export relabelled down "
         "with adapters); the default where torch has no TorchScript exporter"))
@@ -300,7 +302,7 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
     """``verify-all --changed-from BASE``: the PR gate (gate/command.py)."""
     from .batch.progress import Progress
     from .gate import command as gate
-    gate.refuse_combinations(args.ops, args.versions, args.shard, args.tags_from, args.format)
+    gate.refuse_combinations(args.ops, args.versions, args.shard, args.format)
     note = _default_out(args)
     ci = ci_options.plan(args, args.argv)
     prepared = gate.prepare(gate.Request(
@@ -308,7 +310,7 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
         report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
-        torchscript=False if args.no_torchscript else None))
+        torchscript=False if args.no_torchscript else None, tags_from=args.tags_from))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)

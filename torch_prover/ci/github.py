@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..output.report import md_row
-from .outcomes import Grain, Result, Test, counts
+from .outcomes import WARNED, Grain, Result, Test, counts
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's limit on one step's summary (bytes): a larger one is not shown at all."""
@@ -82,6 +82,11 @@ class Locator:
                 return Where(self._path(found.site.path), found.site.line)
         return Where(self._path(block.path), block.line)
 
+    def place(self, t: Test) -> tuple[str | None, int | None]:
+        """(file, line) of ``t``: a JUnit testcase's (``junit.Place``)."""
+        at = self.where(t)
+        return at.path, at.line
+
 
 def _version_at(t: Test) -> int | None:
     """The schema version in force at a failed case's opset (its record has none)."""
@@ -95,14 +100,19 @@ def _version_at(t: Test) -> int | None:
 
 
 def annotations(found: Iterable[Test], locator: Locator) -> list[str]:
-    """One ``::error`` per failed test, in the tests' order."""
+    """One ``::error`` per failed test and one ``::warning`` per warned one (``WARNED``: an
+    inherited tag in PR mode), in the tests' order."""
     lines = []
     for t in found:
-        if t.result is not Result.FAILED:
+        if t.result is Result.FAILED:
+            level = "error"
+        elif t.why in WARNED:
+            level = "warning"
+        else:
             continue
         at = locator.where(t)
         text = f"{t.why}: {t.message}" + (f" (reproduce: {t.reproduce})" if t.reproduce else "")
-        lines.append(command("error", text, file=at.path, line=at.line,
+        lines.append(command(level, text, file=at.path, line=at.line,
                              title=f"torch-prover: {t.label}"))
     return lines
 

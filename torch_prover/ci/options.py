@@ -40,6 +40,7 @@ class Plan:
     step_summary: Path | None = None
     onnx_src: Path | None = None
     command_line: str = "torch-prover"
+    suite: str = "torch-prover"      # the JUnit suite's name: verb and selection, no path
 
     def outputs(self) -> list[Any]:
         """Every file this plan writes (``preflight.Output``), for the output rule
@@ -60,15 +61,33 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
         os.environ.get("GITHUB_ACTIONS") == "true")
     junit = preflight.writable_file(args.junit, "--junit") if args.junit is not None else None
     onnx_src = preflight.onnx_source(args.onnx_src) if args.onnx_src is not None else None
-    if onnx_src is not None and not github:
-        raise UsageError("--onnx-src places GitHub annotations: give it with --github (or "
-                         "in GitHub Actions, where GITHUB_ACTIONS=true turns them on)")
+    if onnx_src is not None and not (github or junit):
+        raise UsageError("--onnx-src places GitHub annotations and JUnit testcases: give it "
+                         "with --github (or in GitHub Actions, where GITHUB_ACTIONS=true "
+                         "turns them on) or --junit")
     summary = None
     if github and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary = preflight.writable_file(os.environ["GITHUB_STEP_SUMMARY"],
                                           "$GITHUB_STEP_SUMMARY")
     line = "torch-prover " + " ".join(shlex.quote(a) for a in (argv or [args.command]))
-    return Plan(github, junit, summary, onnx_src, line)
+    return Plan(github, junit, summary, onnx_src, line, suite_name(args))
+
+
+def suite_name(args: argparse.Namespace) -> str:
+    """``torch-prover verify-all --versions all --shard 1/3``: the command's verb and what
+    it selects, without a path (a dashboard groups runs by it; ``$RUNNER_TEMP`` differs on
+    every runner)."""
+    parts = ["torch-prover", args.command]
+    if getattr(args, "changed_from", None) is not None:
+        parts.append("--changed-from")
+        if getattr(args, "tags_from", None):
+            parts.append("--tags-from")
+    for flag, value in (("--ops", getattr(args, "ops", None)),
+                        ("--versions", getattr(args, "versions", "latest")),
+                        ("--shard", getattr(args, "shard", None))):
+        if value and not (flag == "--versions" and value == "latest"):
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
 
 
 def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
@@ -80,8 +99,10 @@ def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
     found = all_tests(report)
     if p.junit is not None:
         from .junit import write_junit
-        write_junit(p.junit, found, p.command_line,
-                    report.get("summary", {}).get("wall_time_s") or 0.0)
+        from .github import Locator
+        write_junit(p.junit, found, p.suite,
+                    report.get("summary", {}).get("wall_time_s") or 0.0,
+                    Locator(p.onnx_src).place if p.onnx_src is not None else None)
         print(f"JUnit XML written to {p.junit}", file=sys.stderr)
     if p.github:
         from .github import Locator, annotations, append_summary, summary_markdown

@@ -55,6 +55,11 @@ class Why(StrEnum):
     NO_CASE = "no case"
     REFUTED = "changed tag refuted by the evidence"   # PR mode (docs/pr-gate.md)
     REMOVED = "parameter removed by the PR"
+    INHERITED = "refuted tag inherited unchanged from the superseded version"   # PR mode
+
+
+WARNED = (Why.INHERITED,)
+"""Skipped tests annotated as a warning: the PR shows them, they do not fail it."""
 
 
 @dataclass(frozen=True)
@@ -265,11 +270,14 @@ def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
 def _gate_tests(doc: dict[str, Any]) -> Iterable[Test]:
     """PR mode's tests (``kind: pr-gate``): one per changed tag, its gate verdict as the
     result -- refuted fails (what makes the gate exit 1), waived and not proved are skipped
-    with why, removed is skipped, confirmed and proposed pass -- plus one per failed proof."""
+    with why, removed is skipped, inherited is skipped with a warning, confirmed and
+    proposed pass -- plus one per failed proof. The reproduce command is the first
+    witness's: the gate lists the deciding proof first (``judge.deciding_first``)."""
     from ..gate.judge import GateVerdict as G
     outcome = {G.REFUTED: (Result.FAILED, Why.REFUTED), G.WAIVED: (Result.SKIPPED, Why.WAIVED),
                G.NOT_PROVED: (Result.SKIPPED, Why.UNDECIDED),
                G.REMOVED: (Result.SKIPPED, Why.REMOVED),
+               G.INHERITED: (Result.SKIPPED, Why.INHERITED),
                G.CONFIRMED: (Result.PASSED, None), G.PROPOSED: (Result.PASSED, None)}
     for c in doc["changes"]:
         for p in c["parameters"]:

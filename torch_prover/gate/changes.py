@@ -1,6 +1,8 @@
-"""What a PR changes: the base branch's tags (its generated docs) against the installed onnx.
+"""What a PR changes: the base branch's tags (its generated docs) against the PR's.
 
-The installed onnx is the PR's build: ``onnx.defs`` holds the PR's schemas. The base is the
+The PR's tags are its committed ``docs/Changelog.md`` (``--tags-from``: every ONNX PR
+commits its regenerated docs, so no build is needed to read them) or, without it, the
+installed onnx, the PR's build (``onnx.defs``): ``PrTags`` is either. The base is the
 base branch's ``docs/Changelog.md`` (every schema version) or ``docs/Operators.md`` (each
 op's latest version only), read by ``tags/docs.py`` as ``--tags-from`` reads them. Every
 ai.onnx (op, schema version) of the PR is compared with the base, parameter by parameter
@@ -16,10 +18,14 @@ compared with nothing: an edit to an older version's tags is not seen. Versions 
 the base's latest are new. The diff says which base it had (``latest_only``) so the comment
 can say what that implies. Versions and ops of the base that the PR lacks are listed
 (``removed``): there is nothing of them to prove.
+
+A parameter of a new schema version whose name and tag are the base's in the version it
+supersedes is *inherited* (``ParamChange.inherited``): the PR copied the tag forward, it did
+not write it, so a refutation of it does not fail the gate (``judge.py``, docs/pr-gate.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ..tags.changelog_md import ChangelogMd
@@ -44,6 +50,7 @@ class ParamChange:
     base: str | None
     pr: str | None
     base_name: str | None = None   # set when the base calls the parameter otherwise
+    inherited: str | None = None   # "Op-V": a new version's tag copied from the base's Op-V
 
     def label(self) -> str:
         return f"{self.io} {self.position} ({self.name})"
@@ -57,6 +64,7 @@ class Change:
     version: int
     kind: ChangeKind
     params: tuple[ParamChange, ...]
+    until: int | None = None  # the PR's last opset of this version (None: the PR's newest)
 
     def label(self) -> str:
         return f"{self.op}-{self.version}"
@@ -71,6 +79,37 @@ class Diff:
     compared: int             # (op, version) pairs of the PR compared with the base
     changes: tuple[Change, ...]
     removed: tuple[str, ...]  # "Op-V" in the base and not in the PR
+    pr_label: str = "the installed onnx"   # PrTags.label
+    pr_path: str | None = None             # --tags-from: the PR's docs file
+
+
+class PrTags:
+    """The PR's ai.onnx tags: its committed Changelog.md (``docs``), or the installed onnx
+    (``docs`` None, its build). A Changelog.md, not an Operators.md: the PR's every version
+    is compared, and an Operators.md holds each op's latest only."""
+
+    def __init__(self, docs: ChangelogMd | None = None):
+        self.docs = docs
+
+    @property
+    def label(self) -> str:
+        import onnx
+        return self.docs.source if self.docs is not None else \
+            f"the installed onnx {onnx.__version__}"
+
+    def ops(self) -> tuple[str, ...]:
+        return tuple(self.docs.ops("")) if self.docs is not None else all_ops()
+
+    def versions(self, op: str) -> list[int]:
+        if self.docs is not None:
+            return self.docs.history(op)
+        from ..batch.versions import schema_versions
+        return [v.version for v in schema_versions(op)]
+
+    def tags(self, op: str, version: int) -> SchemaTags | None:
+        """None: a documented version without inputs or outputs (a deprecated stub)."""
+        return _base_tags(self.docs, op, version) if self.docs is not None \
+            else schema_tags(op, version)
 
 
 def _formals(tags: SchemaTags, io: str) -> tuple[Formal, ...]:
@@ -105,37 +144,67 @@ def _base_tags(base: DocsTags, op: str, version: int | None) -> SchemaTags | Non
         return None
 
 
-def _pr_versions(op: str) -> list[int]:
-    from ..batch.versions import schema_versions
-    return [v.version for v in schema_versions(op)]
+def _empty(op: str, version: int) -> SchemaTags:
+    return SchemaTags(op, "", version, (), ())
 
 
-def diff(base: DocsTags) -> Diff:
-    """Every change of the installed onnx's ai.onnx tags against ``base``."""
+def inherit(params: tuple[ParamChange, ...], before: SchemaTags | None, label: str
+            ) -> tuple[ParamChange, ...]:
+    """A new version's ``params``, each marked inherited from ``label`` (the version it
+    supersedes) where ``before`` (the base's tags of that version) has the same parameter
+    (io, position, name) with the same tag: the PR copied it, it did not write it."""
+    if before is None:
+        return params
+    out = []
+    for p in params:
+        f = before.formal(p.io, p.position)
+        same = f is not None and p.pr is not None and (f.name, f.tag) == (p.name, p.pr)
+        out.append(replace(p, inherited=label) if same else p)
+    return tuple(out)
+
+
+def base_versions(base: DocsTags, op: str) -> list[int]:
+    """The versions of ``op`` the base documents (an Operators.md: its latest only)."""
+    if isinstance(base, ChangelogMd):
+        return base.history(op)
+    return [int(base.section(op, None).since_version)]
+
+
+def diff(base: DocsTags, pr: PrTags | None = None) -> Diff:
+    """Every change of the PR's ai.onnx tags (the installed onnx's by default) against
+    ``base``."""
+    pr = pr or PrTags()
     every = isinstance(base, ChangelogMd)
     base_ops = set(base.ops(""))
     changes: list[Change] = []
     removed: list[str] = []
     compared = 0
-    for op in all_ops():
-        versions = _pr_versions(op)
+    for op in pr.ops():
+        versions = pr.versions(op)
+        until = {v: (nxt - 1) for v, nxt in zip(versions, versions[1:])}
         if op not in base_ops:
-            changes += [Change(op, v, ChangeKind.NEW_OP, param_changes(None, schema_tags(op, v)))
+            changes += [Change(op, v, ChangeKind.NEW_OP,
+                               param_changes(None, pr.tags(op, v) or _empty(op, v)),
+                               until.get(v))
                         for v in versions]
             continue
-        theirs = base.history(op) if every else [int(base.section(op, None).since_version)]
+        theirs = base_versions(base, op)
         removed += [f"{op}-{v}" for v in theirs if v not in versions]
-        for v in versions:
-            pr = schema_tags(op, v)
+        for i, v in enumerate(versions):
+            mine = pr.tags(op, v)
             if v in theirs:
                 compared += 1
                 b = _base_tags(base, op, v)
-                found = param_changes(b, pr) if b is not None else ()
-                if found and b is not None:
-                    changes.append(Change(op, v, ChangeKind.TAGS, found))
+                found = param_changes(b, mine) if b is not None and mine is not None else ()
+                if found:
+                    changes.append(Change(op, v, ChangeKind.TAGS, found, until.get(v)))
             elif every or v > max(theirs):
-                changes.append(Change(op, v, ChangeKind.NEW_VERSION, param_changes(None, pr)))
-    removed += [f"{op}-{v}" for op in sorted(base_ops - set(all_ops()))
-                for v in (base.history(op) if every else [base.section(op, None).since_version])]
+                prev = versions[i - 1] if i else None
+                params = param_changes(None, mine or _empty(op, v))
+                if prev in theirs:
+                    params = inherit(params, _base_tags(base, op, prev), f"{op}-{prev}")
+                changes.append(Change(op, v, ChangeKind.NEW_VERSION, params, until.get(v)))
+    removed += [f"{op}-{v}" for op in sorted(base_ops - set(pr.ops()))
+                for v in base_versions(base, op)]
     return Diff(base.path, base.kind, base.source, not every, compared, tuple(changes),
-                tuple(removed))
+                tuple(removed), pr.label, pr.docs.path if pr.docs is not None else None)

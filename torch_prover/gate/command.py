@@ -2,9 +2,10 @@
 
 ``prepare`` makes every check that needs no proof -- the flags PR mode cannot combine
 with, ``--jobs``/``--timeout``, the base docs file (read as ``--tags-from`` reads one),
-the waivers, every output location against every input and the tool's trees -- then
-computes the diff and the proofs it needs, and checks the evidence directories those
-would write. ``run`` proves them in verify-all's worker pool (same cache, same evidence)
+the PR's docs (``--tags-from``: its committed Changelog.md, so the PR needs no build), the
+waivers, every output location against every input and the tool's trees -- then computes
+the diff, refuses a base and PR that no single PR sets apart (``mismatch.py``), and
+computes the proofs it needs and checks the evidence directories those would write. ``run`` proves them in verify-all's worker pool (same cache, same evidence)
 and builds the ``pr-gate`` document. Nothing else of verify-all's full run happens: no
 other case, no index files, no pruning (a partial run must not rewrite ``models/``).
 """
@@ -18,7 +19,8 @@ from typing import Any, Callable
 from .. import preflight
 from ..case import Case
 from ..errors import UsageError
-from .changes import Diff, diff
+from . import mismatch
+from .changes import Diff, PrTags, diff
 from .select import Proving, select, to_run
 
 FORMATS = ("text", "json", "markdown")
@@ -39,6 +41,7 @@ class Request:
     progress: Callable[[int, int, str], None] | None = None
     outputs: tuple[Any, ...] = ()   # preflight.Output: other files written (--junit, the step summary)
     torchscript: bool | None = None  # False: --no-torchscript; None: if torch has it
+    tags_from: str | None = None     # the PR's docs/Changelog.md; None: the installed onnx
 
 
 @dataclass(frozen=True)
@@ -51,17 +54,16 @@ class Prepared:
     out: Path | None
     warnings: tuple[str, ...]
     started: float
+    pr_docs: Any = None       # the PR's ChangelogMd (--tags-from), None: the installed onnx
 
 
 def refuse_combinations(ops: str | None, versions: str, shard: str | None,
-                        tags_from: str | None, fmt: str) -> None:
+                        fmt: str) -> None:
     """The verify-all flags PR mode decides itself, or cannot honour: one line, exit 2."""
     given = [(ops, "--ops", "the ops are the ones the PR changes"),
              (versions != "latest" or None, "--versions",
               "the schema versions are the ones the PR changes"),
-             (shard, "--shard", "a PR's changes are proved in one run"),
-             (tags_from, "--tags-from", "the PR's tags are the installed onnx's (its build); "
-                                        "--changed-from gives the base's")]
+             (shard, "--shard", "a PR's changes are proved in one run")]
     for value, flag, why in given:
         if value:
             raise UsageError(f"--changed-from with {flag}: {why}; drop {flag}")
@@ -79,6 +81,18 @@ def _load_base(path: str):
         raise UsageError(f"--changed-from: {exc}") from None
 
 
+def _load_pr(path: str | None):
+    """The PR's committed docs (``--tags-from``): a Changelog.md, every version of it
+    compared (an Operators.md holds each op's latest only); None without the flag."""
+    from ..tags.changelog_md import ChangelogMd
+    docs = preflight.load_docs(path)
+    if docs is not None and not isinstance(docs, ChangelogMd):
+        raise UsageError(f"--tags-from {path}: with --changed-from give the PR's "
+                         "docs/Changelog.md (every schema version); an Operators.md holds "
+                         "each op's latest version only")
+    return docs
+
+
 def prepare(req: Request) -> Prepared:
     """Every check before any proof, in the order a user fixes them; raises UsageError."""
     from ..batch.verify import load_waivers
@@ -86,13 +100,16 @@ def prepare(req: Request) -> Prepared:
     preflight.positive_int(req.jobs, "--jobs")
     preflight.positive_seconds(req.timeout, "--timeout")
     base = _load_base(req.changed_from)
+    pr_docs = _load_pr(req.tags_from)
     waivers = load_waivers(req.waivers)
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
-    found = diff(base)
+    pr = PrTags(pr_docs)
+    found = diff(base, pr)
+    mismatch.check(found, mismatch.installed_lacks(base) if pr_docs is not None else ())
     from ..batch.verify import exporter_mode
     torchscript = exporter_mode(req.torchscript, ())[0]
-    provings = select(found.changes, torchscript=torchscript)
+    provings = select(found.changes, torchscript=torchscript, pr=pr)
     todo = to_run(provings)
     trees: list[tuple[str, Any]] = [("--cache-dir", req.cache_dir)]
     if out is not None:
@@ -102,9 +119,10 @@ def prepare(req: Request) -> Prepared:
     preflight.outputs_checked(
         ([preflight.Output("--report", req.report, Holds.PR_COMMENT)]
          if req.report is not None else []) + list(req.outputs),
-        [("--changed-from", req.changed_from), ("--waivers", req.waivers)], trees)
+        [("--changed-from", req.changed_from), ("--tags-from", req.tags_from),
+         ("--waivers", req.waivers)], trees)
     return Prepared(req, found, provings, tuple(todo), waivers, out,
-                    (warning,) if warning else (), started)
+                    (warning,) if warning else (), started, pr_docs)
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -118,16 +136,18 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     req = prepared.request
     result = None
     if prepared.todo:
+        tags, label, fingerprint = preflight.tags_of(prepared.pr_docs, req.tags_from)
         result = run_batch(list(prepared.todo), BatchOptions(
             jobs=req.jobs, timeout=req.timeout, numeric=req.numeric, out=prepared.out,
             cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
+            tags=tags, tag_source=label, tag_fingerprint=fingerprint,
             progress=req.progress))
     records = result.records if result else []
     by_name = {r["case"]: r for r in records}
     pseudo = [{"op": p.change.op, "case": None, "parameters": list(p.by_type)}
               for p in prepared.provings if p.by_type]
     waived, _stale = waivers_mod.apply(list(prepared.waivers), records + pseudo)
-    judged = [judge(p, by_name, waived) for p in prepared.provings]
+    judged = [judge(p, by_name, waived, req.tags_from) for p in prepared.provings]
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,

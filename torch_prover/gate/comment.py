@@ -3,8 +3,9 @@
 Both render the ``pr-gate`` document (``document.py``) and nothing else: what changed
 (one row per changed parameter: base tag, PR tag, verdict), then each verdict with the
 proofs behind it -- every proof's verdict, its reason and the command that reproduces it
--- refutations first, then what could not be proved and why (an op without a case: how
-to add one), failed proofs, disagreements on tags the PR does not change, the base's
+-- refutations first, each verdict's deciding proof first and the not-exercised ones after
+it (collapsed in Markdown), then what could not be proved and why (an op without a case:
+how to add one; a version the installed onnx lacks: build the PR's onnx), failed proofs, disagreements on tags the PR does not change, the base's
 versions the PR lacks, what an Operators.md base cannot see, and the exit code.
 """
 from __future__ import annotations
@@ -15,12 +16,15 @@ from ..output.markdown_limit import PR_BODY_LIMIT
 from ..output.report import DEFAULT_WIDTH, md_cell, md_row, table, wrap_line
 from .judge import GateVerdict
 
-ORDER = (GateVerdict.REFUTED, GateVerdict.WAIVED, GateVerdict.NOT_PROVED,
-         GateVerdict.PROPOSED, GateVerdict.CONFIRMED, GateVerdict.REMOVED)
+ORDER = (GateVerdict.REFUTED, GateVerdict.INHERITED, GateVerdict.WAIVED,
+         GateVerdict.NOT_PROVED, GateVerdict.PROPOSED, GateVerdict.CONFIRMED,
+         GateVerdict.REMOVED)
 """The order of the details: what fails the gate first, what needs a reviewer next."""
 
 HEADINGS = {
     GateVerdict.REFUTED: "Refuted: the evidence contradicts the PR's tag (the gate fails)",
+    GateVerdict.INHERITED: ("Inherited: refuted, but copied unchanged from the version it "
+                            "supersedes (a warning; the gate does not fail on it)"),
     GateVerdict.WAIVED: "Refuted but waived",
     GateVerdict.NOT_PROVED: "Not proved",
     GateVerdict.PROPOSED: "Proposed: the PR leaves the tag unknown, the evidence decides it",
@@ -44,6 +48,8 @@ def _label(c: dict[str, Any], p: dict[str, Any]) -> str:
 
 
 def _verdict_cell(p: dict[str, Any]) -> str:
+    if p["verdict"] == GateVerdict.INHERITED:
+        return f"inherited from {p['inherited']}: supports {p['supports']}"
     if p["verdict"] in (GateVerdict.REFUTED, GateVerdict.WAIVED, GateVerdict.PROPOSED):
         return f"{p['verdict']}: supports {p['supports']}"
     return p["verdict"]
@@ -74,9 +80,11 @@ def _outcome(doc: dict[str, Any]) -> str:
 def _sources(doc: dict[str, Any]) -> str:
     b = doc["base"]
     what = "each op's latest version" if b["latest_only"] else "every schema version"
-    return (f"base: {b['path']} ({b['kind']}, {what}); PR: the installed onnx "
-            f"{doc['pr']['onnx']}; {doc['summary']['versions_compared']} schema versions "
-            "compared")
+    pr = doc["pr"]
+    theirs = (f"{pr['path']} (its committed docs, proved in the installed onnx {pr['onnx']}: "
+              "no build)" if pr.get("path") else f"the installed onnx {pr['onnx']}")
+    return (f"base: {b['path']} ({b['kind']}, {what}); PR: {theirs}; "
+            f"{doc['summary']['versions_compared']} schema versions compared")
 
 
 def _also_lines(also: list[dict[str, Any]]) -> list[str]:
@@ -98,6 +106,10 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
     if doc["failed"]:
         out.append(("Proofs that failed", [f"{f['case']} ({f['op']}): {f['error']}"
                                            for f in doc["failed"]]))
+    unbuilt = [f"{c['op']}-{c['version']}" for c in doc["changes"] if c.get("unbuilt")]
+    if unbuilt:
+        out.append(("Not in the installed onnx: build the PR's onnx to prove them",
+                    [", ".join(unbuilt)]))
     new_cases = [c for c in doc["changes"] if c["no_case"]]
     if new_cases:
         out.append(("Ops without a case", [
@@ -168,13 +180,25 @@ def _markdown(doc: dict[str, Any], details: bool) -> str:
         out += ["", f"### {HEADINGS[verdict]}"]
         for c, p in hits:
             out += ["", f"**{_label(c, p)}**: {md_cell(p['why'])}"]
-            for w in p["witnesses"]:
-                out.append(f"- {md_cell(_witness_line(w, '`'))}")
-                if w["command"]:
-                    out.append(f"  `{w['command']}`")
+            decided = [w for w in p["witnesses"] if w["verdict"] != "inconclusive"]
+            unexercised = [w for w in p["witnesses"] if w["verdict"] == "inconclusive"]
+            out += _md_witnesses(decided)
+            if unexercised:
+                out += ["", f"<details><summary>{len(unexercised)} proof"
+                            f"{'s' if len(unexercised) > 1 else ''} that did not decide it"
+                            "</summary>", ""] + _md_witnesses(unexercised) + ["", "</details>"]
     for heading, lines in _notes(doc):
         out += ["", f"### {heading}", ""] + [f"- {line}" for line in lines]
     return "\n".join(out) + "\n"
+
+
+def _md_witnesses(witnesses: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for w in witnesses:
+        out.append(f"- {md_cell(_witness_line(w, '`'))}")
+        if w["command"]:
+            out.append(f"  `{w['command']}`")
+    return out
 
 
 # ----------------------------------------------------------------------------- text

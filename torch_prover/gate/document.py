@@ -19,7 +19,7 @@ from .select import Proving
 def _param(j: Judged) -> dict[str, Any]:
     p = j.param
     return {"io": p.io, "index": p.position, "name": p.name, "base": p.base, "pr": p.pr,
-            "base_name": p.base_name, "verdict": j.verdict, "supports": j.supports,
+            "base_name": p.base_name, "inherited": p.inherited, "verdict": j.verdict, "supports": j.supports,
             "why": j.why, "waiver": j.waiver, "witnesses": [w.as_dict() for w in j.witnesses]}
 
 
@@ -29,7 +29,7 @@ def _change(proving: Proving, judged: Sequence[Judged]) -> dict[str, Any]:
             "parameters": [_param(j) for j in judged],
             "cases": [k.name for k in proving.cases],
             "gaps": [{"case": name, "why": why} for name, why in proving.gaps],
-            "no_case": proving.no_case,
+            "no_case": proving.no_case, "unbuilt": proving.unbuilt,
             "new_case": f"torch-prover new-case {c.op}" if proving.no_case else None}
 
 
@@ -39,7 +39,8 @@ def counts(judged: Sequence[Judged]) -> dict[str, int]:
 
 def _reason(diff: Diff, n: dict[str, int], changes: int) -> str:
     if not changes:
-        return (f"nothing to prove: the installed onnx has the base's tags in each of the "
+        whose = "the installed onnx has" if diff.pr_path is None else "the PR's docs have"
+        return (f"nothing to prove: {whose} the base's tags in each of the "
                 f"{diff.compared} schema versions compared, and no other")
     total = sum(n.values()) - n[GateVerdict.REMOVED]
     shown = [f"{n[v]} {v}" for v in GateVerdict if n[v] and v is not GateVerdict.REMOVED]
@@ -59,9 +60,11 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
     return {**head(DocKind.PR_GATE, code, _reason(diff, n, len(provings))),
             "base": {"path": diff.base_path, "kind": diff.base_kind,
                      "source": diff.base_source, "latest_only": diff.latest_only},
-            "pr": {"source": "onnx.defs", "onnx": onnx_version},
+            "pr": {"source": diff.pr_label if diff.pr_path is not None else "onnx.defs",
+                   "onnx": onnx_version, "path": diff.pr_path},
             "summary": {"versions_compared": diff.compared, "changed_versions": len(provings),
                         "changed_parameters": len(flat), "verdicts": n,
+                        "needs_build": sum(p.unbuilt for p in provings),
                         "proofs": len(records), "cache_hits": cache_hits,
                         "failed_proofs": len(failed), "wall_time_s": round(wall_time_s, 2)},
             "changes": [_change(p, js) for p, js in zip(provings, judged)],

@@ -10,7 +10,14 @@ are not judged; their disagreements in the same proofs are listed apart (``also`
 Per changed parameter, over every record of its version (each case and variant):
 refuted if one disagrees (waived if a waiver covers each), else confirmed if one agrees,
 else proposed (the PR's tag is unknown and a record decides it), else not proved, with
-why (no case, inconclusive, a failed case, a version no route reaches).
+why (no case, inconclusive, a failed case, a version no route reaches, a version the
+installed onnx lacks: build the PR's onnx).
+
+Blame only what the PR writes: a refuted tag of a new version that the PR copied forward
+unchanged from the version it supersedes (``ParamChange.inherited``) is ``inherited``, a
+warning, not a failure -- the full run judges it in the version it came from. Each
+verdict lists first the proofs that decided it (the refuting one of a refutation), then
+the others, the not-exercised ones last: the reproduce command is the first one's.
 """
 from __future__ import annotations
 
@@ -31,9 +38,15 @@ class GateVerdict(StrEnum):
     PROPOSED = "proposed"        # the PR leaves the tag unknown; the evidence decides it
     NOT_PROVED = "not proved"    # no proof decided it (the reason says why)
     REMOVED = "removed"          # the PR has no such parameter: nothing to prove
+    INHERITED = "inherited"      # refuted, but copied unchanged from the superseded version
 
 
 FAILING = (GateVerdict.REFUTED,)
+WARNING = (GateVerdict.INHERITED,)
+"""Verdicts annotated as a warning: shown on the PR, not failing it."""
+
+BUILD_THE_PR = ("the installed onnx lacks this schema version: build the PR's onnx to "
+                "prove it")
 
 
 @dataclass(frozen=True)
@@ -65,13 +78,35 @@ class Judged:
     waiver: str | None = None
 
 
-def _witness(rec: dict[str, Any] | None, p: dict[str, Any]) -> Witness:
+def _witness(rec: dict[str, Any] | None, p: dict[str, Any], tags_from: str | None
+             ) -> Witness:
     if rec is None:   # a by-type row of an op without a case
         return Witness("by type", None, p["verdict"], p["supports"], p["rule"], p["reason"],
                        None)
     expected = (p.get("expected") or {}).get("verdict")
     return Witness(rec["case"], rec.get("opset"), p["verdict"], p.get("supports"), p["rule"],
-                   p["reason"], prove_command(rec["op"], rec["case"]), expected)
+                   p["reason"], prove_command(rec["op"], rec["case"], tags_from), expected)
+
+
+_ORDER = {"disagree": 0, "agree": 1, "proposed": 1}
+
+
+def deciding_first(witnesses: tuple[Witness, ...]) -> tuple[Witness, ...]:
+    """The witnesses in the order a verdict reads them: a disagreement first (it decides a
+    refutation), then agreements and proposals, the inconclusive (not exercised) last;
+    catalogue order within each."""
+    return tuple(sorted(witnesses, key=lambda w: _ORDER.get(w.verdict, 2)))
+
+
+def inherited_why(label: str, supports: str, witnesses: Sequence[Witness]) -> str:
+    """Why an inherited refutation does not fail the gate, and whether today's catalogue
+    already declares it (every disagreeing case declares it)."""
+    refuting = [w for w in witnesses if w.verdict == "disagree"]
+    declared = all(w.declared == "disagree" for w in refuting)
+    return (f"inherited from {label}: disagrees (the evidence supports {supports}), "
+            + ("as today's catalogue declares" if declared else
+               "as the base's tag there does")
+            + "; the PR copied the tag, it did not write it")
 
 
 def _matches(rec: dict[str, Any], version: int, param: ParamChange) -> list[dict[str, Any]]:
@@ -85,6 +120,8 @@ def _not_proved(proving: Proving, records: Sequence[dict[str, Any]],
                 found: Sequence[Witness]) -> str:
     """Why no proof decided the parameter, in one line."""
     op = proving.change.op
+    if proving.unbuilt:
+        return BUILD_THE_PR
     if proving.no_case and not found:
         return (f"{op} has no case in the catalogue and its types do not decide this "
                 f"parameter; `torch-prover new-case {op}` writes one to complete")
@@ -100,9 +137,10 @@ def _not_proved(proving: Proving, records: Sequence[dict[str, Any]],
 
 
 def judge(proving: Proving, records: dict[str, dict[str, Any]],
-          waived: dict[tuple, Any]) -> tuple[Judged, ...]:
+          waived: dict[tuple, Any], tags_from: str | None = None) -> tuple[Judged, ...]:
     """The changed parameters of ``proving``'s version, judged from the ``records`` (by case
-    name) of its proofs; ``waived`` as ``batch.waivers.apply`` gives it."""
+    name) of its proofs; ``waived`` as ``batch.waivers.apply`` gives it; ``tags_from``: the
+    PR's docs the records judged (each reproduce command names it)."""
     change = proving.change
     recs = [records[c.name] for c in proving.cases if c.name in records]
     out = []
@@ -114,7 +152,7 @@ def judge(proving: Proving, records: dict[str, dict[str, Any]],
         pairs = [(r, p) for r in recs for p in _matches(r, change.version, param)]
         pairs += [(None, p) for p in proving.by_type
                   if p["io"] == param.io and p["name"] == param.name]
-        witnesses = tuple(_witness(r, p) for r, p in pairs)
+        witnesses = deciding_first(tuple(_witness(r, p, tags_from) for r, p in pairs))
         refuting = [(r, p) for r, p in pairs if p["verdict"] == "disagree"]
         if refuting:
             keys = [waiver_key(r or {"op": change.op, "case": None}, p) for r, p in refuting]
@@ -124,6 +162,10 @@ def judge(proving: Proving, records: dict[str, dict[str, Any]],
                 out.append(Judged(param, GateVerdict.WAIVED, supports,
                                   f"the evidence supports {supports}; waived: "
                                   f"{waivers[0].reason}", witnesses, waivers[0].reason))
+            elif param.inherited:
+                out.append(Judged(param, GateVerdict.INHERITED, supports,
+                                  inherited_why(param.inherited, supports, witnesses),
+                                  witnesses))
             else:
                 out.append(Judged(param, GateVerdict.REFUTED, supports,
                                   f"the PR tags it {param.pr}; the evidence supports "

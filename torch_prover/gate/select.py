@@ -9,15 +9,21 @@ changed version is proved by exactly the cases and variants that reach it: a
 in force over disjoint opset ranges). An op without a case is decided by its schema's
 types where they decide (``engine/by_type.py``), and otherwise cannot be proved: the
 comment says how to add a case (``new-case``).
+
+The proofs run in the installed onnx. With the PR's tags read from its docs
+(``--tags-from``), a version the installed onnx lacks cannot be proved without the PR's
+build (``Proving.unbuilt``: "not proved: build the PR's onnx", never guessed), and a
+version both have is proved only at the opsets where it is in force in *both* (the PR's
+docs may end it sooner, with a version the installed onnx lacks: ``Change.until``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from ..batch.versions import Selection, covers, plan, schema_versions
+from ..batch.versions import SchemaVersion, Selection, covers, plan, schema_versions
 from ..case import Case
-from .changes import Change
+from .changes import Change, PrTags
 
 
 @dataclass(frozen=True)
@@ -31,24 +37,34 @@ class Proving:
     gaps: tuple[tuple[str, str], ...] = ()       # (case name, why no variant proves it)
     by_type: tuple[dict[str, Any], ...] = ()     # an op without a case: decided by type
     no_case: bool = False
+    unbuilt: bool = False     # the installed onnx lacks the version: build the PR's onnx
 
 
-def _version(change: Change):
-    return next(v for v in schema_versions(change.op) if v.version == change.version)
+def _version(change: Change) -> SchemaVersion | None:
+    """The installed onnx's ``change`` version, in force only where the PR's docs agree it
+    is (up to ``change.until``); None when the installed onnx lacks it."""
+    v = next((v for v in schema_versions(change.op) if v.version == change.version), None)
+    if v is None or change.until is None or change.until >= v.last:
+        return v
+    return replace(v, last=change.until)
 
 
-def proving(change: Change, cases: Sequence[Case], torchscript: bool = True) -> Proving:
+def proving(change: Change, cases: Sequence[Case], torchscript: bool = True,
+            pr: PrTags | None = None) -> Proving:
     """The proofs of ``change``'s version among ``cases`` (its op's catalogue cases);
     ``torchscript=False``: with the dynamo exporter only (``verify.exporter_mode``: a
-    TorchScript case takes its declared dynamo way, or is a gap)."""
+    TorchScript case takes its declared dynamo way, or is a gap); ``pr``: the PR's tags
+    (the installed onnx's by default), which a by-type row judges."""
     from ..batch.verify import exporter_mode
     if change.params and all(p.pr is None for p in change.params):
         return Proving(change)          # only removals: nothing of the PR's to prove
+    v = _version(change)
+    if v is None:
+        return Proving(change, unbuilt=True)
     domain = [c for c in cases if c.domain == ""]
     if not domain:
-        return Proving(change, by_type=_by_type(change), no_case=True)
+        return Proving(change, by_type=_by_type(change, pr or PrTags()), no_case=True)
     _, mine, left_out = exporter_mode(torchscript, domain)
-    v = _version(change)
     own = [c for c in mine if covers(c, v)]
     planned = plan(mine, Selection("range", v.first, v.last), torchscript)
     return Proving(change, tuple(own) + tuple(p.case for p in planned if p.case is not None),
@@ -57,20 +73,20 @@ def proving(change: Change, cases: Sequence[Case], torchscript: bool = True) -> 
                            for name in left_out))
 
 
-def _by_type(change: Change) -> tuple[dict[str, Any], ...]:
+def _by_type(change: Change, pr: PrTags) -> tuple[dict[str, Any], ...]:
     from ..engine.by_type import decide_op, row_record
-    from ..tags.schema import schema_tags
-    return tuple(row_record(r) for r in decide_op(schema_tags(change.op, change.version))
+    tags = pr.tags(change.op, change.version)
+    return tuple(row_record(r) for r in (decide_op(tags) if tags is not None else ())
                  if r.decision is not None)
 
 
 def select(changes: Sequence[Change],
            cases_of: Callable[[str], Sequence[Case]] | None = None,
-           torchscript: bool = True) -> tuple[Proving, ...]:
+           torchscript: bool = True, pr: PrTags | None = None) -> tuple[Proving, ...]:
     """One ``Proving`` per change; ``cases_of(op)`` is the catalogue's ``cases_for``."""
     if cases_of is None:
         from ..cases import cases_for as cases_of
-    return tuple(proving(c, cases_of(c.op), torchscript) for c in changes)
+    return tuple(proving(c, cases_of(c.op), torchscript, pr) for c in changes)
 
 
 def to_run(provings: Sequence[Proving]) -> list[Case]:
