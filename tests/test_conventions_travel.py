@@ -244,3 +244,24 @@ def test_no_cell_of_an_all_versions_run_rests_on_a_convention_unlabelled(version
     for version in (1, 6, 7):
         for name in ("mean", "var", "saved_mean", "saved_var"):
             assert ("BatchNormalization", version, "output", name) in labelled, (version, name)
+
+
+def test_every_acted_cell_of_an_all_versions_run_is_planned(versions_run, tmp_path):
+    """Every disagreeing or proposed cell of the suite's all-versions run reaches fix-tags'
+    plan -- edited, withheld with its reason, or not located with its reason (the fixture
+    sources hold few blocks) -- and none that carries a convention is edited."""
+    import json
+    from torch_prover.batch.report_io import load_report
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(versions_run["report"]))
+    records = report_records(load_report(str(path), what="--report"))
+    the_plan = plan(read_tree(SRC), findings(records))
+    placed = {(f.op, f.version, f.io, f.name) for e in the_plan.edits for f in e.findings}
+    assert not [f for e in the_plan.edits for f in e.findings if f.conventions]
+    placed |= {(f.op, f.version, f.io, f.name) for f, *_ in the_plan.withheld}
+    placed |= {(f.op, f.version, f.io, f.name) for f, *_ in the_plan.unlocated}
+    absent = [(o["op"], e["version"], c["io"], c["name"])
+              for o in versions_run["report"]["versions"]["ops"] for e in o["versions"]
+              for c in e["cells"] if c["verdict"] in ("disagree", "proposed")
+              and (o["op"], e["version"], c["io"], c["name"]) not in placed]
+    assert absent == []

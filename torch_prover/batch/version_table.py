@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..engine.by_type import type_reason
+from ..engine.verdict import judge as verdict_judge
 from ..tags.schema import Formal, SchemaTags, UnknownOpError, schema_tags
-from ..vocab import Tag, Verdict
+from ..vocab import Tag
 from . import version_checks
 from .failures import FailedVariant, failed_variants as find_failed, failure_of
 from .versions import (MIN_RUNTIME_OPSET, Band, Planned, SchemaVersion, Selection,
@@ -67,10 +68,10 @@ class Declarations:
 
 
 def judge(tag: str, supports: str) -> str:
-    """The verdict of evidence supporting ``supports`` against the schema's ``tag``."""
-    if tag == Tag.UNKNOWN:
-        return Verdict.PROPOSED.value
-    return Verdict.AGREE.value if tag == supports else Verdict.DISAGREE.value
+    """The verdict of evidence supporting ``supports`` against the schema's ``tag``: the
+    engine's own rule (``engine.verdict.judge``), so a cell says what its records say (a
+    body-dependent ``unknown`` against an unknown tag agrees; it proposes nothing)."""
+    return verdict_judge(Tag(supports), Tag(tag)).value
 
 
 def _tags_at(tags: Callable[..., SchemaTags], v: SchemaVersion) -> SchemaTags | None:
