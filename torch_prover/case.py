@@ -138,7 +138,7 @@ class Case:
         (bernoulli's zero gradient in p, a straight-through estimator), keyed like expect,
         with the reason: their autograd evidence counts as ``unsupported``.
     conventions: parameters whose tag a named convention decides (``conventions.py``:
-        ``Applies(Convention.STATE_UPDATE, "the math it sets aside")``), keyed like expect.
+        ``Applies(Convention.STATE_OUTPUT, "the math it sets aside")``), keyed like expect.
     export_options: extra keyword arguments for torch.onnx.export (e.g. optimize=False),
         each needing a reason in ``notes``.
     fixed_draw: why the case's sampling op (Bernoulli, Multinomial, Dropout in training,

@@ -30,7 +30,7 @@ class Convention(StrEnum):
     PIECEWISE_CONSTANT = "piecewise-constant"
     SHAPE_SETTING = "shape-setting input"
     DATA_DEPENDENT_SHAPE = "data-dependent shape"
-    STATE_UPDATE = "state update"
+    STATE_OUTPUT = "state output"
     BODY_DEPENDENT = "body-dependent"
     SAMPLING = "sampling"
     QUANTIZED_STORAGE = "quantized storage"
@@ -117,13 +117,14 @@ RULES: dict[Convention, Rule] = {r.name: r for r in (
          Tag.NONDIFF,
          "ArgMax's int64 output is non-differentiable by type, so it is no precedent"),
     Rule(Convention.SHAPE_SETTING,
-         "an input that sets an output's shape is non-differentiable, even where the output "
-         "moves smoothly with it at a fixed shape",
+         "a float input that sets an output's shape (Resize's and Upsample's scales, Range's "
+         "start, limit and delta: the output length jumps with them) is non-differentiable, "
+         "even where the output moves smoothly with it at a fixed shape",
          (TagPrecedent("Resize", 13, "input", "scales", Tag.NONDIFF),),
          Tag.NONDIFF,
          "Reshape's, Expand's and Resize's sizes are int64, non-differentiable by type: no "
          "precedent for a float input; Resize's scales is the only float one, so it cannot "
-         "decide Resize itself"),
+         "decide Resize itself (it decides Range)"),
     Rule(Convention.DATA_DEPENDENT_SHAPE,
          "an op whose output length is decided by comparing its input's values is "
          "non-differentiable in them: smooth away from ties, but at the ties the op exists "
@@ -133,14 +134,19 @@ RULES: dict[Convention, Rule] = {r.name: r for r in (
          Tag.NONDIFF,
          "NonZero's X is non-differentiable by type (its only output is int64), so it is no "
          "precedent; Unique's own tags cannot decide Unique"),
-    Rule(Convention.STATE_UPDATE,
-         "an output that updates a running state for the next step (running statistics) is "
-         "non-differentiable: training frameworks never differentiate through it",
+    Rule(Convention.STATE_OUTPUT,
+         "an output that hands a normalization's statistics on -- the running state for the "
+         "next step (running_mean, running_var) or the batch statistics saved for the "
+         "backward pass (saved_mean, saved_var, Mean, InvStdDev) -- is non-differentiable: "
+         "training frameworks never differentiate through it, although it is smooth in X",
          (TagPrecedent("BatchNormalization", 15, "output", "running_mean", Tag.NONDIFF),
           TagPrecedent("BatchNormalization", 15, "output", "running_var", Tag.NONDIFF)),
          Tag.NONDIFF,
-         "no other op has a running state; BatchNormalization's own tags cannot decide "
-         "BatchNormalization"),
+         "BatchNormalization's own tags cannot decide BatchNormalization (running or saved "
+         "statistics); they decide LayerNormalization's Mean and InvStdDev, the only other "
+         "ai.onnx op with such outputs (GroupNormalization and RMSNormalization have none). "
+         "PyTorch's derivatives.yaml marks native_batch_norm's and native_layer_norm's saved "
+         "statistics non-differentiable too, but that is not ONNX's rule"),
     Rule(Convention.BODY_DEPENDENT,
          "a parameter of an op with a graph body (If, Loop, Scan, SequenceMap) is "
          "differentiable or not according to the body it runs: differentiable for a smooth "

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..engine.by_type import type_reason
+from ..engine.verdict import judge as verdict_judge
 from ..tags.schema import Formal, SchemaTags, UnknownOpError, schema_tags
-from ..vocab import Tag, Verdict
+from ..vocab import Tag
 from . import version_checks
 from .failures import FailedVariant, failed_variants as find_failed, failure_of
 from .versions import (MIN_RUNTIME_OPSET, Band, Planned, SchemaVersion, Selection,
@@ -67,10 +68,10 @@ class Declarations:
 
 
 def judge(tag: str, supports: str) -> str:
-    """The verdict of evidence supporting ``supports`` against the schema's ``tag``."""
-    if tag == Tag.UNKNOWN:
-        return Verdict.PROPOSED.value
-    return Verdict.AGREE.value if tag == supports else Verdict.DISAGREE.value
+    """The verdict of evidence supporting ``supports`` against the schema's ``tag``: the
+    engine's own rule (``engine.verdict.judge``), so a cell says what its records say (a
+    body-dependent ``unknown`` against an unknown tag agrees; it proposes nothing)."""
+    return verdict_judge(Tag(supports), Tag(tag)).value
 
 
 def _tags_at(tags: Callable[..., SchemaTags], v: SchemaVersion) -> SchemaTags | None:
@@ -84,6 +85,26 @@ def _base(r: Mapping[str, Any]) -> str:
     return str(r.get("variant_of") or r.get("case"))
 
 
+def _cited(deciding: Sequence[tuple[dict, dict]], hits: Sequence[tuple[dict, dict]]
+           ) -> dict[str, list[str]]:
+    """A cell's ``cases``: the proofs that decided it; ``not_deciding``: the others that
+    reached it (a failed variant, one whose verdict here is inconclusive), listed apart so a
+    reader sees what the decision rests on (Max-6 is decided by max_ties, not by the failed
+    max_broadcast@7)."""
+    cases = sorted({r["case"] for r, _ in deciding})
+    rest = sorted({r["case"] for r, _ in hits} - set(cases))
+    return {"cases": cases, **({"not_deciding": rest} if rest else {})}
+
+
+def _labelled(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The ``convention`` a cell carries: the one its deciding verdicts name (a verdict a
+    convention decided, or one the math decided under a convention without precedent).
+    Every rule that copies a cell (equivalence, fix-tags) carries it on, so a verdict that
+    rests on a convention is never written as the math's (docs/verdicts.md, "Conventions")."""
+    named = sorted({str(p["convention"]) for p in params if p.get("convention")})
+    return {"convention": ", ".join(named)} if named else {}
+
+
 def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
                       fails: Callable[[dict, dict], bool]) -> dict[str, Any] | None:
     """One formal parameter's cell from the record parameters mapped to it."""
@@ -91,10 +112,10 @@ def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
         return None
     decided = [(r, p) for r, p in hits if p["verdict"] in DECIDED and p.get("supports")]
     supports = sorted({p["supports"] for _, p in decided})
-    cases = sorted({r["case"] for r, _ in hits})
     rules = sorted({p["rule"] for _, p in (decided or hits)})
-    cell = {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag, "cases": cases,
-            "rule": "; ".join(rules)}
+    cell = {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
+            **_cited(decided or hits, hits), "rule": "; ".join(rules),
+            **_labelled(p for _, p in decided)}
     if len(supports) == 1:
         verdict = judge(f.tag, supports[0])
         return {**cell, "verdict": verdict, "supports": supports[0],
@@ -112,20 +133,34 @@ def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
 def _by_type_cell(t: SchemaTags, f: Formal, case_less: bool) -> dict[str, Any] | None:
     """The cell the schema's types decide (``engine.by_type``: the op-level rules too, so the
     table holds every by-type decision the ``ops`` section makes)."""
-    if type_reason(t, f, outputs_from_inputs=case_less) is None:
+    why = type_reason(t, f, outputs_from_inputs=case_less)
+    if why is None:
         return None
     supports = Tag.NONDIFF.value
     return {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
             "verdict": judge(f.tag, supports), "supports": supports, "rule": "by type",
-            "cases": [], "failing": f.tag == Tag.DIFF}
+            "cases": [], "failing": f.tag == Tag.DIFF,
+            **({"convention": str(why.convention)} if why.convention else {})}
 
 
 def _same_parameter(f: Formal, g: Formal) -> bool:
     """``f`` (an old version's) is ``g`` (the version's at opset 7) for differentiability:
     same io, position, name and option, and every type ``f`` allows is allowed by ``g``
-    (the same function on a subset of ``g``'s domain)."""
-    return (f.io, f.position, f.name, f.option) == (g.io, g.position, g.name, g.option) and \
-        set(f.types) <= set(g.types)
+    (the same function on a subset of ``g``'s domain). Two differences that change no math
+    are looked past: Single against Optional (whether the slot may be left empty, not what
+    it holds: GRU-1's Y_h is GRU-7's) and the old ``name...`` spelling of a variadic
+    (Split-1's ``outputs...`` is Split-2's ``outputs``)."""
+    return (f.io, f.position, _spelled(f), _presence(f)) == \
+        (g.io, g.position, _spelled(g), _presence(g)) and set(f.types) <= set(g.types)
+
+
+def _spelled(f: Formal) -> str:
+    return f.name.removesuffix("...") if f.option == "variadic" else f.name
+
+
+def _presence(f: Formal) -> str:
+    """The option, with Single and Optional as one: a value that is there or not."""
+    return "variadic" if f.option == "variadic" else "single or optional"
 
 
 def _equivalent_cell(f: Formal, basis: SchemaTags, cells: dict[tuple[str, int], dict],
@@ -138,6 +173,7 @@ def _equivalent_cell(f: Formal, basis: SchemaTags, cells: dict[tuple[str, int], 
     return {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
             "verdict": judge(f.tag, theirs["supports"]), "supports": theirs["supports"],
             "rule": f"same parameter as {label}", "basis": label, "cases": [],
+            **_labelled([theirs]),
             "failing": theirs["supports"] != f.tag and f.tag != Tag.UNKNOWN}
 
 
@@ -279,11 +315,13 @@ def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection:
             recs = [r for r in by_version.get((op, v.version), ()) if r.get("parameters")]
             proofs = [r for r in recs if failure_of(r) is None]
             cells = _proof_cells(t, recs, fails, unexercised)
-            _failed_cells(t, cells, here, decl, bases)
+            # the types decide a parameter case or no case, so a failed variant that would
+            # have exercised it leaves it decided (Scatter-11's int64 indices)
             for f in _formals(t):
                 if (f.io, f.position) not in cells and (
                         c := _by_type_cell(t, f, op in case_less)) is not None:
                     cells[(f.io, f.position)] = c
+            _failed_cells(t, cells, here, decl, bases)
             cells_of[v.version] = cells
             undeclared = [fv for fv in here if not fv.declared]
             if undeclared:
@@ -403,40 +441,3 @@ def failing_cells(section: dict[str, Any]) -> list[tuple[str, int, dict]]:
     cases in conflict, versions that disagree, a failed check): what the exit code counts."""
     return [(o["op"], e["version"], c) for o in section["ops"] for e in o["versions"]
             for c in e["cells"] if c["failing"]]
-
-
-def settled_cells(section: Any) -> dict[tuple[str, int, str, str], str] | None:
-    """(op, version, io, parameter name) -> the supported tag of every decided cell of a
-    report's versions section (None: the report has none): what ``fix-tags`` may act on.
-    An inconclusive cell -- a failed variant, versions that disagree, cases in conflict --
-    is not in it."""
-    if not isinstance(section, dict) or not isinstance(section.get("ops"), list):
-        return None
-    out = {}
-    for o in section["ops"]:
-        for e in (o.get("versions") or []) if isinstance(o, dict) else []:
-            for c in (e.get("cells") or []) if isinstance(e, dict) else []:
-                if isinstance(c, dict) and c.get("verdict") in DECIDED and c.get("supports"):
-                    out[(o.get("op"), e.get("version"), c.get("io"), c.get("name"))] = \
-                        c["supports"]
-    return out
-
-
-def settled_only(records: list[dict[str, Any]], section: Any) -> list[dict[str, Any]]:
-    """``records`` with every parameter whose cell in ``section`` (a report's versions
-    section) is not decided, or is decided for another tag, left out; all of them when the
-    report has no versions section."""
-    settled = settled_cells(section)
-    if settled is None:
-        return records
-    out = []
-    for r in records:
-        params = r.get("parameters")
-        if not isinstance(params, list):
-            out.append(r)
-            continue
-        keep = [p for p in params if isinstance(p, dict) and settled.get(
-            (r.get("op"), r.get("schema_version"), p.get("io"), p.get("name")))
-            == p.get("supports")]
-        out.append({**r, "parameters": keep})
-    return out

@@ -152,6 +152,11 @@ def randn_fixed_shape_ref(x):
 _ARANGE = ("torch.arange takes start and step as Python numbers, so they export as constants; "
            "only limit can come from a tensor (a shape), and Range's float inputs never get a "
            "gradient from PyTorch code")
+_RANGE_MATH = ("output[i] = start + i * delta with length ceil((limit - start) / delta): at a "
+               "fixed length output moves smoothly with {0}, and the length jumps with it, as "
+               "Resize's output size does with scales")
+_RANGE_LIMIT = ("limit sets only the length ceil((limit - start) / delta): flat between the "
+                "jumps of the length")
 _BERNOULLI_FD = ("neither witness can speak: PyTorch's zero gradient for p is a surrogate "
                  "(bernoulli has no derivative to give), and finite differences of one random "
                  "realization are not the op's derivative (the numeric witness refuses sampling "
@@ -208,6 +213,9 @@ CASES = [
          without_torchscript={"model": eyelike_ref, "kind": "reference", "dynamic": False,
                               "translation": eye_like.translation}),
     Case("Range", "range_float", ArangeFloat, (Float(2, 3),), ("x",), dynamic=True,
+         conventions={"input 0": Applies(Convention.SHAPE_SETTING, _RANGE_MATH.format("start")),
+                      "input 1": Applies(Convention.SHAPE_SETTING, _RANGE_LIMIT),
+                      "input 2": Applies(Convention.SHAPE_SETTING, _RANGE_MATH.format("delta"))},
          notes="arange(x.shape[1]) in float64: start and delta are float constants, "
                "limit is Cast(Shape(x))"),
     Case("Range", "range_int", ArangeInt, (Float(2, 3),), ("x",), dynamic=True,

@@ -15,13 +15,19 @@ from .reference import reference_op
 
 _RUNNING = ("{0} = input_{1} * momentum + batch {1} of X * (1 - momentum): d{0}/dinput_{1} = "
             "momentum (0.875) and d{0}/dX = (1 - momentum) d(batch {1})/dX, nonzero")
-_NO_PRECEDENT = ("the 'state update' convention has no precedent outside BatchNormalization's "
+_NO_PRECEDENT = ("the 'state output' convention has no precedent outside BatchNormalization's "
                  "own tags, so the math decides: {0} is smooth in X and input_{1} (both "
                  "witnesses); tagged non-differentiable")
 _SAVED = ("BatchNormalization-9's training form (the relabelled variants at opsets 7-13 take "
           "it: engine/adapter_table.py) also outputs {0}, the batch {1} of X: smooth in X "
           "(the node's finite differences are nonzero), tagged non-differentiable in "
-          "BatchNormalization-9 (unknown in -7); no parameter of BatchNormalization-14 on")
+          "BatchNormalization-9 (unknown in -7); no parameter of BatchNormalization-14 on. The "
+          "'state output' convention covers it as it covers running_mean, with no precedent "
+          "outside BatchNormalization's own tags: the math decides, under the label")
+_SAVED_MATH = "{0} is the batch {1} of X: smooth in X (the node's finite differences are nonzero)"
+_LN_STATS = ("{0} is a statistic of X over the normalized axes: smooth in X, and Y reads it; "
+             "the 'state output' convention decides it by BatchNormalization-15's running "
+             "statistics, a precedent outside LayerNormalization")
 _DROPOUT_RATIO = ("for one draw (mask m fixed) output = data * m / (1 - ratio), smooth in ratio; "
                   "averaged over draws E[output] = data, constant in ratio")
 _STASH32 = ("float32: the exporter sets stash_type=1, so the ONNX node computes its statistics in "
@@ -135,10 +141,14 @@ CASES = [
          (Float(2, 3, 2, 2), Float(3), Float(3), Float(3), Float(3, low=0.5, high=1.5)),
          ("x", "scale", "bias", "mean", "var"), kind="reference",
          translation=batch_normalization_train.translation,
-         conventions={"output 1": Applies(Convention.STATE_UPDATE,
+         conventions={"output 1": Applies(Convention.STATE_OUTPUT,
                                           _RUNNING.format("running_mean", "mean")),
-                      "output 2": Applies(Convention.STATE_UPDATE,
-                                          _RUNNING.format("running_var", "var"))},
+                      "output 2": Applies(Convention.STATE_OUTPUT,
+                                          _RUNNING.format("running_var", "var")),
+                      "output 3": Applies(Convention.STATE_OUTPUT,
+                                          _SAVED_MATH.format("saved_mean", "mean")),
+                      "output 4": Applies(Convention.STATE_OUTPUT,
+                                          _SAVED_MATH.format("saved_var", "variance"))},
          expect={"output 1": Expect("disagree", _NO_PRECEDENT.format("running_mean", "mean")),
                  "output 2": Expect("disagree", _NO_PRECEDENT.format("running_var", "var")),
                  "output 3": Expect("disagree", _SAVED.format("saved_mean", "mean")),
@@ -163,6 +173,9 @@ CASES = [
     Case("LayerNormalization", "layernormalization_mean_invstd", layernormalization_mean_invstd,
          (Float(2, 3, 4), Float(4), Float(4)), ("x", "scale", "bias"), kind="reference",
          translation=layer_normalization_stats.translation, float_dtype=torch.float32,
+         conventions={"output 1": Applies(Convention.STATE_OUTPUT, _LN_STATS.format("Mean")),
+                      "output 2": Applies(Convention.STATE_OUTPUT,
+                                          _LN_STATS.format("InvStdDev"))},
          notes="reference: F.layer_norm returns only Y. float32: Mean and InvStdDev have "
                "type U (float32 or bfloat16 only), so a float64 case would mix precisions"),
     Case("GroupNormalization", "groupnormalization_2groups", groupnormalization_2groups,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..conventions import Convention
 from ..tags.schema import Formal, SchemaTags, has_graph_attribute
 from ..vocab import Tag
 from .verdict import Decision, by_type_decision
@@ -45,8 +46,20 @@ class TypeRule(StrEnum):
 
 @dataclass(frozen=True)
 class TypeReason:
+    """``convention``: the named convention the decision rests on besides the types (a
+    float8/float4 zero point is non-differentiable only as quantized storage, where an int8
+    one is so by type alone): every verdict and cell made from it carries the label, so
+    fix-tags withholds it unless ``--include-conventions`` (docs/verdicts.md)."""
+
     rule: TypeRule
     reason: str
+    convention: Convention | None = None
+
+
+def _storage(formals: tuple[Formal, ...]) -> Convention | None:
+    """The convention a rule over these parameters rests on: 'quantized storage' when one of
+    them allows a float8/float4 type (QuantizeLinear's y), none when the types alone say."""
+    return Convention.QUANTIZED_STORAGE if any(f.quantized_storage for f in formals) else None
 
 
 def _types_of(formals: tuple[Formal, ...]) -> str:
@@ -58,10 +71,12 @@ def type_reason(tags: SchemaTags, formal: Formal, *,
     """Why the schema's types alone make ``formal`` non-differentiable, or None."""
     if not formal.float_capable:
         return TypeReason(TypeRule.OWN_TYPES, "the schema allows no gradient-carrying type "
-                                              f"here ({', '.join(formal.types) or 'none'})")
+                                              f"here ({', '.join(formal.types) or 'none'})",
+                          _storage((formal,)))
     if formal.io == "input" and tags.outputs and not any(f.float_capable for f in tags.outputs):
         return TypeReason(TypeRule.NO_GRADIENT_OUTPUT, "no output of the op can carry a "
-                                                       f"gradient ({_types_of(tags.outputs)})")
+                                                       f"gradient ({_types_of(tags.outputs)})",
+                          _storage(tags.outputs))
     if (formal.io == "output" and outputs_from_inputs
             and not any(f.float_capable for f in tags.inputs)
             and not has_graph_attribute(tags.op, tags.domain)):
@@ -70,7 +85,8 @@ def type_reason(tags: SchemaTags, formal: Formal, *,
                               "the op has no inputs: no differentiable input for a derivative "
                               "to be taken with respect to")
         return TypeReason(TypeRule.NO_GRADIENT_INPUT, "no input of the op can carry a "
-                                                      f"gradient ({_types_of(tags.inputs)})")
+                                                      f"gradient ({_types_of(tags.inputs)})",
+                          _storage(tags.inputs))
     return None
 
 
@@ -102,7 +118,8 @@ def row_record(row: TypeRow) -> dict[str, Any]:
     assert d is not None and row.why is not None
     return {"io": f.io, "index": f.position, "name": f.name, "types": list(f.types),
             "tag": f.tag, "verdict": d.verdict, "supports": d.supports, "rule": d.rule,
-            "by_type": row.why.rule, "reason": d.reason}
+            "by_type": row.why.rule, "reason": d.reason,
+            **({"convention": row.why.convention} if row.why.convention else {})}
 
 
 def undecided_label(row: TypeRow) -> str:

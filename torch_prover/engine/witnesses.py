@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 from ..case import Case
 from ..errors import CaseError
 from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
-from .numeric import NumericResult, shown_error, shown_value
+from .measure import InputWitness, NodeWitness, OutputWitness
+from .numeric import STEP, NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
 from ..tags.markdown import MissingFromDocs
 from ..tags.schema import Formal, SchemaTags
@@ -196,11 +197,12 @@ def _numeric(witness: Sequence, io: str, i: int, off: str | None) -> tuple[Witne
     was moved off a tie or jump)."""
     if off is not None:
         return Witness(N.NOT_RUN, off), False
-    seen = []
+    seen, coarse = [], []
     for w in witness:
         items = w.inputs if io == "input" else w.outputs
         if i < len(items):
             seen.append((w.seed, items[i]))
+            coarse.append(measured_coarse(w, io, items[i]))
     if not seen:
         return Witness(N.NOT_RUN, f"{io} {i} is not given"), False
     seed, best = min(seen, key=lambda s: _DECIDES.index(s[1].outcome))
@@ -208,8 +210,17 @@ def _numeric(witness: Sequence, io: str, i: int, off: str | None) -> tuple[Witne
     detail = best.detail
     if others:
         detail += f" (seed {seed}; {', '.join(others)} at another seed's point)"
-    return Witness(best.outcome, detail), any(bool(getattr(item, "moved", False))
-                                              for _, item in seen)
+    return Witness(best.outcome, detail, coarse=all(coarse)), any(
+        bool(getattr(item, "moved", False)) for _, item in seen)
+
+
+def measured_coarse(w: NodeWitness, io: str, item: InputWitness | OutputWitness) -> bool:
+    """Whether this measurement was differenced at float32's steps or coarser (a float32
+    copy, a float32 case, a runtime computing in float32): an input by its own step, an
+    output by every measured input's."""
+    steps = [item.step] if io == "input" else [x.step for x in w.inputs]
+    steps = [s for s in steps if s is not None]
+    return bool(steps) and min(steps) > STEP["float64"]
 
 
 def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
@@ -340,14 +351,18 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
             if applies is not None:
                 decision = under_convention(decision, applies, formal.tag, case.op)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
-                                  autograd, num, decision, a, why is not None, vjp, third))
+                                  autograd, num, decision, a, why is not None, vjp, third,
+                                  applies.convention if applies is not None
+                                  else why.convention if why is not None else None))
     return tuple(out)
 
 
 def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | None,
                evidence: E, source: str, autograd: Witness, num: Witness,
                d: Decision, a: Attribution | None, by_type: bool, vjp: Vjp,
-               body: Witness) -> Parameter:
+               body: Witness, convention: Convention | None) -> Parameter:
+    """``convention``: the case's declaration, else the one a by-type decision rests on
+    (``engine.by_type.TypeReason.convention``)."""
     key = f"{io} {i}"
     exp = case.expect.get(key)
     tag_latest = latest.tag if latest is not None and latest.tag != formal.tag else None
@@ -361,4 +376,4 @@ def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | Non
         by_type=by_type, through=a.through if a is not None else (), vjp=vjp,
         expected=Verdict(exp.verdict) if exp else None,
         expected_reason=exp.reason if exp else None, function_body=body,
-        convention=case.conventions[key].convention if key in case.conventions else None)
+        convention=convention)

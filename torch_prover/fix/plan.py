@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ..batch.version_table import settled_only
 from ..errors import UsageError
 from ..vocab import Tag, Verdict
 from .locate import Block, CallSite, SourceTree, Unlocated
+from .settled import settled_only
 
 ACTED = (Verdict.DISAGREE, Verdict.PROPOSED)
 DECIDED = (Verdict.AGREE, Verdict.DISAGREE, Verdict.PROPOSED)
@@ -101,31 +101,52 @@ class Plan:
     acted: tuple[Finding, ...]
 
 
+BY_TYPE_RECORD = "by type"
+"""The name of the record a schema version's case-less by-type cells are planned from."""
+
+
 def report_records(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The records fix-tags plans from, of a report read back (``batch/report_io``: already
-    validated and re-checked): its cases, and of an all-versions report its variants and
-    equivalence cells (``version_records``) -- only what its versions table decides (no
-    failed variant's, no cell the versions disagree on: ``version_table.settled_only``)."""
-    return settled_only(list(rep["cases"]) + version_records(rep.get("versions")),
-                        rep.get("versions"))
+    validated and re-checked): its cases, of an all-versions report its variants,
+    equivalence and case-less by-type cells (``version_records``), else its case-less ops'
+    by-type rows (``by_type_records``) -- only what its versions table decides (no failed
+    variant's, no cell the versions disagree on: ``settled.settled_only``). So every
+    decided cell of the report is planned: edited, withheld with its reason, or found
+    already right in the sources; none is silently absent."""
+    section = rep.get("versions")
+    extra = version_records(section) if isinstance(section, dict) else by_type_records(rep)
+    return settled_only(list(rep["cases"]) + extra, section)
 
 
 def version_records(section: Any) -> list[dict[str, Any]]:
     """The records an all-versions report adds (``verify-all --versions``): each variant's
-    proof record, and for every schema version decided by equivalence (below opset 7) a
-    record of its cells, named after the rule, so fix-tags treats every decided version
-    alike."""
+    proof record; for every schema version decided by equivalence (below opset 7) a record
+    of its cells, named after the rule; and for every version a record of the cells its
+    types decide with no case (NonMaxSuppression-10, And-1), so fix-tags treats every
+    decided cell alike."""
     if not isinstance(section, dict):
         return []
     out = list(section.get("cases") or [])
     for o in section.get("ops") or []:
         for e in o.get("versions") or []:
-            if e.get("decided_by") != "equivalence":
-                continue
-            out.append({"op": o["op"], "domain": "", "schema_version": e["version"],
-                        "case": f"equivalence with {e['basis']}",
-                        "parameters": [c for c in e["cells"] if c.get("basis")]})
+            at = {"op": o["op"], "domain": "", "schema_version": e["version"]}
+            if e.get("decided_by") == "equivalence":
+                out.append({**at, "case": f"equivalence with {e['basis']}",
+                            "parameters": [c for c in e["cells"] if c.get("basis")]})
+            typed = [c for c in e.get("cells") or () if c.get("rule") == "by type"
+                     and not c.get("cases")]
+            if typed:
+                out.append({**at, "case": BY_TYPE_RECORD, "parameters": typed})
     return out
+
+
+def by_type_records(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """A report without a versions section: the by-type rows of its case-less ops (``ops``,
+    at the schema version in force), one record per op."""
+    return [{"op": o["op"], "domain": "", "schema_version": o["schema_version"],
+             "case": BY_TYPE_RECORD, "parameters": list(o["parameters"])}
+            for o in rep.get("ops") or () if o.get("parameters")
+            and isinstance(o.get("schema_version"), int)]
 
 
 def findings(records: list[dict[str, Any]]) -> dict[tuple, Finding]:

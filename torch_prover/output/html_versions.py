@@ -61,8 +61,12 @@ def _title(op: str, version: int, label: str, cell: Cell) -> str:
         bits.append(f"evidence supports {c['supports']}")
     if c.get("rule"):
         bits.append(f"rule: {c['rule']}")
+    if c.get("convention"):
+        bits.append(f"convention: {c['convention']}")
     if c.get("cases"):
         bits.append("cases: " + ", ".join(map(str, c["cases"])))
+    if c.get("not_deciding"):
+        bits.append("not deciding: " + ", ".join(map(str, c["not_deciding"])))
     return "; ".join(bits)
 
 

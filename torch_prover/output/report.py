@@ -320,8 +320,8 @@ def tally_words(t: dict[str, int]) -> str:
 
 
 def convention_label(p: dict[str, Any]) -> str:
-    """``convention: state update``, or, when the convention has no precedent outside the
-    schema under test and the math decided, ``convention without precedent: state update``."""
+    """``convention: state output``, or, when the convention has no precedent outside the
+    schema under test and the math decided, ``convention without precedent: state output``."""
     return f"{p['rule'] if p.get('rule') == 'convention without precedent' else 'convention'}: " \
            f"{p['convention']}"
 

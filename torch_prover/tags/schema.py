@@ -30,6 +30,8 @@ _GRADIENT_TYPES = {f"tensor({t}" for t in ("float16", "float", "double", "bfloat
 _NON_DIFF_TYPE_PREFIXES = ("tensor(int", "tensor(uint", "tensor(bool", "tensor(string",
                            "seq(tensor(int", "seq(tensor(uint", "seq(tensor(bool", "seq(tensor(string")
 
+_STORAGE_FLOATS = ("tensor(float8", "tensor(float4")
+
 
 def _element_type(t: str) -> str:
     """``optional(seq(tensor(float)))`` -> ``tensor(float``: the tensor type inside."""
@@ -61,6 +63,13 @@ class Formal:
         """Some allowed type can carry a gradient (float8/float4 storage types cannot):
         integer evidence alone says nothing then."""
         return any(carries_gradient(t) for t in self.types)
+
+    @property
+    def quantized_storage(self) -> bool:
+        """Some allowed type is a float8/float4 storage type: a by-type decision here rests
+        on those being quantized codes, not gradient carriers (the 'quantized storage'
+        convention, conventions.py), not on the types alone."""
+        return any(_element_type(t).startswith(_STORAGE_FLOATS) for t in self.types)
 
     @property
     def non_differentiable_by_type(self) -> bool:
