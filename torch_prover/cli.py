@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-torchscript", action="store_true", help=(
         "prove with the dynamo exporter only (below opset 18: its export relabelled down "
         "with adapters); the default where torch has no TorchScript exporter"))
+    v.add_argument("--onnx-points", type=int, default=4, metavar="N", help=(
+        "measure every decided parameter also at ONNX's own node tests: at most N tests per "
+        "schema version (default 4; 0: none); with --onnx-src, the checkout's committed "
+        "onnx/backend/test/data/node (docs/verdicts.md, \"ONNX's points\")"))
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
@@ -282,7 +286,10 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
         outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
-        torchscript=False if args.no_torchscript else None)
+        torchscript=False if args.no_torchscript else None,
+        onnx_points=args.onnx_points,
+        onnx_src=args.onnx_src if args.onnx_src and preflight.has_node_tests(args.onnx_src)
+        else None)
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)

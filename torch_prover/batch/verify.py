@@ -36,6 +36,9 @@ class Request:
     report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
     torchscript: bool | None = None   # False: --no-torchscript; None: if torch has it
+    onnx_points: int = 4              # ONNX node tests measured per schema version (0: none;
+                                      # batch/onnx_points.py: PER_VERSION)
+    onnx_src: str | None = None       # an ONNX checkout whose committed node tests give them
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,11 @@ def prepare(request: Request) -> Prepared:
     from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
     preflight.positive_seconds(request.timeout, "--timeout")
+    if request.onnx_points < 0:
+        raise UsageError(f"--onnx-points {request.onnx_points}: give a count (0: none)")
+    if request.onnx_src is not None and not preflight.has_node_tests(request.onnx_src):
+        raise UsageError(f"--onnx-src {request.onnx_src}: no onnx/backend/test/data/node "
+                         "there (ONNX's points come from the checkout's committed node tests)")
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
@@ -279,8 +287,23 @@ def run(prepared: Prepared) -> Outcome:
         warnings += write_index(prepared.out, rep)
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
+    if req.numeric and req.onnx_points > 0:
+        warnings += _onnx_points(rep, req)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
+
+
+def _onnx_points(rep: dict[str, Any], req: Request) -> list[str]:
+    """The third numeric witness (``batch/onnx_points.py``), after the evidence is written:
+    models/ holds the proofs, the report says what ONNX's own points add."""
+    from . import onnx_points
+    if req.onnx_src is not None:
+        run = onnx_points.measure_checkout(Path(req.onnx_src), req.onnx_points)
+    else:
+        run = onnx_points.measure_installed(
+            Path(req.cache_dir) if req.cache_dir is not None else None, req.onnx_points)
+    onnx_points.annotate(rep, run)
+    return list(run.warnings)
 
 
 def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str]]:

@@ -1,0 +1,51 @@
+"""The ``onnx_points`` section of a verify-all report in words (text and Markdown; pure).
+
+What ONNX's own node tests said about the decided cells (``batch/onnx_points.py``): the
+counts per state, then every contradiction (a parameter called non-differentiable that is
+smooth at an ONNX point: a finding to read, not an override), every parameter ONNX's points
+did not exercise, and every test whose expected outputs the runtime does not reproduce.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..vocab import PointsState
+from .report import wrap_line
+
+
+def _cell(e: dict[str, Any]) -> str:
+    return f"{e['op']}-{e['version']} {e['io']} {e['name']}"
+
+
+def lines(section: dict[str, Any]) -> list[str]:
+    """The section as plain lines (each one logical line; the callers wrap or bullet them)."""
+    s = section["summary"]
+    head = (f"ONNX's points ({section['source']}; at most {section['per_version']} tests per "
+            f"schema version, {s['tests_measured']} measured in {s['versions_with_tests']} "
+            "schema versions): " + ", ".join(f"{s[p.value]} {p.value}" for p in PointsState)
+            + f"; {len(section['mismatches'])} tests the runtime does not reproduce")
+    out = [head]
+    for e in section["cells"]:
+        if e["state"] == PointsState.CONTRADICT:
+            out.append(f"contradiction: {_cell(e)}: called {e['supports']}, smooth at ONNX's "
+                       f"points ({', '.join(e['tests'])})")
+    quiet = [_cell(e) for e in section["cells"] if e["state"] == PointsState.NOT_EXERCISED]
+    if quiet:
+        out.append(f"not exercised at ONNX's points (called differentiable, no derivative "
+                   f"there): {', '.join(quiet)}")
+    for m in section["mismatches"]:
+        out.append(f"not used: {m['test']}: {m['reason']}")
+    return out
+
+
+def points_text(section: dict[str, Any], width: int) -> str:
+    first, *rest = lines(section)
+    text = wrap_line(first, width)
+    for line in rest:
+        text += wrap_line("  " + line, width, "    ")
+    return "\n".join(text) + "\n"
+
+
+def points_markdown(section: dict[str, Any]) -> str:
+    first, *rest = lines(section)
+    return "\n".join([f"### ONNX's points\n\n{first}\n"] + [f"- {x}" for x in rest]) + "\n"
