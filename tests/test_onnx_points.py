@@ -170,3 +170,39 @@ def test_onnx_points_off_and_bad_counts(capsys, tmp_path):
     assert cli.main(["verify-all", "--ops", "Abs", "--no-write", "--onnx-points", "-1"]) == 2
     assert cli.main(["verify-all", "--ops", "Abs", "--no-write", "--no-github",
                      "--onnx-src", str(tmp_path)]) == 2
+
+
+def test_case_free_decides_a_recent_op_from_onnx_tests_alone(capsys, tmp_path):
+    """SwiGLU-28 and CumProd-26: ONNX tags their data inputs differentiable (onnx.defs), and
+    their committed node tests exercise them; --case-free decides them with no case."""
+    code = cli.main(["verify-all", "--case-free", "--ops", "SwiGLU,CumProd", "--format", "json",
+                     "--cache-dir", str(tmp_path), "--onnx-src", str(CHECKOUT), "--no-github"])
+    rep = json.loads(capsys.readouterr().out)
+    assert code == 0 and problems(rep) == [] and rep["cases"] == []
+    ops = {o["op"]: o["versions"] for o in rep["case_free"]["ops"]}
+    assert set(ops) == {"SwiGLU", "CumProd"}
+    for op, (v,) in ops.items():
+        assert v["version"] == onnx.defs.get_schema(op).since_version
+        for c in v["cells"]:
+            assert c["tag"] == _tag(op, v["version"], c["io"], c["name"])
+            assert c["verdict"] == "agree", c
+    axis = next(c for c in ops["CumProd"][0]["cells"] if c["name"] == "axis")
+    assert axis["rule"] == "by type"   # int32/int64 only (the schema's types)
+    a = next(c for c in ops["SwiGLU"][0]["cells"] if c["name"] == "A")
+    assert a["rule"] == "case-free: ONNX's points and the function body"   # SwiGLU has a body
+
+
+def test_case_free_refuses_what_it_cannot_do():
+    for extra in (["--onnx-points", "0"], ["--no-numeric"], ["--shard", "1/2"], ["--ops", "Nope"]):
+        assert cli.main(["verify-all", "--case-free", "--no-write", *extra]) == 2
+
+
+def test_the_schema_names_every_state_and_rule():
+    from json_contract import schemas
+    from torch_prover.engine.onnx_points.judge import CaseFreeRule
+    props = schemas()["batch-report"]["properties"]
+    cell = props["onnx_points"]["properties"]["cells"]["items"]["properties"]
+    assert set(cell["state"]["enum"]) == {s.value for s in S}
+    free = props["case_free"]["properties"]["ops"]["items"]["properties"]["versions"]["items"]
+    rule = free["properties"]["cells"]["items"]["properties"]["rule"]
+    assert set(rule["enum"]) == {r.value for r in CaseFreeRule}

@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-torchscript", action="store_true", help=(
         "prove with the dynamo exporter only (below opset 18: its export relabelled down "
         "with adapters); the default where torch has no TorchScript exporter"))
+    v.add_argument("--case-free", action="store_true", help=(
+        "decide as if the catalogue had no case: from ONNX's node tests (the numeric witness "
+        "at their points) and function bodies only; proves no case, writes no evidence"))
     v.add_argument("--onnx-points", type=int, default=4, metavar="N", help=(
         "measure every decided parameter also at ONNX's own node tests: at most N tests per "
         "schema version (default 4; 0: none); with --onnx-src, the checkout's committed "
@@ -287,7 +290,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
         outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
         torchscript=False if args.no_torchscript else None,
-        onnx_points=args.onnx_points,
+        onnx_points=args.onnx_points, case_free=args.case_free,
         onnx_src=args.onnx_src if args.onnx_src and preflight.has_node_tests(args.onnx_src)
         else None)
     prepared = verify.prepare(request)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import onnx
 
 from ..engine.onnx_points import source as points_source
@@ -32,10 +34,13 @@ from ..engine.onnx_points.judge import cell_state
 from ..engine.onnx_points.store import generators_digest, installed_tests
 from ..engine.onnx_points.witness import TestWitness, choose, measure_test
 from ..engine.record import versions as installed_versions
-from ..vocab import NumericOutcome, PointsSkip, PointsState
+from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
 
 PER_VERSION = 4
 FORMAT = 1
+DECIDES = (Tag.DIFF, Tag.NONDIFF)
+"""What a cell's evidence can support that ONNX's points can check (a convention's cell may
+support ``unknown``: nothing to measure against)."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,8 @@ class PointsRun:
         return [w.test for w in self.by_version.get((op, version), ()) if w.skip is None]
 
 
-def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], per_version: int
-             ) -> tuple[dict[tuple[str, int], tuple[TestWitness, ...]], dict[str, int]]:
+def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], per_version: int,
+             body: bool) -> tuple[dict[tuple[str, int], tuple[TestWitness, ...]], dict[str, int]]:
     by: dict[tuple[str, int], list[points_source.NodeTest]] = defaultdict(list)
     skips: Counter[str] = Counter()
     for t in tests:
@@ -66,14 +71,18 @@ def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], pe
             skips[t.reason.value] += 1
         else:
             by[(t.op, t.version)].append(t)
-    return ({k: tuple(measure_test(t) for t in choose(v, per_version))
-             for k, v in sorted(by.items())}, dict(sorted(skips.items())))
+    # the reference evaluator warns about the values of ONNX's edge-case tests (Mod by 0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return ({k: tuple(measure_test(t, body) for t in choose(v, per_version))
+                 for k, v in sorted(by.items())}, dict(sorted(skips.items())))
 
 
-def _cache_path(cache_dir: Path, per_version: int) -> Path:
+def _cache_path(cache_dir: Path, per_version: int, body: bool) -> Path:
     from .pool import engine_digest
     key = json.dumps({"format": FORMAT, "engine": engine_digest(), "tests": generators_digest(),
-                      "versions": installed_versions(), "per_version": per_version},
+                      "versions": installed_versions(), "per_version": per_version,
+                      "body": body},
                      sort_keys=True)
     return cache_dir / f"onnx-points-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
@@ -88,16 +97,18 @@ def _from_cache(path: Path) -> tuple[dict, dict] | None:
         return None   # a damaged or foreign entry is a miss
 
 
-def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION) -> PointsRun:
-    """The installed onnx's node tests, measured (from the cache when it holds them)."""
+def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
+                      body: bool = False) -> PointsRun:
+    """The installed onnx's node tests, measured (from the cache when it holds them);
+    ``body``: the function-body witness too (case-free verdicts)."""
     label = f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node"
-    path = _cache_path(cache_dir, per_version) if cache_dir is not None else None
+    path = _cache_path(cache_dir, per_version, body) if cache_dir is not None else None
     cached = _from_cache(path) if path is not None and path.is_file() else None
     if cached is not None:
         return PointsRun(label, per_version, *cached)
     tests, warning = installed_tests(cache_dir)
-    by, skips = _measure(tests, per_version)
-    warnings = [warning] if warning else []
+    by, skips = _measure(tests, per_version, body)
+    notes = [warning] if warning else []
     if path is not None:
         from ..output.evidence import write_text
         body = {"by_version": [{"op": op, "version": v, "tests": [w.as_dict() for w in ws]}
@@ -105,16 +116,25 @@ def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION) ->
         try:
             write_text(path, json.dumps(body) + "\n")
         except OSError as exc:
-            warnings.append(f"cache {cache_dir} not written ({exc.strerror or exc}); "
-                            "ONNX's points are kept")
-    return PointsRun(label, per_version, by, skips, tuple(warnings))
+            notes.append(f"cache {cache_dir} not written ({exc.strerror or exc}); "
+                         "ONNX's points are kept")
+    return PointsRun(label, per_version, by, skips, tuple(notes))
 
 
-def measure_checkout(checkout: Path, per_version: int = PER_VERSION) -> PointsRun:
+def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
+                     body: bool = False) -> PointsRun:
     """An ONNX checkout's committed node tests (``--onnx-src``), measured (not cached: a PR's
     checkout changes under the same path)."""
-    by, skips = _measure(points_source.from_checkout(checkout), per_version)
+    by, skips = _measure(points_source.from_checkout(checkout), per_version, body)
     return PointsRun(f"ONNX checkout {checkout}: {points_source.NODE_DATA}", per_version, by, skips)
+
+
+def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool
+             ) -> PointsRun:
+    """A run's points: the checkout's committed tests (``--onnx-src``), else the installed onnx's."""
+    if onnx_src is not None:
+        return measure_checkout(Path(onnx_src), per_version, body)
+    return measure_installed(Path(cache_dir) if cache_dir is not None else None, per_version, body)
 
 
 # ----------------------------------------------------------------------------- cells
@@ -138,7 +158,7 @@ def record_cells(records: Iterable[Mapping[str, Any]]) -> list[Cell]:
         if r.get("domain", "") != "" or not isinstance(v, int):
             continue
         for p in r.get("parameters") or ():
-            if p.get("supports") and p.get("verdict") in ("agree", "disagree", "proposed"):
+            if p.get("supports") in DECIDES and p.get("verdict") in ("agree", "disagree", "proposed"):
                 found[(r["op"], v, p["io"], p["name"])].add(p["supports"])
     return [Cell(*k, next(iter(s))) for k, s in sorted(found.items()) if len(s) == 1]
 
@@ -148,7 +168,7 @@ def _version_cells(section: Mapping[str, Any]) -> list[tuple[Cell, dict]]:
     for o in section.get("ops", ()):
         for v in o.get("versions", ()):
             for c in v.get("cells", ()):
-                if c.get("supports"):
+                if c.get("supports") in DECIDES:
                     out.append((Cell(o["op"], v["version"], c["io"], c["name"], c["supports"]), c))
     return out
 

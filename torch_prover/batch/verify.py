@@ -39,6 +39,7 @@ class Request:
     onnx_points: int = 4              # ONNX node tests measured per schema version (0: none;
                                       # batch/onnx_points.py: PER_VERSION)
     onnx_src: str | None = None       # an ONNX checkout whose committed node tests give them
+    case_free: bool = False           # decide from ONNX's node tests alone (batch/case_free.py)
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,12 @@ def prepare(request: Request) -> Prepared:
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
-    cases, case_less_selected = select(request.ops, shard, entries)
+    if request.case_free:   # no case is proved, no evidence written (batch/case_free.py)
+        from .case_free import checked
+        request = checked(request)
+        cases, case_less_selected = [], frozenset()
+    else:
+        cases, case_less_selected = select(request.ops, shard, entries)
     torchscript, cases, left_out = exporter_mode(request.torchscript, cases)
     planned = tuple(plan(cases, selection, torchscript)) if selection.expands else ()
     waivers = load_waivers(request.waivers)
@@ -288,21 +294,20 @@ def run(prepared: Prepared) -> Outcome:
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
     if req.numeric and req.onnx_points > 0:
-        warnings += _onnx_points(rep, req)
+        warnings += _onnx_points(rep, req, prepared.selection, tags)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
 
 
-def _onnx_points(rep: dict[str, Any], req: Request) -> list[str]:
-    """The third numeric witness (``batch/onnx_points.py``), after the evidence is written:
-    models/ holds the proofs, the report says what ONNX's own points add."""
-    from . import onnx_points
-    if req.onnx_src is not None:
-        run = onnx_points.measure_checkout(Path(req.onnx_src), req.onnx_points)
+def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
+    """The third numeric witness (``batch/onnx_points.py``) after the evidence is written, or
+    with ``--case-free`` the verdicts it and the function bodies give alone."""
+    from . import case_free, onnx_points
+    run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, req.case_free)
+    if req.case_free:
+        rep["case_free"] = case_free.section(run, selection, req.ops, tags)
     else:
-        run = onnx_points.measure_installed(
-            Path(req.cache_dir) if req.cache_dir is not None else None, req.onnx_points)
-    onnx_points.annotate(rep, run)
+        onnx_points.annotate(rep, run)
     return list(run.warnings)
 
 

@@ -31,8 +31,9 @@ def markdown_full(rep: dict[str, Any]) -> str:
     section = rep.get("versions")
     text = report.batch_markdown(rep)
     text += "\n" + versions_report.versions_markdown(section) if section else ""
-    points = rep.get("onnx_points")
-    return text + ("\n" + points_report.points_markdown(points) if points else "")
+    points, free = rep.get("onnx_points"), rep.get("case_free")
+    text += "\n" + points_report.points_markdown(points) if points else ""
+    return text + ("\n" + points_report.case_free_markdown(free) if free else "")
 
 
 def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
@@ -56,6 +57,8 @@ def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
         text += "\n" + versions_report.versions_text(section, width or report.DEFAULT_WIDTH)
     if rep.get("onnx_points"):
         text += "\n" + points_report.points_text(rep["onnx_points"], width or report.DEFAULT_WIDTH)
+    if rep.get("case_free"):
+        text += "\n" + points_report.case_free_text(rep["case_free"], width or report.DEFAULT_WIDTH)
     return Rendering(text + closing_line(rep) + "\n")
 
 

@@ -38,14 +38,49 @@ def lines(section: dict[str, Any]) -> list[str]:
     return out
 
 
-def points_text(section: dict[str, Any], width: int) -> str:
-    first, *rest = lines(section)
+def _text(found: list[str], width: int) -> str:
+    first, *rest = found
     text = wrap_line(first, width)
     for line in rest:
         text += wrap_line("  " + line, width, "    ")
     return "\n".join(text) + "\n"
 
 
+def _markdown(title: str, found: list[str]) -> str:
+    first, *rest = found
+    return "\n".join([f"### {title}\n\n{first}\n"] + [f"- {x}" for x in rest]) + "\n"
+
+
+def points_text(section: dict[str, Any], width: int) -> str:
+    return _text(lines(section), width)
+
+
 def points_markdown(section: dict[str, Any]) -> str:
-    first, *rest = lines(section)
-    return "\n".join([f"### ONNX's points\n\n{first}\n"] + [f"- {x}" for x in rest]) + "\n"
+    return _markdown("ONNX's points", lines(section))
+
+
+_LETTER = {"differentiable": "D", "non-differentiable": "N"}
+
+
+def case_free_lines(section: dict[str, Any]) -> list[str]:
+    """``verify-all --case-free``'s verdicts: a head line, then one line per cell."""
+    s = section["summary"]
+    head = (f"Case-free verdicts ({section['source']}; at most {section['per_version']} tests "
+            f"per schema version): {s['ops']} ops, {s['versions']} schema versions, parameters: "
+            + ", ".join(f"{n} {v}" for v, n in s["parameters"].items()))
+    out = [head]
+    for o in section["ops"]:
+        for v in o["versions"]:
+            for c in v["cells"]:
+                said = _LETTER.get(c["supports"] or "", "-")
+                out.append(f"{o['op']}-{v['version']} {c['io']} {c['name']}: {c['verdict']} "
+                           f"(tag {c['tag']}, evidence {said}; {c['rule']})")
+    return out
+
+
+def case_free_text(section: dict[str, Any], width: int) -> str:
+    return _text(case_free_lines(section), width)
+
+
+def case_free_markdown(section: dict[str, Any]) -> str:
+    return _markdown("Case-free verdicts", case_free_lines(section))

@@ -18,7 +18,8 @@ import onnx
 
 from ...errors import capped, describe
 from ...tags.schema import UnknownOpError, schema_tags
-from ...vocab import NumericOutcome, PointsSkip
+from ...vocab import BodyOutcome, NumericOutcome, PointsSkip
+from ..function_body import for_node
 from ..node_witness import witness
 from ..numeric import choose_runtime
 from ..runtimes import Target
@@ -33,6 +34,7 @@ class ParamOutcome:
     io: str
     name: str
     outcome: NumericOutcome
+    body: BodyOutcome = BodyOutcome.NOT_APPLICABLE   # the function-body witness, same node
 
 
 @dataclass(frozen=True)
@@ -51,17 +53,21 @@ class TestWitness:
         return {"test": self.test, "op": self.op, "version": self.version,
                 "runtime": self.runtime, "skip": self.skip.value if self.skip else None,
                 "detail": self.detail,
-                "params": [[p.io, p.name, p.outcome.value] for p in self.params]}
+                "params": [[p.io, p.name, p.outcome.value, p.body.value] for p in self.params]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TestWitness":
         return cls(d["test"], d["op"], d["version"], d["runtime"],
-                   tuple(ParamOutcome(io, name, NumericOutcome(o)) for io, name, o in d["params"]),
+                   tuple(ParamOutcome(io, name, NumericOutcome(o), BodyOutcome(b))
+                         for io, name, o, b in d["params"]),
                    PointsSkip(d["skip"]) if d["skip"] else None, d["detail"])
 
 
 _RANK = (NumericOutcome.SMOOTH, NumericOutcome.JUMP, NumericOutcome.FLAT, NumericOutcome.NONE,
          NumericOutcome.INTEGER, NumericOutcome.NOT_RUN, NumericOutcome.ABSENT)
+
+_BODY_RANK = (BodyOutcome.DIFF, BodyOutcome.NONDIFF, BodyOutcome.UNKNOWN, BodyOutcome.NOT_BUILT,
+              BodyOutcome.NOT_APPLICABLE)
 
 
 def _close(got: Any, want: np.ndarray, rtol: float, atol: float) -> bool:
@@ -96,8 +102,11 @@ def fidelity(test: NodeTest, model: onnx.ModelProto) -> tuple[str | None, str]:
     return runtime, ""
 
 
-def measure_test(test: NodeTest) -> TestWitness:
-    """The fidelity check, then the node's finite differences at the test's first data set."""
+def measure_test(test: NodeTest, body: bool = False) -> TestWitness:
+    """The fidelity check, then the node's finite differences at the test's first data set;
+    with ``body``, the function-body witness of the same node too (what a case-free verdict
+    hears; the default run's check needs the numbers only, and the body's shape inference
+    would double the cost)."""
     model = test.proto()
     try:
         runtime, why = fidelity(test, model)
@@ -114,7 +123,9 @@ def measure_test(test: NodeTest) -> TestWitness:
     except UnknownOpError as exc:
         return TestWitness(test.name, test.op, test.version, runtime, (), PointsSkip.NO_SCHEMA,
                            str(exc))
+    found = for_node(model, 0) if body else None
     best: dict[tuple[str, str], NumericOutcome] = {}
+    said: dict[tuple[str, str], BodyOutcome] = {}
     for io, ws in (("input", w.inputs), ("output", w.outputs)):
         for x in ws:
             f = tags.formal(io, x.index) if x.index is not None else None
@@ -123,8 +134,12 @@ def measure_test(test: NodeTest) -> TestWitness:
             key, o = (io, f.name), NumericOutcome(x.outcome)
             if key not in best or _RANK.index(o) < _RANK.index(best[key]):
                 best[key] = o
+            b = BodyOutcome(found.finding(io, x.index).outcome) if found else \
+                BodyOutcome.NOT_APPLICABLE
+            if key not in said or _BODY_RANK.index(b) < _BODY_RANK.index(said[key]):
+                said[key] = b
     return TestWitness(test.name, test.op, test.version, runtime,
-                       tuple(ParamOutcome(io, n, o) for (io, n), o in best.items()),
+                       tuple(ParamOutcome(io, n, o, said[(io, n)]) for (io, n), o in best.items()),
                        None, w.why if not best else "")
 
 
