@@ -203,6 +203,37 @@ def test_the_schema_names_every_state_and_rule():
     props = schemas()["batch-report"]["properties"]
     cell = props["onnx_points"]["properties"]["cells"]["items"]["properties"]
     assert set(cell["state"]["enum"]) == {s.value for s in S}
-    free = props["case_free"]["properties"]["ops"]["items"]["properties"]["versions"]["items"]
-    rule = free["properties"]["cells"]["items"]["properties"]["rule"]
+    rule = schemas()["defs"]["$defs"]["case_free_rule"]
     assert set(rule["enum"]) == {r.value for r in CaseFreeRule}
+
+
+def test_pr_mode_case_free_decides_a_new_op_from_the_prs_node_tests(tmp_path, monkeypatch, capsys):
+    """A base without SwiGLU (new in opset 28) and Shrink: the PR adds both. --case-free with
+    --onnx-src reads the PR's committed node tests (the fixture checkout has test_swiglu, not
+    Shrink's): SwiGLU's tags (onnx.defs: A, B, Y differentiable) are confirmed at ONNX's
+    points; Shrink is not proved, for want of a node test."""
+    from gate_fixture import drop_section, generate_docs
+    from json_contract import validate_text
+    docs = generate_docs(tmp_path / "gen")
+    text = (docs / "Changelog.md").read_text(encoding="utf-8")
+    for op in ("SwiGLU", "Shrink"):
+        for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                         if s.name == op}):
+            text = drop_section(text, f"{op}-{v}")
+    (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "Changelog.md", "--case-free", "--no-write",
+                     "--format", "json", "--cache-dir", str(tmp_path / "cache"),
+                     "--onnx-src", str(CHECKOUT), "--no-github"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0
+    by_op = {c["op"]: c for c in doc["changes"]}
+    assert set(by_op) == {"SwiGLU", "Shrink"}
+    version = onnx.defs.get_schema("SwiGLU").since_version
+    for p in by_op["SwiGLU"]["parameters"]:
+        assert _tag("SwiGLU", version, p["io"], p["name"]) == "differentiable"
+        assert p["verdict"] == "confirmed" and p["supports"] == "differentiable", p
+        assert p["witnesses"][0]["case"] == "case-free"
+    assert {p["verdict"] for p in by_op["Shrink"]["parameters"]} == {"not proved"}
+    assert all(p["why"] == "not proved: no case and no ONNX node test"
+               for p in by_op["Shrink"]["parameters"])

@@ -290,9 +290,7 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
         outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
         torchscript=False if args.no_torchscript else None,
-        onnx_points=args.onnx_points, case_free=args.case_free,
-        onnx_src=args.onnx_src if args.onnx_src and preflight.has_node_tests(args.onnx_src)
-        else None)
+        onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=_node_tests_src(args))
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)
@@ -304,6 +302,11 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     _emit_batch(outcome.report, args.format, args.report)
     ci_options.emit(ci, outcome.report, args.format)
     return outcome.exit_code
+
+
+def _node_tests_src(args: argparse.Namespace) -> str | None:
+    """--onnx-src when the checkout commits node tests (ONNX's points come from it)."""
+    return args.onnx_src if args.onnx_src and preflight.has_node_tests(args.onnx_src) else None
 
 
 def _cmd_pr_gate(args: argparse.Namespace) -> int:
@@ -318,7 +321,8 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
         report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
-        torchscript=False if args.no_torchscript else None))
+        torchscript=False if args.no_torchscript else None, case_free=args.case_free,
+        onnx_points=args.onnx_points, onnx_src=_node_tests_src(args)))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)

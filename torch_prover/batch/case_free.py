@@ -51,7 +51,8 @@ def wanted(op: str, version: int, selection: Selection, ops: Iterable[str] | Non
     return v == versions[-1] if not selection.expands else selection.wants(v)
 
 
-def _cells(run: PointsRun, t: SchemaTags) -> list[dict[str, Any]]:
+def cells(run: PointsRun, t: SchemaTags) -> list[dict[str, Any]]:
+    """One schema version's case-free cells, one per formal parameter of ``t``."""
     cells = []
     for f in t.inputs + t.outputs:
         ws = [w for w in run.by_version.get((t.op, t.since_version), ()) if w.skip is None]
@@ -83,7 +84,7 @@ def section(run: PointsRun, selection: Selection, ops_arg: str | None,
         except UnknownOpError:
             continue
         by_op.setdefault(op, []).append({
-            "version": version, "tests": run.used(op, version), "cells": _cells(run, t)})
+            "version": version, "tests": run.used(op, version), "cells": cells(run, t)})
     counts = Counter(c["verdict"] for vs in by_op.values() for v in vs for c in v["cells"])
     return {"source": run.source, "per_version": run.per_version,
             "summary": {"ops": len(by_op), "versions": sum(len(v) for v in by_op.values()),
