@@ -62,10 +62,7 @@ def test_shards_made_with_waivers_merge_to_the_one_run(real_report, tmp_path_fac
     for rep in (whole, merged):
         rep["summary"].pop("wall_time_s")
         rep["summary"].pop("cache_hits")
-    # ONNX's points are measured by a run, not carried by its records: merge, which takes
-    # a shard for nothing but its records, has none to join (batch/onnx_points.py)
-    assert whole.pop("onnx_points")["cells"] and "onnx_points" not in merged
-    assert merged == whole and merged["summary"]["waived"]
+    assert merged == whole and merged["summary"]["waived"] and merged["onnx_points"]["cells"]
 
 
 # ----------------------------------------------------------------------------- finding 1
@@ -255,7 +252,6 @@ def test_merge_reads_no_file_but_the_reports(tmp_path, monkeypatch, capsys):
     for rep in (whole, merged):
         rep["summary"].pop("wall_time_s")
         rep["summary"].pop("cache_hits")
-    whole.pop("onnx_points")   # measured by the run, not in its records (see above)
     assert merged == whole
 
 

@@ -198,7 +198,7 @@ def _entry(run: PointsRun, cell: Cell) -> dict[str, Any]:
 
 def section(run: PointsRun, cells: Sequence[Cell]) -> dict[str, Any]:
     """The report's ``onnx_points`` section for these cells."""
-    entries = [_entry(run, c) for c in cells]
+    entries = [_entry(run, c) for c in sorted(cells, key=lambda c: (c.op, c.version, c.io, c.name))]
     counts = Counter(e["state"] for e in entries)
     mismatches = [{"test": w.test, "op": w.op, "version": w.version, "reason": w.detail}
                   for ws in run.by_version.values() for w in ws if w.skip is not None]
@@ -210,6 +210,42 @@ def section(run: PointsRun, cells: Sequence[Cell]) -> dict[str, Any]:
             "cells": entries, "mismatches": mismatches}
 
 
+def carry(rep: dict[str, Any], sections: Sequence[dict[str, Any] | None]) -> None:
+    """A rebuilt report (``report``, ``merge``: ``batch/report_io.rebuild``) given the
+    ``onnx_points`` its slices carried: measurements, not records, so carried rather than
+    re-derived -- the run-level facts must be the same in every slice, the cells (dealt by
+    op, one slice each) are joined, counted again, and set on the per-version cells."""
+    given = [s for s in sections if s]
+    if not given:
+        return
+    head = {k: v for k, v in given[0].items() if k not in ("cells", "summary")}
+    facts = ("versions_with_tests", "tests_measured", "skipped_tests")
+    if any({k: v for k, v in s.items() if k not in ("cells", "summary")} != head
+           or any(s["summary"][f] != given[0]["summary"][f] for f in facts) for s in given):
+        from ..errors import UsageError
+        raise UsageError("the reports' onnx_points differ in what the run measured (source, "
+                         "tests, mismatches): they are not slices of one run")
+    cells = sorted((c for s in given for c in s["cells"]),
+                   key=lambda c: (c["op"], c["version"], c["io"], c["name"]))
+    counts = Counter(c["state"] for c in cells)
+    rep["onnx_points"] = {
+        "source": head["source"], "per_version": head["per_version"],
+        "summary": {**{p.value: counts.get(p.value, 0) for p in PointsState},
+                    **{f: given[0]["summary"][f] for f in facts}},
+        "cells": cells, "mismatches": head["mismatches"]}
+    _mark_versions(rep)
+
+
+def _mark_versions(rep: dict[str, Any]) -> None:
+    """Each cell of the per-version table gets its ONNX-points state (the section's)."""
+    by_key = {(c["op"], c["version"], c["io"], c["name"]): c["state"]
+              for c in rep["onnx_points"]["cells"]}
+    for cell, target in _version_cells(rep.get("versions") or {}):
+        state = by_key.get((cell.op, cell.version, cell.io, cell.name))
+        if state is not None:
+            target["onnx_points"] = state
+
+
 def annotate(rep: dict[str, Any], run: PointsRun) -> None:
     """Add the ``onnx_points`` section to a verify-all report: per cell of the versions
     table (each cell also gets its state) when the run has one, else per record's cells."""
@@ -217,7 +253,6 @@ def annotate(rep: dict[str, Any], run: PointsRun) -> None:
     if versions:
         pairs = _version_cells(versions)
         rep["onnx_points"] = section(run, [c for c, _ in pairs])
-        for (_, target), e in zip(pairs, rep["onnx_points"]["cells"]):
-            target["onnx_points"] = e["state"]
+        _mark_versions(rep)
     else:
         rep["onnx_points"] = section(run, record_cells(rep.get("cases", ())))
