@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-torchscript", action="store_true", help=(
         "prove with the dynamo exporter only (below opset 18: its export relabelled down "
         "with adapters); the default where torch has no TorchScript exporter"))
+    v.add_argument("--case-free", action="store_true", help=(
+        "decide as if the catalogue had no case: from ONNX's node tests (the numeric witness "
+        "at their points) and function bodies only; proves no case, writes no evidence"))
+    v.add_argument("--onnx-points", type=int, default=4, metavar="N", help=(
+        "measure every decided parameter also at ONNX's own node tests: at most N tests per "
+        "schema version (default 4; 0: none); with --onnx-src, the checkout's committed "
+        "onnx/backend/test/data/node (docs/verdicts.md, \"ONNX's points\")"))
 
     m = sub.add_parser("merge", help="join the JSON reports of verify-all --shard K/N into the "
                                      "report (and exit code) of one unsharded run")
@@ -284,7 +291,8 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
         outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
-        torchscript=False if args.no_torchscript else None)
+        torchscript=False if args.no_torchscript else None,
+        onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=_node_tests_src(args))
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)
@@ -296,6 +304,11 @@ def _cmd_verify_all(args: argparse.Namespace) -> int:
     _emit_batch(outcome.report, args.format, args.report)
     ci_options.emit(ci, outcome.report, args.format)
     return outcome.exit_code
+
+
+def _node_tests_src(args: argparse.Namespace) -> str | None:
+    """--onnx-src when the checkout commits node tests (ONNX's points come from it)."""
+    return args.onnx_src if args.onnx_src and preflight.has_node_tests(args.onnx_src) else None
 
 
 def _cmd_pr_gate(args: argparse.Namespace) -> int:
@@ -310,7 +323,9 @@ def _cmd_pr_gate(args: argparse.Namespace) -> int:
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
         report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
-        torchscript=False if args.no_torchscript else None, tags_from=args.tags_from))
+        torchscript=False if args.no_torchscript else None, tags_from=args.tags_from,
+        case_free=args.case_free, onnx_points=args.onnx_points,
+        onnx_src=_node_tests_src(args)))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)

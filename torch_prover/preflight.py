@@ -286,6 +286,12 @@ def onnx_source(path: str) -> Path:
     return root
 
 
+def has_node_tests(path: str) -> bool:
+    """An ONNX checkout that commits its node tests (verify-all --onnx-src: ONNX's points)."""
+    from .engine.onnx_points.source import NODE_DATA
+    return (Path(path) / NODE_DATA).is_dir()
+
+
 def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
     """The case directories a run would write are absent or ours (see evidence)."""
     from .errors import OutputError

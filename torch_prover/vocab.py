@@ -133,3 +133,26 @@ class EvidenceStatus(StrEnum):
     MISMATCH = "mismatch"        # an output or gradient differs from the record's claim
     NOT_COMPARED = "not compared"  # ran, but every output is a random draw or declared
     CANNOT_RUN = "cannot run"    # not evidence, unreadable, or no runtime can run it
+
+
+class PointsState(StrEnum):
+    """What ONNX's own node tests say about one decided cell (op, schema version, parameter):
+    the ONNX-points witness (``engine/onnx_points``, docs/verdicts.md)."""
+
+    AGREE = "agree"                  # D: smooth at an ONNX point; N: never smooth at one
+    CONTRADICT = "contradict"        # called N, yet smooth and nonzero at an ONNX point
+    NOT_EXERCISED = "not exercised"  # called D, flat (or irregular) at every ONNX point
+    NOT_AVAILABLE = "not available"  # no usable node test gives the parameter a float
+
+
+class PointsSkip(StrEnum):
+    """Why one of ONNX's node tests gives no points (``engine/onnx_points/source.py``)."""
+
+    MULTI_NODE = "multi-node"        # several nodes: which one is the op's is not its model
+    EXPANDED = "expanded"            # the op's function body, expanded: not the op's node
+    OTHER_DOMAIN = "other domain"    # not ai.onnx
+    NOT_TENSOR = "not a tensor"      # a sequence, optional or map input or output
+    RANDOM = "random"                # a sampling op (its schema has a seed attribute)
+    NO_SCHEMA = "no schema"          # onnx.defs has no schema for the op at the test's opset
+    UNREADABLE = "unreadable"        # a checkout's files could not be read
+    MISMATCH = "runtime mismatch"    # the runtime does not give ONNX's expected outputs

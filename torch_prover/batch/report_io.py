@@ -223,7 +223,10 @@ def rebuild(slices: Sequence[Slice], run: _Run, shard: tuple[int, int] | None
         wall_time_s=max(m["wall_time_s"] for m in summaries),
         cache_hits=sum(m["cache_hits"] for m in summaries), selection=run.selection_text,
         shard=shard, provenance=run.prov, torchscript=run.torchscript, left_out=run.left_out)
-    return build_report(parts, run.tags)
+    rep = build_report(parts, run.tags)
+    from .onnx_points import carry
+    carry(rep, [s.doc.get("onnx_points") for s in slices])
+    return rep
 
 
 def load_report(path: str, expect_kind: DocKind = DocKind.BATCH_REPORT,

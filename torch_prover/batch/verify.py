@@ -36,6 +36,10 @@ class Request:
     report_format: str = "json"       # its format: a Markdown report's details file is checked too
     progress: Callable[[int, int, str], None] | None = None
     torchscript: bool | None = None   # False: --no-torchscript; None: if torch has it
+    onnx_points: int = 4              # ONNX node tests measured per schema version (0: none;
+                                      # batch/onnx_points.py: PER_VERSION)
+    onnx_src: str | None = None       # an ONNX checkout whose committed node tests give them
+    case_free: bool = False           # decide from ONNX's node tests alone (batch/case_free.py)
 
 
 @dataclass(frozen=True)
@@ -182,10 +186,20 @@ def prepare(request: Request) -> Prepared:
     from .versions import plan
     preflight.positive_int(request.jobs, "--jobs")
     preflight.positive_seconds(request.timeout, "--timeout")
+    if request.onnx_points < 0:
+        raise UsageError(f"--onnx-points {request.onnx_points}: give a count (0: none)")
+    if request.onnx_src is not None and not preflight.has_node_tests(request.onnx_src):
+        raise UsageError(f"--onnx-src {request.onnx_src}: no onnx/backend/test/data/node "
+                         "there (ONNX's points come from the checkout's committed node tests)")
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
-    cases, case_less_selected = select(request.ops, shard, entries)
+    if request.case_free:   # no case is proved, no evidence written (batch/case_free.py)
+        from .case_free import checked
+        request = checked(request)
+        cases, case_less_selected = [], frozenset()
+    else:
+        cases, case_less_selected = select(request.ops, shard, entries)
     torchscript, cases, left_out = exporter_mode(request.torchscript, cases)
     planned = tuple(plan(cases, selection, torchscript)) if selection.expands else ()
     waivers = load_waivers(request.waivers)
@@ -279,8 +293,22 @@ def run(prepared: Prepared) -> Outcome:
         warnings += write_index(prepared.out, rep)
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
+    if req.numeric and req.onnx_points > 0:
+        warnings += _onnx_points(rep, req, prepared.selection, tags)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
+
+
+def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
+    """The third numeric witness (``batch/onnx_points.py``) after the evidence is written, or
+    with ``--case-free`` the verdicts it and the function bodies give alone."""
+    from . import case_free, onnx_points
+    run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, req.case_free)
+    if req.case_free:
+        rep["case_free"] = case_free.section(run, selection, req.ops, tags)
+    else:
+        onnx_points.annotate(rep, run)
+    return list(run.warnings)
 
 
 def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str]]:

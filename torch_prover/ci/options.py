@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                          "each schema version)")
     parser.add_argument("--onnx-src", metavar="DIR", help="root of the ONNX checkout: each "
                                                           "annotation points at its line in "
-                                                          "onnx/defs")
+                                                          "onnx/defs; ONNX's points come from "
+                                                          "its onnx/backend/test/data/node")
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,14 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
     github = args.github if args.github is not None else (
         os.environ.get("GITHUB_ACTIONS") == "true")
     junit = preflight.writable_file(args.junit, "--junit") if args.junit is not None else None
-    onnx_src = preflight.onnx_source(args.onnx_src) if args.onnx_src is not None else None
-    if onnx_src is not None and not (github or junit):
+    onnx_src = None
+    if args.onnx_src is not None and (github or junit):
+        onnx_src = preflight.onnx_source(args.onnx_src)
+    elif args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src):
         raise UsageError("--onnx-src places GitHub annotations and JUnit testcases: give it "
                          "with --github (or in GitHub Actions, where GITHUB_ACTIONS=true "
-                         "turns them on) or --junit")
+                         "turns them on) or --junit, or name a checkout with "
+                         "onnx/backend/test/data/node (ONNX's points)")
     summary = None
     if github and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary = preflight.writable_file(os.environ["GITHUB_STEP_SUMMARY"],

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import markdown_limit, report, versions_report
+from . import markdown_limit, points_report, report, versions_report
 from .markdown_limit import PR_BODY_LIMIT
 from .run_totals import closing_line
 
@@ -30,7 +30,10 @@ def markdown_full(rep: dict[str, Any]) -> str:
     """The whole Markdown report, whatever its length."""
     section = rep.get("versions")
     text = report.batch_markdown(rep)
-    return text + ("\n" + versions_report.versions_markdown(section) if section else "")
+    text += "\n" + versions_report.versions_markdown(section) if section else ""
+    points, free = rep.get("onnx_points"), rep.get("case_free")
+    text += "\n" + points_report.points_markdown(points) if points else ""
+    return text + ("\n" + points_report.case_free_markdown(free) if free else "")
 
 
 def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
@@ -52,6 +55,10 @@ def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
     text = report.batch_text(rep, width)
     if section:
         text += "\n" + versions_report.versions_text(section, width or report.DEFAULT_WIDTH)
+    if rep.get("onnx_points"):
+        text += "\n" + points_report.points_text(rep["onnx_points"], width or report.DEFAULT_WIDTH)
+    if rep.get("case_free"):
+        text += "\n" + points_report.case_free_text(rep["case_free"], width or report.DEFAULT_WIDTH)
     return Rendering(text + closing_line(rep) + "\n")
 
 

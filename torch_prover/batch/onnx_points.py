@@ -1,0 +1,258 @@
+"""verify-all's third numeric witness: every decided cell measured again at ONNX's own node
+test points (``engine/onnx_points``; docs/verdicts.md, "ONNX's points").
+
+A run measures, per schema version ONNX's tests exercise, at most ``PER_VERSION`` of its
+tests (``engine/onnx_points/witness.choose``: coverage of the parameters first). Why four:
+measuring is cheap (all 1,342 usable tests of onnx 1.23.2 take ~9 s, four per version
+~2.5 s) but a default run's cold time is held to 1.5x (docs/performance.md); four give
+every version's tests a point for each parameter some test gives a float, plus points
+where a one-test contradiction would show. The measured witnesses are cached (one JSON file
+keyed on the package's source, the evidence packages' versions, the generators' digest and
+``PER_VERSION``), so a warm run reads one file; the collected tests themselves are cached
+apart (``engine/onnx_points/store.py``) because collecting is most of a cold run's cost.
+
+The section says, per decided cell (the cases' records in a default run; the per-version
+table's cells with ``--versions``, where each cell also carries ``onnx_points``), whether
+ONNX's points agree, contradict, did not exercise it, or were not available, and lists the
+tests whose expected outputs the runtime does not reproduce (their points unused).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from ..engine.onnx_points import source as points_source
+from ..engine.onnx_points.judge import cell_state
+from ..engine.onnx_points.store import generators_digest, installed_tests
+from ..engine.onnx_points.witness import TestWitness, choose, measure_test
+from ..engine.record import versions as installed_versions
+from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
+
+PER_VERSION = 4
+FORMAT = 1
+DECIDES = (Tag.DIFF, Tag.NONDIFF)
+"""What a cell's evidence can support that ONNX's points can check (a convention's cell may
+support ``unknown``: nothing to measure against)."""
+
+
+@dataclass(frozen=True)
+class PointsRun:
+    """The node tests measured for one run: by (op, schema version) the witnesses of the
+    tests chosen (a fidelity mismatch included, its points unused), and where they came from."""
+
+    source: str
+    per_version: int
+    by_version: Mapping[tuple[str, int], tuple[TestWitness, ...]]
+    skipped: Mapping[str, int]          # PointsSkip value -> tests giving no points
+    warnings: tuple[str, ...] = ()
+
+    def outcomes(self, op: str, version: int, io: str, name: str) -> list[NumericOutcome]:
+        return [p.outcome for w in self.by_version.get((op, version), ()) if w.skip is None
+                for p in w.params if p.io == io and p.name == name]
+
+    def used(self, op: str, version: int) -> list[str]:
+        return [w.test for w in self.by_version.get((op, version), ()) if w.skip is None]
+
+
+def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], per_version: int,
+             body: bool) -> tuple[dict[tuple[str, int], tuple[TestWitness, ...]], dict[str, int]]:
+    by: dict[tuple[str, int], list[points_source.NodeTest]] = defaultdict(list)
+    skips: Counter[str] = Counter()
+    for t in tests:
+        if isinstance(t, points_source.Skipped):
+            skips[t.reason.value] += 1
+        else:
+            by[(t.op, t.version)].append(t)
+    # the reference evaluator warns about the values of ONNX's edge-case tests (Mod by 0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return ({k: tuple(measure_test(t, body) for t in choose(v, per_version))
+                 for k, v in sorted(by.items())}, dict(sorted(skips.items())))
+
+
+def _cache_path(cache_dir: Path, per_version: int, body: bool) -> Path:
+    from .pool import engine_digest
+    key = json.dumps({"format": FORMAT, "engine": engine_digest(), "tests": generators_digest(),
+                      "versions": installed_versions(), "per_version": per_version,
+                      "body": body},
+                     sort_keys=True)
+    return cache_dir / f"onnx-points-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def _from_cache(path: Path) -> tuple[dict, dict] | None:
+    try:
+        d = json.loads(path.read_text())
+        by = {(e["op"], e["version"]): tuple(TestWitness.from_dict(w) for w in e["tests"])
+              for e in d["by_version"]}
+        return by, {PointsSkip(k).value: int(n) for k, n in d["skipped"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None   # a damaged or foreign entry is a miss
+
+
+def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
+                      body: bool = False) -> PointsRun:
+    """The installed onnx's node tests, measured (from the cache when it holds them);
+    ``body``: the function-body witness too (case-free verdicts)."""
+    label = f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node"
+    path = _cache_path(cache_dir, per_version, body) if cache_dir is not None else None
+    cached = _from_cache(path) if path is not None and path.is_file() else None
+    if cached is not None:
+        return PointsRun(label, per_version, *cached)
+    tests, warning = installed_tests(cache_dir)
+    by, skips = _measure(tests, per_version, body)
+    notes = [warning] if warning else []
+    if path is not None:
+        from ..output.evidence import write_text
+        body = {"by_version": [{"op": op, "version": v, "tests": [w.as_dict() for w in ws]}
+                               for (op, v), ws in by.items()], "skipped": skips}
+        try:
+            write_text(path, json.dumps(body) + "\n")
+        except OSError as exc:
+            notes.append(f"cache {cache_dir} not written ({exc.strerror or exc}); "
+                         "ONNX's points are kept")
+    return PointsRun(label, per_version, by, skips, tuple(notes))
+
+
+def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
+                     body: bool = False) -> PointsRun:
+    """An ONNX checkout's committed node tests (``--onnx-src``), measured (not cached: a PR's
+    checkout changes under the same path)."""
+    by, skips = _measure(points_source.from_checkout(checkout), per_version, body)
+    return PointsRun(f"ONNX checkout {checkout}: {points_source.NODE_DATA}", per_version, by, skips)
+
+
+def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool
+             ) -> PointsRun:
+    """A run's points: the checkout's committed tests (``--onnx-src``), else the installed onnx's."""
+    if onnx_src is not None:
+        return measure_checkout(Path(onnx_src), per_version, body)
+    return measure_installed(Path(cache_dir) if cache_dir is not None else None, per_version, body)
+
+
+# ----------------------------------------------------------------------------- cells
+@dataclass(frozen=True)
+class Cell:
+    """A decided cell: the tag its verdict supports for (op, schema version, parameter)."""
+
+    op: str
+    version: int
+    io: str
+    name: str
+    supports: str
+
+
+def record_cells(records: Iterable[Mapping[str, Any]]) -> list[Cell]:
+    """The decided cells of a default run's records, by schema version; a parameter two
+    records decide differently is left out (the versions table calls it a conflict)."""
+    found: dict[tuple[str, int, str, str], set[str]] = defaultdict(set)
+    for r in records:
+        v = r.get("schema_version")
+        if r.get("domain", "") != "" or not isinstance(v, int):
+            continue
+        for p in r.get("parameters") or ():
+            if p.get("supports") in DECIDES and p.get("verdict") in ("agree", "disagree", "proposed"):
+                found[(r["op"], v, p["io"], p["name"])].add(p["supports"])
+    return [Cell(*k, next(iter(s))) for k, s in sorted(found.items()) if len(s) == 1]
+
+
+def _version_cells(section: Mapping[str, Any]) -> list[tuple[Cell, dict]]:
+    out = []
+    for o in section.get("ops", ()):
+        for v in o.get("versions", ()):
+            for c in v.get("cells", ()):
+                if c.get("supports") in DECIDES:
+                    out.append((Cell(o["op"], v["version"], c["io"], c["name"], c["supports"]), c))
+    return out
+
+
+def _unavailable(run: PointsRun, cell: Cell) -> str:
+    """Why no ONNX point measured the cell's parameter."""
+    ws = run.by_version.get((cell.op, cell.version), ())
+    if not ws:
+        others = sorted(v for op, v in run.by_version if op == cell.op)
+        return (f"no ONNX node test of {cell.op}-{cell.version}" +
+                (f" (its tests are of {', '.join(f'{cell.op}-{v}' for v in others)})"
+                 if others else ""))
+    if all(w.skip is not None for w in ws):
+        return f"the runtime reproduces none of the {len(ws)} tests measured (see mismatches)"
+    return f"no test measured gives {cell.name} a floating value with a floating output"
+
+
+def _entry(run: PointsRun, cell: Cell) -> dict[str, Any]:
+    state = cell_state(cell.supports, run.outcomes(cell.op, cell.version, cell.io, cell.name))
+    entry = {"op": cell.op, "version": cell.version, "io": cell.io, "name": cell.name,
+             "supports": cell.supports, "state": state.value,
+             "tests": run.used(cell.op, cell.version)}
+    if state == PointsState.NOT_AVAILABLE:
+        entry["why"] = _unavailable(run, cell)
+    return entry
+
+
+def section(run: PointsRun, cells: Sequence[Cell]) -> dict[str, Any]:
+    """The report's ``onnx_points`` section for these cells."""
+    entries = [_entry(run, c) for c in sorted(cells, key=lambda c: (c.op, c.version, c.io, c.name))]
+    counts = Counter(e["state"] for e in entries)
+    mismatches = [{"test": w.test, "op": w.op, "version": w.version, "reason": w.detail}
+                  for ws in run.by_version.values() for w in ws if w.skip is not None]
+    return {"source": run.source, "per_version": run.per_version,
+            "summary": {**{s.value: counts.get(s.value, 0) for s in PointsState},
+                        "versions_with_tests": len(run.by_version),
+                        "tests_measured": sum(len(ws) for ws in run.by_version.values()),
+                        "skipped_tests": dict(run.skipped)},
+            "cells": entries, "mismatches": mismatches}
+
+
+def carry(rep: dict[str, Any], sections: Sequence[dict[str, Any] | None]) -> None:
+    """A rebuilt report (``report``, ``merge``: ``batch/report_io.rebuild``) given the
+    ``onnx_points`` its slices carried: measurements, not records, so carried rather than
+    re-derived -- the run-level facts must be the same in every slice, the cells (dealt by
+    op, one slice each) are joined, counted again, and set on the per-version cells."""
+    given = [s for s in sections if s]
+    if not given:
+        return
+    head = {k: v for k, v in given[0].items() if k not in ("cells", "summary")}
+    facts = ("versions_with_tests", "tests_measured", "skipped_tests")
+    if any({k: v for k, v in s.items() if k not in ("cells", "summary")} != head
+           or any(s["summary"][f] != given[0]["summary"][f] for f in facts) for s in given):
+        from ..errors import UsageError
+        raise UsageError("the reports' onnx_points differ in what the run measured (source, "
+                         "tests, mismatches): they are not slices of one run")
+    cells = sorted((c for s in given for c in s["cells"]),
+                   key=lambda c: (c["op"], c["version"], c["io"], c["name"]))
+    counts = Counter(c["state"] for c in cells)
+    rep["onnx_points"] = {
+        "source": head["source"], "per_version": head["per_version"],
+        "summary": {**{p.value: counts.get(p.value, 0) for p in PointsState},
+                    **{f: given[0]["summary"][f] for f in facts}},
+        "cells": cells, "mismatches": head["mismatches"]}
+    _mark_versions(rep)
+
+
+def _mark_versions(rep: dict[str, Any]) -> None:
+    """Each cell of the per-version table gets its ONNX-points state (the section's)."""
+    by_key = {(c["op"], c["version"], c["io"], c["name"]): c["state"]
+              for c in rep["onnx_points"]["cells"]}
+    for cell, target in _version_cells(rep.get("versions") or {}):
+        state = by_key.get((cell.op, cell.version, cell.io, cell.name))
+        if state is not None:
+            target["onnx_points"] = state
+
+
+def annotate(rep: dict[str, Any], run: PointsRun) -> None:
+    """Add the ``onnx_points`` section to a verify-all report: per cell of the versions
+    table (each cell also gets its state) when the run has one, else per record's cells."""
+    versions = rep.get("versions")
+    if versions:
+        pairs = _version_cells(versions)
+        rep["onnx_points"] = section(run, [c for c, _ in pairs])
+        _mark_versions(rep)
+    else:
+        rep["onnx_points"] = section(run, record_cells(rep.get("cases", ())))

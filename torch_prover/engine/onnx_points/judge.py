@@ -1,0 +1,86 @@
+"""What ONNX's points say about one decided cell (op, schema version, parameter).
+
+The rule (docs/verdicts.md, "ONNX's points"): each outcome says what it says for the
+catalogue's numeric witness (``engine/verdict.NUMERIC_SAYS``: smooth -> differentiable;
+flat, jump, or no floating output -> non-differentiable; integer, absent, not run ->
+nothing). A parameter the verdict calls non-differentiable that is smooth and nonzero at an
+ONNX point is a *contradiction*, flagged, never an override; otherwise it agrees. One the
+verdict calls differentiable agrees when smooth at a point, and is *not exercised* when no
+point shows a derivative -- ONNX's inputs may sit where the derivative vanishes (a one-hot
+index, a zero bias), so that is shown but contradicts nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Iterable, Sequence
+
+from ...vocab import BodyOutcome, NumericOutcome, PointsState, Tag
+from ..verdict import BODY_SAYS, NUMERIC_SAYS
+
+
+def supports_at_points(outcomes: Iterable[NumericOutcome]) -> Tag | None:
+    """The tag ONNX's points alone support for a parameter, by the catalogue's rule for one
+    numeric witness: differentiable when any point shows a derivative, non-differentiable
+    when every measured point says so, None when no point measured it."""
+    said = {NUMERIC_SAYS[NumericOutcome(o)] for o in outcomes} - {None}
+    if not said:
+        return None
+    return Tag.DIFF if Tag.DIFF in said else Tag.NONDIFF
+
+
+def cell_state(supports: str, outcomes: Iterable[NumericOutcome]) -> PointsState:
+    """The state of a cell whose verdict supports ``supports``, given the numeric witness's
+    outcomes for its parameter at every ONNX point measured."""
+    said = supports_at_points(outcomes)
+    if said is None:
+        return PointsState.NOT_AVAILABLE
+    if supports == Tag.NONDIFF:
+        return PointsState.CONTRADICT if said == Tag.DIFF else PointsState.AGREE
+    return PointsState.AGREE if said == Tag.DIFF else PointsState.NOT_EXERCISED
+
+
+class CaseFreeRule(StrEnum):
+    """Which witnesses decided a case-free cell (``verify-all --case-free``): the catalogue's
+    rules with ONNX's points in the numeric witness's place and no autograd witness."""
+
+    BY_TYPE = "by type"
+    POINTS_AND_BODY = "case-free: ONNX's points and the function body"
+    POINTS_ONLY = "case-free: ONNX's points only"
+    DISAGREE = "case-free: ONNX's points and the function body disagree"
+    BODY_ONLY = "case-free: function body only"     # it decides nothing alone (engine/verdict.py)
+    NOT_EXERCISED = "case-free: not exercised at ONNX's points"
+
+
+@dataclass(frozen=True)
+class CaseFree:
+    """A case-free cell: the tag its witnesses support (None: undecided) and the rule."""
+
+    supports: Tag | None
+    rule: CaseFreeRule
+
+
+def body_says(bodies: Iterable[BodyOutcome]) -> Tag | None:
+    """The function body's tag over the node tests (a path in any: differentiable)."""
+    said = {BODY_SAYS[BodyOutcome(b)] for b in bodies} - {None}
+    if not said:
+        return None
+    return Tag.DIFF if Tag.DIFF in said else Tag.NONDIFF
+
+
+def case_free(outcomes: Sequence[NumericOutcome], bodies: Sequence[BodyOutcome],
+              by_type: bool) -> CaseFree:
+    """A parameter decided without a case: by type first (``engine/by_type.py``), then ONNX's
+    points as the one numeric witness (``supports_at_points``), confirmed -- or left
+    inconclusive -- by the function body where the schema has one; the body alone decides
+    nothing, as in the catalogue."""
+    if by_type:
+        return CaseFree(Tag.NONDIFF, CaseFreeRule.BY_TYPE)
+    n, b = supports_at_points(outcomes), body_says(bodies)
+    if n is None:
+        return CaseFree(None, CaseFreeRule.BODY_ONLY if b else CaseFreeRule.NOT_EXERCISED)
+    if b is None:
+        return CaseFree(n, CaseFreeRule.POINTS_ONLY)
+    if b != n:
+        return CaseFree(None, CaseFreeRule.DISAGREE)
+    return CaseFree(n, CaseFreeRule.POINTS_AND_BODY)

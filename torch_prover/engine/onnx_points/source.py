@@ -1,0 +1,165 @@
+"""ONNX's node tests, read as points: per test, its one node, inputs, expected outputs,
+opset and the schema version in force there -- or why it gives none (``vocab.PointsSkip``).
+
+Two sources: the installed onnx (``onnx.backend.test.case.node.collect_testcases``, which
+builds every case in Python; the wheel ships no data) and an ONNX checkout's committed
+``onnx/backend/test/data/node/test_*/`` (``model.onnx``, ``test_data_set_*/input_*.pb``,
+``output_*.pb``), which a build-free PR gate can read. A test counts only when its model is
+one ai.onnx node on tensors: a multi-node or ``_expanded`` model is the op's composition,
+not its node, and a sampling op's outputs are one realization (skipped, with the reason).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import onnx
+import onnx.defs
+import onnx.numpy_helper
+from google.protobuf.message import DecodeError
+
+from ...errors import ProverError
+from ...vocab import PointsSkip
+from ..runtimes import model_opset
+
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-7
+"""ONNX's backend runner's tolerances when a test names none (a checkout's data does not)."""
+
+NODE_DATA = Path("onnx") / "backend" / "test" / "data" / "node"
+"""Where an ONNX checkout commits its generated node tests."""
+
+
+class NodeTestsError(ProverError):
+    """An ONNX checkout without node test data (``--onnx-src``): the message says where it looked."""
+
+
+@dataclass(frozen=True)
+class NodeTest:
+    """One of ONNX's node tests, usable as points: its single node's ``op``, the model's
+    ``opset`` and the schema ``version`` in force there; ``data_sets`` pairs the inputs
+    (by graph input) with the expected outputs (by graph output), each a point."""
+
+    name: str
+    op: str
+    opset: int
+    version: int
+    model: bytes
+    data_sets: tuple[tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]], ...]
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+
+    def proto(self) -> onnx.ModelProto:
+        return onnx.load_model_from_string(self.model)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A node test that gives no points, and why (``op`` empty when no node names one)."""
+
+    name: str
+    op: str
+    reason: PointsSkip
+    detail: str
+
+
+def _is_tensor(vi: onnx.ValueInfoProto) -> bool:
+    return vi.type.HasField("tensor_type")
+
+
+def classify(name: str, model: onnx.ModelProto) -> tuple[str, int, int] | Skipped:
+    """``(op, opset, schema version)`` of a usable test's node, or why it is skipped."""
+    nodes = model.graph.node
+    op = nodes[0].op_type if len(nodes) == 1 else ""
+    if "_expanded" in name:
+        return Skipped(name, op, PointsSkip.EXPANDED,
+                       "the op's function body expanded into its nodes, not the op's node")
+    if len(nodes) != 1:
+        return Skipped(name, op, PointsSkip.MULTI_NODE,
+                       f"{len(nodes)} nodes: the model composes ops, it is not one op's node")
+    node = nodes[0]
+    if node.domain not in ("", "ai.onnx"):
+        return Skipped(name, op, PointsSkip.OTHER_DOMAIN, f"domain {node.domain}, not ai.onnx")
+    if not all(_is_tensor(v) for v in list(model.graph.input) + list(model.graph.output)):
+        return Skipped(name, op, PointsSkip.NOT_TENSOR,
+                       "a sequence, optional or map input or output: not a tensor point")
+    opset = model_opset(model)
+    try:
+        schema = onnx.defs.get_schema(op, opset) if opset else onnx.defs.get_schema(op)
+    except onnx.defs.SchemaError:
+        return Skipped(name, op, PointsSkip.NO_SCHEMA, f"onnx.defs has no {op} at opset {opset}")
+    if "seed" in schema.attributes:
+        return Skipped(name, op, PointsSkip.RANDOM,
+                       f"{op} samples random numbers: its outputs are one realization")
+    return op, int(opset or onnx.defs.onnx_opset_version()), schema.since_version
+
+
+def _test(name: str, model: onnx.ModelProto, data_sets: Iterable, rtol: float, atol: float
+          ) -> NodeTest | Skipped:
+    what = classify(name, model)
+    if isinstance(what, Skipped):
+        return what
+    op, opset, version = what
+    sets = tuple((tuple(np.asarray(x) for x in ins), tuple(np.asarray(y) for y in outs))
+                 for ins, outs in data_sets)
+    return NodeTest(name, op, opset, version, model.SerializeToString(), sets,
+                    float(rtol), float(atol))
+
+
+def installed() -> list[NodeTest | Skipped]:
+    """The installed onnx's node tests, built by its own collector (its generators print
+    and warn about the values they compute: kept out of the run's output)."""
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            cases = collect_testcases()
+    return [_test(c.name, c.model, c.data_sets, c.rtol, c.atol)
+            for c in cases if c.model is not None]
+
+
+def _read_tensor(path: Path) -> np.ndarray:
+    t = onnx.TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return onnx.numpy_helper.to_array(t)
+
+
+def _numbered(d: Path, stem: str) -> list[Path]:
+    return sorted(d.glob(f"{stem}_*.pb"), key=lambda p: int(p.stem.rpartition("_")[2]))
+
+
+def checkout_dir(checkout: Path) -> Path:
+    """The node test data of an ONNX checkout, or a one-line error saying where it looked."""
+    d = Path(checkout) / NODE_DATA
+    if not d.is_dir():
+        raise NodeTestsError(f"{checkout}: no {NODE_DATA} (an ONNX checkout commits its node "
+                             "tests there)")
+    return d
+
+
+def from_checkout(checkout: Path, names: Sequence[str] | None = None) -> list[NodeTest | Skipped]:
+    """The node tests an ONNX checkout commits (``names``: only those test directories)."""
+    root = checkout_dir(checkout)
+    found: list[NodeTest | Skipped] = []
+    for d in sorted(p for p in root.glob("test_*") if p.is_dir()):
+        name = d.name
+        if names is not None and name not in names:
+            continue
+        try:
+            model = onnx.load(str(d / "model.onnx"))
+            what = classify(name, model)
+            if isinstance(what, Skipped):
+                found.append(what)
+                continue
+            sets = [([_read_tensor(p) for p in _numbered(s, "input")],
+                     [_read_tensor(p) for p in _numbered(s, "output")])
+                    for s in sorted(d.glob("test_data_set_*")) if s.is_dir()]
+        except (OSError, ValueError, DecodeError) as exc:
+            found.append(Skipped(name, "", PointsSkip.UNREADABLE, f"{type(exc).__name__}: {exc}"))
+            continue
+        found.append(_test(name, model, sets, DEFAULT_RTOL, DEFAULT_ATOL))
+    return found

@@ -1,0 +1,101 @@
+"""The installed onnx's node tests, collected once: ``collect_testcases`` builds every case
+in Python (about 8 s on a quiet 2-core machine), so a run keeps what it collected in the
+cache directory, keyed on what determines it -- the onnx version and the digest of the
+generators' source (``onnx/backend/test/case/node/*.py``) -- and reads it back after.
+
+One ``.npz`` file written atomically, read with ``allow_pickle=False``: arrays and a JSON
+index only, so a damaged or foreign file is a miss, never code that runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ...vocab import PointsSkip
+from .source import NodeTest, Skipped, installed
+
+FORMAT = 1
+
+
+def generators_digest() -> str:
+    """The onnx version and its node test generators' source: what the points depend on."""
+    root = Path(onnx.__file__).parent / "backend" / "test" / "case"
+    h = hashlib.sha256(f"{onnx.__version__}\n{FORMAT}\n".encode())
+    for p in sorted(root.rglob("*.py")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _path(cache_dir: Path) -> Path:
+    return Path(cache_dir) / f"onnx-node-tests-{generators_digest()[:32]}.npz"
+
+
+def _save(path: Path, tests: list[NodeTest | Skipped]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    index = []
+    for k, t in enumerate(tests):
+        if isinstance(t, Skipped):
+            index.append({"name": t.name, "op": t.op, "skip": t.reason.value, "detail": t.detail})
+            continue
+        arrays[f"m{k}"] = np.frombuffer(t.model, dtype=np.uint8)
+        shapes = []
+        for d, (ins, outs) in enumerate(t.data_sets):
+            for side, values in (("i", ins), ("o", outs)):
+                for j, x in enumerate(values):
+                    arrays[f"{side}{k}_{d}_{j}"] = x
+            shapes.append([len(ins), len(outs)])
+        index.append({"name": t.name, "op": t.op, "opset": t.opset, "version": t.version,
+                      "rtol": t.rtol, "atol": t.atol, "sets": shapes})
+    arrays["index"] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".onnx-node-tests-", suffix=".npz", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(path: Path) -> list[NodeTest | Skipped] | None:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            index = json.loads(z["index"].tobytes())
+            tests: list[NodeTest | Skipped] = []
+            for k, e in enumerate(index):
+                if "skip" in e:
+                    tests.append(Skipped(e["name"], e["op"], PointsSkip(e["skip"]), e["detail"]))
+                    continue
+                sets = tuple((tuple(z[f"i{k}_{d}_{j}"] for j in range(n_in)),
+                              tuple(z[f"o{k}_{d}_{j}"] for j in range(n_out)))
+                             for d, (n_in, n_out) in enumerate(e["sets"]))
+                tests.append(NodeTest(e["name"], e["op"], e["opset"], e["version"],
+                                      z[f"m{k}"].tobytes(), sets, e["rtol"], e["atol"]))
+            return tests
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile):
+        return None
+
+
+def installed_tests(cache_dir: Path | None) -> tuple[list[NodeTest | Skipped], str | None]:
+    """The installed onnx's node tests, from the cache when it holds them; and a warning
+    when the cache could not be written (the tests are still returned)."""
+    if cache_dir is None:
+        return installed(), None
+    path = _path(cache_dir)
+    cached = _load(path) if path.is_file() else None
+    if cached is not None:
+        return cached, None
+    tests = installed()
+    try:
+        _save(path, tests)
+    except OSError as exc:
+        return tests, f"cache {cache_dir} not written ({exc.strerror or exc}); ONNX's node tests are kept"
+    return tests, None

@@ -1,0 +1,52 @@
+"""PR mode with ``--case-free``: each changed version judged from ONNX's node tests alone
+(``batch/case_free.py``), so a new op is decided on the PR that proposes it, before any case.
+
+Each changed parameter's case-free cell judges the PR's tag (the installed onnx's: the PR's
+build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's committed
+test data, which a build-free gate can read): ``confirmed``, ``refuted`` or ``proposed`` as a
+proof's record would, its witness named ``case-free``. A version without a usable ONNX node
+test is ``not proved``: "no case and no ONNX node test". Without ``--case-free`` PR mode is
+unchanged: an op without a case is not proved and the comment says how to write its case.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+from ..batch.case_free import cells
+from ..batch.onnx_points import PointsRun
+from ..tags.schema import schema_tags
+from .judge import GateVerdict, Judged, Witness
+from .select import Proving
+
+_FROM_VERDICT = {"agree": GateVerdict.CONFIRMED, "disagree": GateVerdict.REFUTED,
+                 "proposed": GateVerdict.PROPOSED}
+
+
+def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str]) -> Judged:
+    if cell is None or not tests:
+        return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
+                       why="not proved: no case and no ONNX node test")
+    w = Witness("case-free", None, cell["verdict"], cell["supports"], cell["rule"],
+                f"{cell['rule']} ({', '.join(cell['tests']) or 'no test exercises it'})", None)
+    verdict = _FROM_VERDICT.get(cell["verdict"])
+    if verdict is None:
+        return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
+                       why=f"no case; ONNX's node tests leave it undecided ({cell['rule']})",
+                       witnesses=(w,))
+    return replace(j, verdict=verdict, supports=cell["supports"],
+                   why=f"case-free: the evidence supports {cell['supports']} ({cell['rule']})",
+                   witnesses=(w,))
+
+
+def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
+            run: PointsRun) -> list[tuple[Judged, ...]]:
+    """``judged`` with each parameter the PR has decided case-free (a removed one stays)."""
+    out = []
+    for p, js in zip(provings, judged):
+        change = p.change
+        found = {(c["io"], c["name"]): c for c in cells(run, schema_tags(change.op, change.version))}
+        tests = run.used(change.op, change.version)
+        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests)
+                         if j.param.pr is not None else j for j in js))
+    return out
