@@ -88,6 +88,7 @@ def prepare(req: Request) -> Prepared:
     base = _load_base(req.changed_from)
     waivers = load_waivers(req.waivers)
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
+    preflight.dirs_apart([("--out", out), ("--cache-dir", req.cache_dir)])
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
     found = diff(base)
     from ..batch.verify import exporter_mode
@@ -101,7 +102,8 @@ def prepare(req: Request) -> Prepared:
     from ..output.ownership import Holds
     preflight.outputs_checked(
         ([preflight.Output("--report", req.report, Holds.PR_COMMENT)]
-         if req.report is not None else []) + list(req.outputs),
+         if req.report is not None else []) + list(req.outputs)
+        + ([preflight.Output("--out", out, None)] if out is not None else []),
         [("--changed-from", req.changed_from), ("--waivers", req.waivers)], trees)
     return Prepared(req, found, provings, tuple(todo), waivers, out,
                     (warning,) if warning else (), started)
