@@ -51,3 +51,12 @@ def drop_section(text: str, anchor: str) -> str:
     """The text without the op section ``anchor``: a schema version the base lacks."""
     start, end = _section(text, anchor)
     return text[:start] + text[end:]
+
+
+def rename_param(text: str, anchor: str, old: str, new: str) -> str:
+    """The section's entry of parameter ``old`` renamed ``new``, its tag kept."""
+    start, end = _section(text, anchor)
+    body = text[start:end]
+    entry = f"<dt><tt>{old}</tt>"
+    assert body.count(entry) == 1, f"{anchor}: no single entry {old}"
+    return text[:start] + body.replace(entry, f"<dt><tt>{new}</tt>") + text[end:]

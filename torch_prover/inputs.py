@@ -93,17 +93,21 @@ def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "") -> bytes:
     except (OSError, ValueError) as exc:   # ValueError: an embedded NUL
         raise InputError(path, f"cannot read it ({getattr(exc, 'strerror', None) or exc})",
                          what) from None
-    with os.fdopen(fd, "rb") as f:
-        mode, size = os.fstat(fd).st_mode, os.fstat(fd).st_size
-        if not stat.S_ISREG(mode):
-            raise InputError(path, f"is {file_kind(mode)}, not a regular file", what)
-        if size > bound.limit:
-            raise InputError(path, f"{size} bytes, too large to be a {bound.noun} (at most "
-                                   f"{bound.limit})", what)
-        try:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(path, f"is {file_kind(st.st_mode)}, not a regular file", what)
+        if st.st_size > bound.limit:
+            raise InputError(path, f"{st.st_size} bytes, too large to be a {bound.noun} (at "
+                                   f"most {bound.limit})", what)
+        with os.fdopen(fd, "rb") as f:
+            fd = None    # the file object closes it
             data = f.read(bound.limit + 1)
-        except OSError as exc:
-            raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(data) > bound.limit:
         raise InputError(path, f"grew past {bound.limit} bytes while read: too large to be a "
                                f"{bound.noun}", what)
