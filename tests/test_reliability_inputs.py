@@ -81,8 +81,8 @@ def test_problem_13_a_docs_file_over_its_bound_is_refused_by_its_size(tmp_path, 
     refuses it (one byte over the bound: the file is a hole, the test costs no disk)."""
     big = sparse(tmp_path / "Changelog.md", DOCS_BOUND + 1)
     argv = ["verify-all", flag, str(big), "--no-write", "--no-cache"]
-    line = _main(capsys, argv + ([] if flag == "--changed-from" else ["--ops", "Relu"]),
-                 flag, str(big), str(DOCS_BOUND + 1), str(DOCS_BOUND))
+    _main(capsys, argv + ([] if flag == "--changed-from" else ["--ops", "Relu"]),
+          flag, str(big), str(DOCS_BOUND + 1), str(DOCS_BOUND))
 
 
 @pytest.mark.usefixtures("no_work")
