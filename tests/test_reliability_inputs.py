@@ -9,14 +9,12 @@ UTF-8), gen_doc's own ai.onnx.ml files (tests/data/README.md), the edit made to 
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
-from cli_lines import one_line_exit_2
+from cli_lines import deadline, one_line_exit_2
 from fix_report import SRC
 
 from torch_prover import cli
@@ -26,20 +24,6 @@ DOCS_BOUND = 64 * 2 ** 20
 """docs/safety.md: an ONNX docs file is at most 64 MiB (Changelog.md of main is 1.4 MB)."""
 TOML_BOUND = 16 * 2 ** 20
 """docs/safety.md: a waivers file or a pyproject.toml is at most 16 MiB."""
-
-
-@contextlib.contextmanager
-def deadline(seconds: int):
-    """A read that blocks forever (a FIFO) fails the test instead of hanging it."""
-    def alarm(*_):
-        raise TimeoutError(f"blocked for {seconds} s")
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def sparse(path: Path, size: int) -> Path:
