@@ -98,6 +98,25 @@ def test_problem_13_the_reader_never_blocks_nor_reads_a_device(tmp_path):
         assert str(got.value) == f"--x {path}: is {kind}, not a regular file"
 
 
+def test_problem_13_a_fifo_in_the_cache_is_a_miss_not_a_hang(tmp_path, capsys):
+    """The cache is read like every input: a FIFO where an entry was (a shared cache
+    directory) is a miss, and the case is proved again."""
+    cache = tmp_path / "cache"
+    argv = ["verify-all", "--ops", "Relu", "--no-write", "--cache-dir", str(cache),
+            "--format", "json"]
+    with deadline(300):
+        assert cli.main(argv) == 0
+    entries = sorted(cache.glob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.unlink()
+        os.mkfifo(entry)
+    capsys.readouterr()
+    with deadline(300):
+        assert cli.main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["cache_hits"] == 0
+
+
 # ----------------------------------------------------------------------------- problem 15
 def test_problem_15_a_non_utf8_path_name_is_refused_before_any_work(tmp_path, capsys,
                                                                    real_report, monkeypatch):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .errors import UsageError
-from .inputs import Bound, file_kind, read_bytes
+from .inputs import Bound, file_kind, read_bytes, read_text
 from .output.ownership import Holds
 
 
@@ -93,9 +93,9 @@ def in_checkout(cwd: Path) -> bool:
     ./models by default."""
     import tomllib
     try:
-        with open(cwd / "pyproject.toml", "rb") as f:
-            name = tomllib.load(f).get("project", {}).get("name")
-    except (OSError, ValueError):
+        name = tomllib.loads(read_text(cwd / "pyproject.toml", Bound.TOML)).get(
+            "project", {}).get("name")
+    except (UsageError, ValueError, AttributeError):   # absent, not a file, not TOML...
         return False
     return name == "torch-prover" and (cwd / "models").is_dir() and (
         cwd / "torch_prover").is_dir()
