@@ -75,3 +75,12 @@ def retag(text: str, anchor: str, param: str, tag: str) -> str:
     head = f"<dt><tt>{param}</tt>" + (f" ({', '.join(marks)})" if marks else "") + " : "
     edited = body[:m.start()] + head + body[m.end():]
     return text[:start] + edited + text[end:]
+
+
+def rename_param(text: str, anchor: str, old: str, new: str) -> str:
+    """The section's entry of parameter ``old`` renamed ``new``, its tag kept."""
+    start, end = _section(text, anchor)
+    body = text[start:end]
+    entry = f"<dt><tt>{old}</tt>"
+    assert body.count(entry) == 1, f"{anchor}: no single entry {old}"
+    return text[:start] + body.replace(entry, f"<dt><tt>{new}</tt>") + text[end:]

@@ -11,7 +11,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_prover"
 
 LAYERS = [
-    ("errors", "vocab", "version", "conventions"),  # words every stage may use (conventions: vocab's)
+    ("errors", "vocab", "version", "conventions", "inputs"),  # words every stage may use
+    # (conventions: vocab's; inputs: the one reader of an input file, kind and size checked)
     ("case",),                  # Case and its input specs
     ("tags",),                  # the tags under test: onnx.defs, Operators.md
     ("engine",),                # one proof, stage by stage

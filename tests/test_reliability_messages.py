@@ -7,7 +7,6 @@ version), the exporters' documented opset ranges, the file kinds the test plants
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import onnx.defs
 import pytest
+from cli_lines import deadline
 from fix_report import SRC
 
 from torch_prover import cli
@@ -26,20 +26,6 @@ from torch_prover import cli
 TOOL = Path(sys.executable).parent / "torch-prover"
 
 
-
-
-@contextlib.contextmanager
-def deadline(seconds: int):
-    """A read that blocks forever (a FIFO) fails the test instead of hanging it."""
-    def alarm(*_):
-        raise TimeoutError(f"blocked for {seconds} s")
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _one_line(capsys, code, *words, exit_code=2):

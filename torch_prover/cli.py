@@ -19,7 +19,7 @@ from . import __version__, preflight
 from .ci import options as ci_options
 from .output import documents, report
 from .errors import (EXIT_BUG, EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CaseError,
-                     Outcome, ProverError, UsageError, first_line)
+                     Outcome, OutputError, ProverError, UsageError, first_line)
 from .pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
 from .vocab import DocKind
 
@@ -381,6 +381,9 @@ def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from .output.coverage import coverage, coverage_text, op_text, summary, summary_line
     from .tags.schema import canonical_op
+    if args.no_torchscript and args.versions is None:   # it changes the per-version plan only
+        raise UsageError("--no-torchscript shows the plan of verify-all --no-torchscript per "
+                         "schema version: give it with --versions (e.g. --versions all)")
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
         names = [n.strip() for arg in args.ops for n in arg.split(",") if n.strip()]
@@ -528,7 +531,8 @@ def _cmd_node_tests(args: argparse.Namespace) -> int:
 
 def _cmd_new_case(args: argparse.Namespace) -> int:
     from .gate.scaffold import command
-    return command(args.op, args.output, Path.cwd(), sys.stdout)
+    return command(args.op, args.output, Path.cwd(), sys.stdout,
+                   [("the result cache", _cache_dir(args))])
 
 
 def _cmd_fix_tags(args: argparse.Namespace) -> int:
@@ -554,17 +558,67 @@ def _json_requested(argv: Sequence[str]) -> bool:
     return False
 
 
+def _utf8_arguments(argv: Sequence[str]) -> None:
+    """Every argument is UTF-8 text (``inputs.utf8_name``), named by its option: a path
+    whose name holds other bytes is refused before any work, not after it, where the
+    report or the PR text that names it could not be written."""
+    from .inputs import utf8_name
+    for i, tok in enumerate(argv):
+        option, eq, value = tok.partition("=")
+        if eq and option.startswith("--"):
+            utf8_name(value, option)
+        else:
+            utf8_name(tok, argv[i - 1] if i and argv[i - 1].startswith("-") else "argument")
+
+
 def _command_named(argv: Sequence[str]) -> str | None:
     return next((tok for tok in argv if tok in COMMANDS), None)
+
+
+class StdoutError(OutputError):
+    """Standard output could not be written (``> /dev/full``, a full disk): named as the
+    file at fault, and the error document is not written to the stream that just failed."""
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: a write or flush that fails raises StdoutError
+    (an OSError there carries no file name); everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _named(self, exc: OSError) -> StdoutError:
+        return StdoutError(f"cannot write stdout: {exc.strerror or type(exc).__name__}")
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def _fail(command: str | None, outcome: Outcome, code: int, message: str,
           as_json: bool) -> int:
     """The one way a command ends on an error: one line on stderr and, with ``--format
-    json``, the error document on stdout (so a CI step that parses stdout always can)."""
+    json``, the error document on stdout (so a CI step that parses stdout always can;
+    when stdout itself fails, the line on stderr is all there is)."""
     print(f"torch-prover{' ' + command if command else ''}: {message}", file=sys.stderr)
     if as_json:
-        sys.stdout.write(report.to_json(documents.error_doc(command, outcome, code, message)))
+        try:
+            sys.stdout.write(report.to_json(documents.error_doc(command, outcome, code,
+                                                                message)))
+            sys.stdout.flush()
+        except (OSError, StdoutError):
+            pass
     return code
 
 
@@ -586,14 +640,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     as_json = getattr(args, "format", None) == "json"
     args.argv = argv
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
+        _utf8_arguments(argv)
         _configure(args)
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()   # a full disk under `> file` shows here, not after the exit code
+        return code
     except ProverError as exc:
         if args.debug and isinstance(exc, CaseError):
             raise
         return _fail(args.command, Outcome.of_exit(exc.exit_code), exc.exit_code,
-                     exc.one_line(), as_json)
+                     exc.one_line(), as_json and not isinstance(exc, StdoutError))
     except OSError as exc:   # a disk that filled or failed while writing
         if args.debug:
             raise
@@ -610,6 +668,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"internal error (this is a bug in torch-prover, please report it): "
                      f"{type(exc).__name__}: {first_line(exc)} "
                      "(rerun with --debug for the traceback)", as_json)
+    finally:
+        sys.stdout = stdout
 
 
 def run() -> None:

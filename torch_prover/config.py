@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import UsageError
+from .inputs import Bound, read_text, shown, utf8_name
 
 TABLE = "torch-prover"
 
@@ -62,11 +63,7 @@ def _table(path: Path) -> dict[str, Any] | None:
     """The file's ``[tool.torch-prover]`` table, or None when it has none. The text is
     parsed only when it names the table (any TOML spelling of it holds ``torch-prover``):
     another project's broken pyproject.toml is not ours to judge."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})"
-                         ) from None
+    text = read_text(path, Bound.TOML)
     if TABLE not in text:
         return None
     try:
@@ -80,20 +77,26 @@ def _table(path: Path) -> dict[str, Any] | None:
     return table
 
 
+def candidates(start: Path) -> list[Path]:
+    """Every pyproject.toml at or above ``start``, nearest first: the files ``find`` reads
+    (and ``preflight.in_checkout`` the nearest), so inputs of every command
+    (``preflight.outputs_checked``)."""
+    here = Path(start).absolute()
+    return [d / "pyproject.toml" for d in (here, *here.parents)
+            if (d / "pyproject.toml").is_file()]
+
+
 def find(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest pyproject.toml at or above ``start`` with the table, and the table."""
-    here = Path(start).absolute()
-    for d in (here, *here.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            table = _table(candidate)
-            if table is not None:
-                return candidate, table
+    for candidate in candidates(start):
+        table = _table(candidate)
+        if table is not None:
+            return candidate, table
     return None
 
 
 def _value(path: Path, name: str, key: Key, raw: Any) -> Any:
-    where = f"{path}: [tool.{TABLE}] {name}"
+    where = f"{shown(path)}: [tool.{TABLE}] {name}"
     if key.kind == "count":
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise UsageError(f"{where}: must be an integer ({key.what}), not {raw!r}")
@@ -104,7 +107,14 @@ def _value(path: Path, name: str, key: Key, raw: Any) -> Any:
         raise UsageError(f"{where}: must be a string, a path ({key.what}), not {raw!r}")
     if not raw.strip():
         raise UsageError(f"{where}: empty path")
-    return str(path.parent / Path(raw).expanduser())
+    if "\0" in raw:
+        raise UsageError(f"{where} = {raw!r}: holds a NUL character, which no path can")
+    try:
+        expanded = Path(raw).expanduser()
+    except RuntimeError:   # ~user naming no user of this machine (or no home to go to)
+        raise UsageError(f"{where} = {raw!r}: {raw.split('/')[0]} is no home directory on "
+                         "this machine; give a path") from None
+    return utf8_name(path.parent / expanded, where)
 
 
 def load(start: Path | None = None) -> Config:

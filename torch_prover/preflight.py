@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .errors import UsageError
+from .inputs import Bound, file_kind, read_bytes, read_text
 from .output.ownership import Holds
 
 
@@ -48,16 +49,6 @@ def writable_dir(path: str | os.PathLike, what: str) -> Path:
         raise UsageError(f"{what} {p}: {base} is not a directory")
     _try_write(base, what, p)
     return p
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, in words (for "--report X: is a FIFO")."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def cache_dir(path: str | os.PathLike) -> str | None:
@@ -102,9 +93,9 @@ def in_checkout(cwd: Path) -> bool:
     ./models by default."""
     import tomllib
     try:
-        with open(cwd / "pyproject.toml", "rb") as f:
-            name = tomllib.load(f).get("project", {}).get("name")
-    except (OSError, ValueError):
+        name = tomllib.loads(read_text(cwd / "pyproject.toml", Bound.TOML)).get(
+            "project", {}).get("name")
+    except (UsageError, ValueError, AttributeError):   # absent, not a file, not TOML...
         return False
     return name == "torch-prover" and (cwd / "models").is_dir() and (
         cwd / "torch_prover").is_dir()
@@ -146,21 +137,41 @@ def outputs_checked(outputs: Iterable[Output],
 
     ``inputs`` are the files the command reads and ``trees`` the directories it reads or
     writes as a whole (``(option, path)``; a ``None`` path is skipped); torch-prover's own
-    package is always one. UsageError, one line, before any work, when an output is not a
+    package is always one, and every pyproject.toml at or above the current directory is
+    always an input (``config.candidates``: the settings are read from them). A file that
+    is appended to, not replaced (the step summary: ownership cannot protect what it is
+    added to), lies in no directory output either (``--out``: the evidence, its index). UsageError, one line, before any work, when an output is not a
     regular file or creatable (``writable_file``; a directory output: ``writable_dir``), is
     an input or another output, lies inside a tree, or exists and holds something
     torch-prover did not write (``ownership.written_by_us``: an empty file holds nothing)."""
+    from .config import candidates
     from .output.ownership import written_by_us
     outputs = list(outputs)
     for o in outputs:
         (writable_file if o.holds is not None else writable_dir)(o.path, o.option)
-    _apart([(o.option, o.path) for o in outputs], inputs,
+    settings = [("pyproject.toml", p) for p in candidates(Path.cwd())]
+    _apart([(o.option, o.path) for o in outputs], [*inputs, *settings],
            [("torch-prover's own package", PACKAGE_DIR), *trees])
+    appended = [o for o in outputs if o.holds is Holds.STEP_SUMMARY]
+    _apart([(o.option, o.path) for o in appended],
+           trees=[(o.option, o.path) for o in outputs if o.holds is None])
     for o in outputs:
         if o.holds is not None and os.path.lexists(o.path) and \
                 not written_by_us(Path(o.path), o.holds):
             raise UsageError(f"{o.option} {o.path}: exists and is not {o.holds} torch-prover "
                              "wrote; it is left alone: give another name or remove it")
+
+
+def dirs_apart(dirs: Iterable[tuple[str, str | os.PathLike | None]]) -> None:
+    """UsageError when one of the directories a command writes as a whole (``--out``,
+    ``--cache-dir``) lies inside another: cache files would land among the evidence (and
+    the next run refuse them as foreign), or evidence among the cache's entries."""
+    given = [(w, _real(p)) for w, p in dirs if p is not None and str(p)]
+    for i, (what, path) in enumerate(given):
+        for j, (other, tree) in enumerate(given):
+            if i != j and path.is_relative_to(tree):
+                raise UsageError(f"{what} {path}: is inside {other} ({tree}); give each its "
+                                 "own directory")
 
 
 def _apart(outputs: Iterable[tuple[str, str | os.PathLike]],
@@ -321,7 +332,8 @@ def tags_of(doc, path: str | None):
     if doc is None:
         return None, "onnx.defs", ""
     import hashlib
-    return doc.tags, doc.source, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return doc.tags, doc.source, hashlib.sha256(read_bytes(path, Bound.DOCS,
+                                                           "--tags-from")).hexdigest()
 
 
 def tag_source(path: str | None):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..case import Case
+from ..inputs import Bound, InputError, read_text
 from ..errors import CaseError, OutputError, first_line
 from ..cases import module_of
 from ..engine.prove import RECORD_FORMAT, TagSource, versions
@@ -190,9 +191,9 @@ def cache_check(entry: Any, case: Case, opts: BatchOptions) -> dict[str, Any] | 
     if opts.out is not None and rec.get("status") != "error":
         d = opts.out / case.op / case.name
         try:
-            if json.loads((d / "proof.json").read_text()) != rec:
+            if json.loads(read_text(d / "proof.json", Bound.RECORD)) != rec:
                 return None
-        except (OSError, ValueError):
+        except (InputError, ValueError):
             return None
         if not isinstance(files, dict) or evidence_digests(d) != files:
             return None
@@ -203,9 +204,9 @@ def _cache_get(case: Case, opts: BatchOptions) -> dict[str, Any] | None:
     if opts.cache_dir is None:
         return None
     path = opts.cache_dir / f"{cache_key(case, opts)}.json"
-    try:
-        entry = json.loads(path.read_text())
-    except (OSError, ValueError):
+    try:   # a FIFO or a huge file planted in a shared cache is a miss, never a hang
+        entry = json.loads(read_text(path, Bound.RECORD))
+    except (InputError, ValueError):
         return None
     return cache_check(entry, case, opts)
 

@@ -12,8 +12,9 @@ it was judged against without reading any file but the report (docs/safety.md).
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any, Sequence
+
+from ..inputs import Bound, read_bytes
 
 PROVENANCE_FORMAT = 1
 
@@ -42,7 +43,7 @@ def tag_source(label: str, path: str | None) -> dict[str, Any]:
     if path is None:
         from ..tags.schema import installed_digest
         return {"source": label, "path": None, "sha256": installed_digest(), "text": None}
-    raw = Path(path).read_bytes()
+    raw = read_bytes(path, Bound.DOCS, "--tags-from")
     return {"source": label, "path": path, "sha256": hashlib.sha256(raw).hexdigest(),
             "text": raw.decode("utf-8")}
 

@@ -4,7 +4,7 @@ torch-prover wrote (``fix-tags --report``; ``merge`` reads its shards with the s
 Nothing in a report is taken on its word (docs/safety.md). In order, each step a one-line
 usage error (exit 2) naming the file and what is wrong, before any work:
 
-1. the file: a regular file, at most ``MAX_BYTES``, UTF-8 JSON without NaN or Infinity;
+1. the file: a regular file, at most ``inputs.Bound.REPORT``, UTF-8 JSON without NaN or Infinity;
 2. its shape: the schema its kind ships with (``output/json_schema.py``);
 3. for a verify-all report, its provenance (``batch/provenance.py``): made by this
    torch-prover, with this onnx, and tags that are what it says;
@@ -20,16 +20,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 from .. import preflight
 from ..errors import UsageError
+from ..inputs import Bound, read_bytes
 from ..vocab import DocKind
-
-MAX_BYTES = 256 * 2 ** 20
-"""A report larger than this is not one (the all-versions report is ~7 MB, ~9 MB with a
-``--tags-from`` Changelog.md inside it)."""
 
 
 def _no_constant(name: str) -> Any:
@@ -41,14 +37,9 @@ def read_document(path: str, what: str, kind: DocKind) -> dict[str, Any]:
     from ..output.json_schema import first_problem
     preflight.readable_file(path, what)
     where = f"{what} {path}"
-    p = Path(path)
-    if p.stat().st_size > MAX_BYTES:
-        raise UsageError(f"{where}: {p.stat().st_size} bytes, too large to be a report "
-                         f"(at most {MAX_BYTES})")
+    raw = read_bytes(path, Bound.REPORT, what)
     try:
-        doc = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_no_constant)
-    except OSError as exc:
-        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise UsageError(f"{where}: not UTF-8 text, so not JSON torch-prover wrote") from None
     except json.JSONDecodeError as exc:

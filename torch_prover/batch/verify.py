@@ -208,6 +208,7 @@ def prepare(request: Request) -> Prepared:
         out = preflight.writable_dir(request.out, "--out")
         preflight.evidence_dirs(out, [(c.op, c.name) for c in cases]
                                 + [(p.case.op, p.case.name) for p in planned if p.case])
+    preflight.dirs_apart([("--out", out), ("--cache-dir", request.cache_dir)])
     cache_warning = None
     if request.cache_dir is not None:
         cache_warning = preflight.cache_dir(request.cache_dir)

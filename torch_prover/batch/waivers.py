@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ProverError
+from ..inputs import Bound, InputError, read_text, shown
 
 
 class WaiverError(ProverError, ValueError):
@@ -58,11 +59,9 @@ class Waiver:
 def load(path: str | Path) -> list[Waiver]:
     path = Path(path)
     try:   # utf-8-sig: a byte-order mark, as some editors write, is not a statement
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise WaiverError(f"cannot read waivers file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise WaiverError(f"waivers file {path} is not a text (UTF-8 TOML) file") from None
+        data = tomllib.loads(read_text(path, Bound.TOML, encoding="utf-8-sig"))
+    except InputError as exc:
+        raise WaiverError(f"waivers file {shown(path)}: {exc.problem}") from None
     except tomllib.TOMLDecodeError as exc:
         raise WaiverError(f"waivers file {path} is not valid TOML: {exc}") from None
     except RecursionError:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import OutputError
 from ..output.report import md_row
 from .outcomes import WARNED, Grain, Result, Test, counts
 
@@ -163,12 +164,32 @@ def _by_why(found: list[Test]) -> list[tuple[str, int]]:
 
 def append_summary(path: str | os.PathLike, text: str) -> None:
     """Append to ``$GITHUB_STEP_SUMMARY`` (GitHub expects appends: every command of a step
-    adds to the same file), refusing to pass GitHub's limit."""
+    adds to the same file), refusing to pass GitHub's limit. All or nothing: an append that
+    fails (a full disk) is cut off again, so the file is as it was (removed, if this made
+    it), and the OutputError names it -- half a summary would be a wrong one."""
     data = text.encode("utf-8")
     p = Path(path)
-    before = p.stat().st_size if p.exists() else 0
-    if before + len(data) > STEP_SUMMARY_LIMIT:
-        data = (f"torch-prover: summary left out ({len(data)} bytes would pass GitHub's "
-                f"{STEP_SUMMARY_LIMIT}-byte step summary limit)\n").encode("utf-8")
-    with open(p, "ab") as f:
-        f.write(data)
+    existed = os.path.lexists(p)
+    fd = None
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        before = os.fstat(fd).st_size
+        if before + len(data) > STEP_SUMMARY_LIMIT:
+            data = (f"torch-prover: summary left out ({len(data)} bytes would pass GitHub's "
+                    f"{STEP_SUMMARY_LIMIT}-byte step summary limit)\n").encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            os.ftruncate(fd, before)
+            if not existed:
+                p.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"$GITHUB_STEP_SUMMARY {p}: cannot append the summary "
+                          f"({exc.strerror or type(exc).__name__}); the file is as it was"
+                          ) from None
+    finally:
+        if fd is not None:
+            os.close(fd)

@@ -71,8 +71,10 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
                          "onnx/backend/test/data/node (ONNX's points)")
     summary = None
     if github and os.environ.get("GITHUB_STEP_SUMMARY"):
-        summary = preflight.writable_file(os.environ["GITHUB_STEP_SUMMARY"],
-                                          "$GITHUB_STEP_SUMMARY")
+        from ..inputs import utf8_name
+        summary = preflight.writable_file(
+            utf8_name(os.environ["GITHUB_STEP_SUMMARY"], "$GITHUB_STEP_SUMMARY"),
+            "$GITHUB_STEP_SUMMARY")
     line = "torch-prover " + " ".join(shlex.quote(a) for a in (argv or [args.command]))
     return Plan(github, junit, summary, onnx_src, line, suite_name(args))
 

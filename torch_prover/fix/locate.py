@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from ..inputs import Bound, InputError, read_text
 from ..vocab import Tag
 from .cpp_source import CppFile, CppSyntaxError, Kind, Span
 from .scope import applies, bind, in_loop, schema_lambdas, schema_param, schema_vars
@@ -168,11 +169,11 @@ def read_tree(root: str | Path) -> SourceTree:
     for path in paths:
         rel = path.relative_to(tree.root).as_posix()
         try:
-            tree.files[rel] = CppFile(rel, path.read_text(encoding="utf-8"))
+            tree.files[rel] = CppFile(rel, read_text(path, Bound.CPP))
         except CppSyntaxError as exc:
             tree.errors.append(str(exc))
-        except UnicodeDecodeError as exc:
-            tree.errors.append(f"{rel}: not UTF-8 text (byte {exc.start})")
+        except InputError as exc:
+            tree.errors.append(f"{rel}: {exc.problem}")
     for f in tree.files.values():
         _index_functions(tree, f)
     for f in tree.files.values():

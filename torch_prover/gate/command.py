@@ -109,6 +109,7 @@ def prepare(req: Request) -> Prepared:
     pr_docs = _load_pr(req.tags_from)
     waivers = load_waivers(req.waivers)
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
+    preflight.dirs_apart([("--out", out), ("--cache-dir", req.cache_dir)])
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
     pr = PrTags(pr_docs)
     found = diff(base, pr)
@@ -124,7 +125,8 @@ def prepare(req: Request) -> Prepared:
     from ..output.ownership import Holds
     preflight.outputs_checked(
         ([preflight.Output("--report", req.report, Holds.PR_COMMENT)]
-         if req.report is not None else []) + list(req.outputs),
+         if req.report is not None else []) + list(req.outputs)
+        + ([preflight.Output("--out", out, None)] if out is not None else []),
         [("--changed-from", req.changed_from), ("--tags-from", req.tags_from),
          ("--waivers", req.waivers)], trees)
     return Prepared(req, found, provings, tuple(todo), waivers, out,

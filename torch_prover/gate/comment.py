@@ -43,8 +43,23 @@ def _rows(doc: dict[str, Any]):
             yield c, p
 
 
+def _param_cell(p: dict[str, Any]) -> str:
+    """``input 0 (X)``; a parameter the base calls otherwise with both names, the base's
+    first (``input 0 (A -> X)``)."""
+    names = f"{p['base_name']} -> {p['name']}" if p["base_name"] else p["name"]
+    return f"{p['io']} {p['index']} ({names})"
+
+
+def _change_cell(c: dict[str, Any], p: dict[str, Any]) -> str:
+    """What changed for this parameter: a rename that keeps the tag is a rename, not a
+    changed tag (``changes.param_changes`` counts a new name as a change)."""
+    if p["base_name"] and p["base"] == p["pr"]:
+        return "renamed parameter"
+    return f"{c['kind']}, renamed" if p["base_name"] else c["kind"]
+
+
 def _label(c: dict[str, Any], p: dict[str, Any]) -> str:
-    return f"{c['op']}-{c['version']} {p['io']} {p['index']} ({p['name']})"
+    return f"{c['op']}-{c['version']} {_param_cell(p)}"
 
 
 def _verdict_cell(p: dict[str, Any]) -> str:
@@ -168,9 +183,8 @@ def _markdown(doc: dict[str, Any], details: bool) -> str:
         verdict = _verdict_cell(p)
         if p["verdict"] == GateVerdict.REFUTED:
             verdict = f"**{verdict}**"
-        out.append(md_row(f"{c['op']}-{c['version']}", c["kind"],
-                          f"{p['io']} {p['index']} ({p['name']})", p["base"] or "—",
-                          p["pr"] or "—", verdict))
+        out.append(md_row(f"{c['op']}-{c['version']}", _change_cell(c, p), _param_cell(p),
+                          p["base"] or "—", p["pr"] or "—", verdict))
     if not details:
         out += ["", OVER_LIMIT.format(limit=COMMENT_LIMIT)]
     for verdict in ORDER if details else ():
@@ -208,9 +222,8 @@ def text(doc: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str:
     if doc["base"]["latest_only"]:
         out += wrap_line("note: " + LATEST_ONLY, width)
     if doc["changes"]:
-        rows = [[f"{c['op']}-{c['version']}", c["kind"],
-                 f"{p['io']} {p['index']} ({p['name']})", p["base"] or "-", p["pr"] or "-",
-                 _verdict_cell(p)] for c, p in _rows(doc)]
+        rows = [[f"{c['op']}-{c['version']}", _change_cell(c, p), _param_cell(p),
+                 p["base"] or "-", p["pr"] or "-", _verdict_cell(p)] for c, p in _rows(doc)]
         out += [""] + table(rows, ["version", "change", "parameter", "base", "PR", "verdict"],
                             width, flex=5)
     for verdict in ORDER:

@@ -40,11 +40,13 @@ def _named(labels: list[str]) -> str:
     return shown + (f" (+{more} more)" if more > 0 else "")
 
 
-def _several(labels: list[str]) -> str:
-    """``labels`` ("Op-V") span several opsets (or many ops): their opsets, else ''."""
+def _several(labels: list[str], many_ops: bool) -> str:
+    """``labels`` ("Op-V") span several opsets (or, with ``many_ops``, more than
+    ``MANY_OPS`` ops): their opsets, else ''. Versions a PR adds are judged by opsets
+    alone: one PR may bump many ops at the opset it opens (a new type for 17 ops)."""
     opsets = sorted({_opset(v) for v in labels})
     ops = {v.rsplit("-", 1)[0] for v in labels}
-    if len(opsets) > 1 or len(ops) > MANY_OPS:
+    if len(opsets) > 1 or (many_ops and len(ops) > MANY_OPS):
         return f"at opset{'s' if len(opsets) > 1 else ''} {', '.join(map(str, opsets))}"
     return ""
 
@@ -67,11 +69,11 @@ def problems(found: Diff, lacking: Iterable[str] = ()) -> list[str]:
     gone = sorted(found.removed, key=lambda v: (_opset(v), v))
     lacking = sorted(lacking, key=lambda v: (_opset(v), v))
     out = []
-    where = _several(new)
+    where = _several(new, many_ops=False)
     if where:
         out.append(f"{len(new)} schema versions only the PR's tags have, {where}: "
                    f"{_named(new)}")
-    where = _several(gone)
+    where = _several(gone, many_ops=True)
     if where:
         out.append(f"{len(gone)} schema versions only the base has, {where}: {_named(gone)}")
     if lacking:

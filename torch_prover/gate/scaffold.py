@@ -18,6 +18,7 @@ import keyword
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import onnx
 import onnx.defs
@@ -240,10 +241,14 @@ def default_path(cwd: Path, op: str) -> Path:
     return path
 
 
-def target(output: str | None, cwd: Path, op: str) -> Path | None:
+def target(output: str | None, cwd: Path, op: str,
+           trees: Sequence[tuple[str, str | Path | None]] = ()) -> Path | None:
     """Where the scaffold goes (None: stdout, ``-o -``), checked before anything is
-    written: never over an existing file, and inside the catalogue only in a checkout."""
+    written: never over an existing file, inside the catalogue only by default in a
+    checkout, and ``-o`` held to the output rule (``preflight.outputs_checked``: not in
+    torch-prover's own package, nor in ``trees`` -- the checkout's evidence, the cache)."""
     from .. import preflight
+    from ..output.ownership import Holds
     if output == "-":
         return None
     if output is None:
@@ -251,12 +256,16 @@ def target(output: str | None, cwd: Path, op: str) -> Path | None:
             raise UsageError("not in a torch_prover checkout (the catalogue is its "
                              "torch_prover/cases/): give -o FILE, or -o - for stdout")
         path = default_path(cwd, op)
-    else:
-        path = Path(output)
-        if path.exists() or path.is_symlink():
-            raise UsageError(f"-o {output}: exists; new-case writes a new file only, never "
-                             "over one: give another name")
-    preflight.writable_file(path, "-o")
+        preflight.writable_file(path, "-o")
+        return path
+    path = Path(output)
+    if output.strip() and (path.exists() or path.is_symlink()):   # an empty one too
+        raise UsageError(f"-o {output}: exists; new-case writes a new file only, never "
+                         "over one: give another name")
+    if preflight.in_checkout(cwd):
+        trees = [*trees, ("the checkout's evidence", cwd / "models")]
+    preflight.outputs_checked([preflight.Output("-o", output, Holds.CASE_SCAFFOLD)],
+                              trees=trees)
     return path
 
 
@@ -273,11 +282,13 @@ def write_new(path: Path, text: str) -> None:
         raise
 
 
-def command(op: str, output: str | None, cwd: Path, stdout) -> int:
-    """``new-case OP [-o FILE]``: the scaffold to its file (or stdout), and what next."""
+def command(op: str, output: str | None, cwd: Path, stdout,
+            trees: Sequence[tuple[str, str | Path | None]] = ()) -> int:
+    """``new-case OP [-o FILE]``: the scaffold to its file (or stdout), and what next;
+    ``trees``: directories ``-o`` must not be in (the cache)."""
     from ..tags.schema import canonical_op
     op = canonical_op(op)
-    path = target(output, cwd, op)
+    path = target(output, cwd, op, trees)
     text, case = render(op)
     if path is None:
         stdout.write(text)

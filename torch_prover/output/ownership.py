@@ -48,11 +48,14 @@ class Holds(StrEnum):
     PR_COMMENT = "a PR-mode comment (verify-all --changed-from)"
     JUNIT = "a JUnit XML file"
     STEP_SUMMARY = "GitHub's step summary"   # appended to, never replaced: always ours to add to
+    CASE_SCAFFOLD = "a new-case scaffold"     # a new file only: never replaced
 
 
 def _is(head: str, holds: Holds) -> bool:
     if holds is Holds.STEP_SUMMARY:   # GitHub's file, which a step appends to
         return True
+    if holds is Holds.CASE_SCAFFOLD:  # a catalogue module someone is writing
+        return False
     if holds is Holds.JUNIT:
         return bool(_JUNIT.match(head))
     if holds is Holds.PR_COMMENT:

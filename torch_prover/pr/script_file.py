@@ -12,6 +12,7 @@ import tokenize
 from pathlib import Path
 
 from ..errors import UsageError
+from ..inputs import Bound, read_bytes
 
 
 class ScriptFileError(UsageError):
@@ -20,7 +21,7 @@ class ScriptFileError(UsageError):
 
 def script_text(path: str | Path) -> str:
     """The decoded source of ``path`` (ScriptFileError when Python could not read it)."""
-    data = Path(path).read_bytes()
+    data = read_bytes(path, Bound.SCRIPT)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)

@@ -25,9 +25,22 @@ def load_text(path, text: str) -> DocsTags:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.splitlines()
     if is_changelog(lines):
-        return ChangelogMd.from_text(p, text)
+        return _of_ai_onnx(ChangelogMd.from_text(p, text))
     if is_operators_md(lines):
-        return OperatorsMd.from_text(p, text)
+        return _of_ai_onnx(OperatorsMd.from_text(p, text))
     raise DocsError(f"{p}:1: neither an Operators.md (a '{MARKER}' heading) nor a Changelog.md "
                     "(a '## Version N of the default ONNX operator set' heading) in its first "
                     "lines")
+
+
+def _of_ai_onnx(doc: DocsTags) -> DocsTags:
+    """``doc``, which must document ai.onnx ops: the tags under test are ai.onnx's. gen_doc
+    writes ``Changelog-ml.md`` and ``Operators-ml.md`` (the ai.onnx.ml domain alone) beside
+    the default domain's files, in the same outline; as a base every ai.onnx op would be
+    "new", as a tag source every case would have no tags."""
+    if not doc.ops(""):
+        domains = ", ".join(doc.domains())
+        raise DocsError(f"{doc.path}:1: documents no ai.onnx op (only {domains}): give the "
+                        "docs of the default domain (docs/Changelog.md or docs/Operators.md, "
+                        "not their -ml files)")
+    return doc

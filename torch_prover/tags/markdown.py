@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import ProverError
+from ..inputs import Bound, InputError, read_bytes
 from .schema import DIFF, NONDIFF, UNKNOWN, Formal, SchemaTags, UnknownOpError
 
 __all__ = ["DocsError", "MissingFromDocs", "OpSection", "DocsTags", "SUBSECTIONS",
@@ -129,14 +130,17 @@ def check_whole(path: str, text: str) -> None:
 
 
 def read_text(path, what: str = "ONNX docs") -> str:
-    """The file's text; unreadable or not UTF-8 is a DocsError saying it is not ``what``."""
+    """The file's text (``inputs.read_bytes``: a regular file, at most ``Bound.DOCS``,
+    judged before it is read); a DocsError saying it is not ``what`` otherwise."""
     p = str(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = read_bytes(path, Bound.DOCS)
+    except InputError as e:
+        raise DocsError(f"{p}:0: {e.problem}") from None
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         raise DocsError(f"{p}:1: not {what}: not UTF-8 text ({e.reason})") from None
-    except OSError as e:
-        raise DocsError(f"{p}:0: cannot read: {e.strerror or e}") from None
 
 
 def norm_domain(domain: str) -> str:
@@ -292,6 +296,10 @@ class DocsTags:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         self.source = f"{self.kind} ({Path(path).name}, sha256 {digest})"
         self._versions = versions
+
+    def domains(self) -> list[str]:
+        """The domains the file documents ops of ('' for ai.onnx)."""
+        return sorted({dom for dom, _ in self._versions})
 
     def ops(self, domain: str = "") -> list[str]:
         """Ops documented for ``domain`` (ai.onnx by default), deprecated ones included."""

@@ -1,0 +1,129 @@
+"""Every file torch-prover reads as an input: its kind checked and its size bounded before
+a byte of it is read (docs/safety.md, "What torch-prover reads").
+
+Why one reader: a FIFO named as a docs file blocks the read forever, a device (``/dev/zero``)
+never ends, and a 2 GB file given as a base costs twice its size in memory before its first
+line could be judged. ``read_bytes`` opens without blocking (``O_NONBLOCK``: opening a FIFO
+for reading would wait for a writer), refuses anything but a regular file after symlinks,
+refuses a file over its kind's bound by its size, and reads at most one byte more than the
+bound (a file that grows while it is read is refused too). Each error is an ``InputError``:
+one line naming the file (exit 2). The bounds (``Bound``) are far above any real input and
+far below what a machine has.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from enum import Enum
+
+from .errors import UsageError
+
+
+class Bound(Enum):
+    """The largest input of each kind, in bytes, and what the kind is called in a refusal.
+
+    ONNX's docs/Changelog.md of main is 1.4 MB and its Operators.md 1.3 MB (docs: 64 MiB);
+    a waivers file or a pyproject.toml is a few kB (TOML: 16 MiB); the all-versions report is
+    ~7 MB, ~9 MB with a Changelog.md inside it (report: 256 MiB); a proof script is a page
+    (script: 16 MiB); ONNX's largest onnx/defs source, tensor/old.cc, is ~340 kB (C++
+    source: 16 MiB); the largest proof record and cache entry ~20 kB (record: 16 MiB)."""
+
+    DOCS = (64 * 2 ** 20, "ONNX docs file")
+    TOML = (16 * 2 ** 20, "TOML file")
+    REPORT = (256 * 2 ** 20, "report")
+    SCRIPT = (16 * 2 ** 20, "proof script")
+    CPP = (16 * 2 ** 20, "C++ source file")
+    RECORD = (16 * 2 ** 20, "proof record or cache entry")
+
+    @property
+    def limit(self) -> int:
+        return self.value[0]
+
+    @property
+    def noun(self) -> str:
+        return self.value[1]
+
+
+class InputError(UsageError):
+    """An input that is not a regular file, cannot be read, or is larger than its kind can
+    be: one line naming the file (``what`` the option that gave it, when there is one) and
+    the ``problem`` alone, for a reader whose errors read otherwise (``path:line: ...``)."""
+
+    def __init__(self, path: str | os.PathLike, problem: str, what: str = ""):
+        self.path, self.problem = os.fspath(path), problem
+        super().__init__(f"{what + ' ' if what else ''}{shown(path)}: {problem}")
+
+
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as text a message can carry: a name that is not UTF-8 shows its bytes as
+    ``\\xff`` (as a terminal would not), never as a lone surrogate no UTF-8 writer takes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def utf8_name(path: str | os.PathLike, what: str = "") -> str:
+    """``path``, whose name must be UTF-8: torch-prover writes the paths it is given into
+    UTF-8 documents (a report's provenance, fix-tags' PR text, a JSON document), and a name
+    holding other bytes cannot be written there -- so it is refused before any work, not
+    found after it. InputError otherwise."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(path, "the name is not UTF-8 (a byte that is not text): torch-prover "
+                               "writes the paths it is given into UTF-8 reports; rename it",
+                         what) from None
+    return text
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for "--report X: is a FIFO")."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "") -> bytes:
+    """The bytes of ``path``, a regular file (after symlinks) of at most ``bound`` bytes;
+    InputError otherwise, before anything is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InputError(path, "no such file", what) from None
+    except (OSError, ValueError) as exc:   # ValueError: an embedded NUL
+        raise InputError(path, f"cannot read it ({getattr(exc, 'strerror', None) or exc})",
+                         what) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(path, f"is {file_kind(st.st_mode)}, not a regular file", what)
+        if st.st_size > bound.limit:
+            raise InputError(path, f"{st.st_size} bytes, too large to be a {bound.noun} (at "
+                                   f"most {bound.limit})", what)
+        with os.fdopen(fd, "rb") as f:
+            fd = None    # the file object closes it
+            data = f.read(bound.limit + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+    if len(data) > bound.limit:
+        raise InputError(path, f"grew past {bound.limit} bytes while read: too large to be a "
+                               f"{bound.noun}", what)
+    return data
+
+
+def read_text(path: str | os.PathLike, bound: Bound, what: str = "",
+              encoding: str = "utf-8") -> str:
+    """``read_bytes`` decoded (universal newlines, as ``open`` reads text); InputError when
+    the bytes are not ``encoding``."""
+    data = read_bytes(path, bound, what)
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start}): not a {bound.noun}",
+                         what) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
