@@ -237,3 +237,40 @@ def test_pr_mode_case_free_decides_a_new_op_from_the_prs_node_tests(tmp_path, mo
     assert {p["verdict"] for p in by_op["Shrink"]["parameters"]} == {"not proved"}
     assert all(p["why"] == "not proved: no case and no ONNX node test"
                for p in by_op["Shrink"]["parameters"])
+
+
+def test_pr_mode_falls_back_to_onnx_tests_for_an_op_no_case_reaches(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Without --case-free, a new op no case reaches is decided case-free where the PR's
+    node tests decide it: with the catalogue seen without SwiGLU's and Shrink's cases,
+    SwiGLU's tags (onnx.defs: differentiable) are confirmed at the fixture checkout's
+    test_swiglu points; Shrink, which has no test there, stays not proved with the command
+    that starts its case."""
+    import torch_prover.cases as cases
+    from gate_fixture import drop_section, generate_docs
+    from json_contract import validate_text
+    docs = generate_docs(tmp_path / "gen")
+    text = (docs / "Changelog.md").read_text(encoding="utf-8")
+    for op in ("SwiGLU", "Shrink"):
+        for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                         if s.name == op}):
+            text = drop_section(text, f"{op}-{v}")
+    (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
+    real = cases.cases_for
+    monkeypatch.setattr(cases, "cases_for",
+                        lambda op: [] if op in ("SwiGLU", "Shrink") else real(op))
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "Changelog.md", "--no-write",
+                     "--format", "json", "--cache-dir", str(tmp_path / "cache"),
+                     "--onnx-src", str(CHECKOUT), "--no-github"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0
+    by_op = {c["op"]: c for c in doc["changes"]}
+    assert by_op["SwiGLU"]["no_case"] and by_op["Shrink"]["no_case"]
+    version = onnx.defs.get_schema("SwiGLU").since_version
+    for p in by_op["SwiGLU"]["parameters"]:
+        assert _tag("SwiGLU", version, p["io"], p["name"]) == "differentiable"
+        assert p["verdict"] == "confirmed" and p["witnesses"][0]["case"] == "case-free", p
+    assert {p["verdict"] for p in by_op["Shrink"]["parameters"]} == {"not proved"}
+    assert all("torch-prover new-case Shrink" in p["why"]
+               for p in by_op["Shrink"]["parameters"])

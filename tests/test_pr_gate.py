@@ -232,7 +232,10 @@ def test_a_new_op_without_a_case_says_how_to_add_one(docs, tmp_path, monkeypatch
                                                      no_work):
     """A base without Shrink and StringConcat: two new ops. With no case for either (the
     catalogue seen without Shrink's), StringConcat is decided by its types (strings carry
-    no gradient) and Shrink is not proved, with the command that starts its case."""
+    no gradient) and Shrink, which ships ONNX node tests, is decided case-free at their
+    points (piecewise linear, slope 1 outside [-lambd, lambd]: its tags, both
+    differentiable, are confirmed); the comment still gives the command that starts its
+    case."""
     import torch_prover.cases as cases
     text = (docs / "Changelog.md").read_text(encoding="utf-8")
     for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
@@ -253,8 +256,12 @@ def test_a_new_op_without_a_case_says_how_to_add_one(docs, tmp_path, monkeypatch
     assert all(c["kind"] == "new op" for c in doc["changes"])
     shrink = by_op["Shrink"]
     assert shrink["no_case"] and shrink["new_case"] == "torch-prover new-case Shrink"
-    assert {p["verdict"] for p in shrink["parameters"]} == {"not proved"}
-    assert all("torch-prover new-case Shrink" in p["why"] for p in shrink["parameters"])
+    schema = onnx.defs.get_schema("Shrink")
+    assert {f.differentiation_category for f in (*schema.inputs, *schema.outputs)} == {
+        onnx.defs.OpSchema.DifferentiationCategory.Differentiable}
+    assert {p["verdict"] for p in shrink["parameters"]} == {"confirmed"}
+    assert all(p["supports"] == D and p["witnesses"][0]["case"] == "case-free"
+               for p in shrink["parameters"])
     concat = onnx.defs.get_schema("StringConcat")
     for p in by_op["StringConcat"]["parameters"]:   # every type is a string: N by type
         formal = (concat.inputs if p["io"] == "input" else concat.outputs)[p["index"]]

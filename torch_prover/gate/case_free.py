@@ -5,8 +5,12 @@ Each changed parameter's case-free cell judges the PR's tag (the installed onnx'
 build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's committed
 test data, which a build-free gate can read): ``confirmed``, ``refuted`` or ``proposed`` as a
 proof's record would, its witness named ``case-free``. A version without a usable ONNX node
-test is ``not proved``: "no case and no ONNX node test". Without ``--case-free`` PR mode is
-unchanged: an op without a case is not proved and the comment says how to write its case.
+test is ``not proved``: "no case and no ONNX node test".
+
+Without ``--case-free``, the cases decide; a changed version no case reaches (a new op on the
+PR that proposes it) falls back to the same case-free judgement (``fallback``), parameter by
+parameter, where ONNX's node tests decide; what they leave undecided stays ``not proved``
+with the command that starts its case.
 """
 from __future__ import annotations
 
@@ -49,4 +53,26 @@ def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
         tests = run.used(change.op, change.version)
         out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests)
                          if j.param.pr is not None else j for j in js))
+    return out
+
+
+def needs_fallback(p: Proving) -> bool:
+    """A changed version no case reaches, that the installed onnx can run (PR mode's
+    case-free fallback; an unbuilt one waits for the PR's build)."""
+    return not p.cases and not p.unbuilt
+
+
+def fallback(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
+             run: PointsRun) -> list[tuple[Judged, ...]]:
+    """``judged`` with each ``not proved`` parameter of a version no case reaches decided
+    case-free where ONNX's node tests decide it; every other parameter as it was."""
+    out = []
+    for p, js in zip(provings, judged):
+        if not needs_fallback(p):
+            out.append(tuple(js))
+            continue
+        redo = rejudge([p], [js], run)[0]
+        out.append(tuple(n if j.verdict is GateVerdict.NOT_PROVED
+                         and n.verdict is not GateVerdict.NOT_PROVED else j
+                         for j, n in zip(js, redo)))
     return out

@@ -140,6 +140,7 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     from ..batch import waivers as waivers_mod
     from ..batch.pool import BatchOptions, run_batch
     from .document import build
+    from .case_free import fallback, needs_fallback, rejudge
     from .judge import also_found, judge
     req = prepared.request
     result = None
@@ -156,11 +157,13 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
               for p in prepared.provings if p.by_type]
     waived, _stale = waivers_mod.apply(list(prepared.waivers), records + pseudo)
     judged = [judge(p, by_name, waived, req.tags_from) for p in prepared.provings]
-    if req.case_free:   # gate/case_free.py: ONNX's node tests judge every changed version
+    # gate/case_free.py: ONNX's node tests judge every changed version (--case-free), or
+    # else the versions no case reaches (a new op), where they decide
+    if req.case_free or (req.numeric and req.onnx_points > 0
+                         and any(needs_fallback(p) for p in prepared.provings)):
         from ..batch.onnx_points import measured
-        from .case_free import rejudge
-        judged = rejudge(prepared.provings, judged,
-                         measured(req.onnx_src, req.cache_dir, req.onnx_points, True))
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True)
+        judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points)
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
