@@ -24,7 +24,7 @@ def _real(path: Path) -> Path:
 
 def check(models: str, out: str) -> tuple[Path, Path]:
     """(MODELS, OUT) checked; UsageError, one line, otherwise."""
-    from ..output.check_evidence import case_dirs
+    from ..output.check_evidence import case_dirs, record_at
     root = Path(models)
     if not root.is_dir():
         raise UsageError(f"{models}: not a directory; give an evidence tree such as models")
@@ -35,9 +35,12 @@ def check(models: str, out: str) -> tuple[Path, Path]:
     if _real(root).is_relative_to(_real(target)):
         raise UsageError(f"-o {out}: holds MODELS ({models}); node-tests replaces what it "
                          "wrote there: write it elsewhere")
-    if not case_dirs(root):
+    dirs = case_dirs(root)
+    if not dirs:
         raise UsageError(f"{models}: no evidence directories (model.onnx, proof.json or "
                          "test_data_set_0) under it")
+    for d in dirs:   # every record read before any work (exit 2 naming a damaged one)
+        record_at(d)
     why = nt.not_ours(target)
     if why:
         raise UsageError(f"-o: {why}")
@@ -45,7 +48,7 @@ def check(models: str, out: str) -> tuple[Path, Path]:
 
 
 def build(root: Path, target: Path) -> list[nt.Entry]:
-    """Judge every evidence directory, give each written one a unique test name, write."""
+    """Judge every evidence directory, give each written one a unique test name."""
     from ..output.check_evidence import case_dirs
     entries = [nt.judge(d, root) for d in case_dirs(root)]
     seen: dict[str, str] = {}
@@ -53,7 +56,6 @@ def build(root: Path, target: Path) -> list[nt.Entry]:
         if e.name is not None and seen.setdefault(e.name, e.source) != e.source:
             raise UsageError(f"{e.source} and {seen[e.name]} both make the test {e.name}; "
                              "give node-tests one of them")
-    nt.write(root, target, entries)
     return entries
 
 
@@ -113,7 +115,10 @@ def command(models: str, out: str, run: bool, fmt: str, width: int | None) -> in
     root, target = check(models, out)
     entries = build(root, target)
     written = {e.kind for e in entries if e.status is nt.Status.WRITTEN}
-    nt.write_manifest(target, document(root, target, entries, None))
+    from ..output.evidence import dumps
+    # the tests and the manifest listing them commit together (output/commit.py)
+    nt.write(target, entries, lambda digests: dumps(
+        {**document(root, target, entries, None), "written": digests}))
     ran = None
     if run:
         from .node_tests_run import run_tree
