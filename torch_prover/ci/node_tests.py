@@ -17,9 +17,16 @@ The kind is the runtime the directory's own record names as reproducing its outp
 op, the opset or the kernel. A directory whose outputs no runtime can reproduce -- no
 runtime ran it, its runtime did not reproduce PyTorch's outputs (a forward mismatch: the
 proof failed), or an output is a random draw or a declared mismatch -- is not written: it
-is *explained*, with its record's reason. One whose files do not match its record (the
-model's sha256, missing data) is *refused*. Nothing is guessed: every reason is a field
-of the record.
+is *explained*, with its record's reason. One with no record, a record that does not
+re-derive (its test_data is not its numeric check's, a verdict not its witnesses': the
+re-check check-evidence makes), or files that do not match its record (the model's sha256,
+missing data) is *refused*. Nothing is guessed: every reason is a field of a re-checked
+record.
+
+OUT's kind directories are node-tests' only while the last run's ``node-tests.json`` lists
+each with the digest of its tree (ownership by manifest, ``ownership.listed``: ONNX's own
+backend-test data has the same shape), and the kinds and the manifest are one commit
+(``output/commit.py``; docs/safety.md).
 
 A record whose runtime ran a float32 copy (``test_data.copy``: onnxruntime has no float64
 kernel for its version, ``engine/float32_copy.py``) becomes the test ONNX's runner can run:
@@ -257,19 +264,14 @@ def write(out: Path, entries: list[Entry], manifest: Callable[[dict[str, str]], 
 
 
 def _fill(tmp: Path, mine: list[Entry]) -> None:
+    from ..output.commit import umask
     tmp.mkdir()
-    os.chmod(tmp, 0o777 & ~_umask())
+    os.chmod(tmp, 0o777 & ~umask())
     for e in mine:
         if e.atol is None:
             _copy_test(e.where, tmp / str(e.name))
         else:
             _float32_test(e.where, tmp / str(e.name), e.atol)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _copy(src: Path, dst: Path) -> None:

@@ -52,7 +52,8 @@ def _step(name: str) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's umask (read without changing it for good)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -174,7 +175,7 @@ class Commit:
         def fill(path: Path) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.chmod(path, 0o666 & ~_umask())
+            os.chmod(path, 0o666 & ~umask())
         self.stage(final, fill)
 
     def remove(self, final: str | os.PathLike) -> None:
