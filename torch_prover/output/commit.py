@@ -14,7 +14,8 @@ exclusive ``flock`` on the directory:
 2. each final name in the journal's order: the old file or directory (if any) is renamed
    to ``old/<i>``, then ``new/<i>`` to the final name (an entry with nothing staged is a
    removal: only the first rename);
-3. the scratch directory (with the old files) is removed.
+3. the journal is removed (the commit is done), then the scratch directory with the old
+   files.
 
 A kill before step 1 leaves the old set and a scratch directory without a journal; after
 it, a journal that ``recover`` (run by the next command writing there, before its checks:
@@ -93,6 +94,28 @@ def _play_one(final: Path, scratch: Path, i: int) -> None:
         _step(f"placed:{name}")
 
 
+def _undo(parent: Path, scratch: Path, names: list[str]) -> None:
+    """A live commit whose step 2 failed: each entry undone in reverse (a placed file back
+    to ``new/<i>``, the old one back in place), then the journal removed, so the old set
+    stands and ``__exit__`` removes the scratch directory."""
+    for i in reversed(range(len(names))):
+        final, new, old = parent / names[i], scratch / "new" / str(i), scratch / "old" / str(i)
+        if (scratch / "staged" / str(i)).exists() and not os.path.lexists(new) and \
+                os.path.lexists(final):
+            os.rename(final, new)
+        if os.path.lexists(old) and not os.path.lexists(final):
+            os.rename(old, final)
+    (scratch / JOURNAL).unlink()
+
+
+def _done(scratch: Path) -> None:
+    """Step 3: the journal goes first (a replay of a half-removed scratch directory could
+    otherwise take a placed file for a removal), then the rest."""
+    (scratch / JOURNAL).unlink(missing_ok=True)
+    _step("committed")
+    shutil.rmtree(scratch)
+
+
 def _journal(scratch: Path) -> list[str] | None:
     """The journal's names (None: no journal, or not one this module writes)."""
     try:
@@ -118,7 +141,7 @@ def recover(parent: str | os.PathLike) -> list[Path]:
             names = _journal(scratch)
             if names is not None:
                 _play(parent, scratch, names)
-            shutil.rmtree(scratch)
+            _done(scratch)
     return dead
 
 
@@ -198,9 +221,12 @@ class Commit:
             tmp.write_text(json.dumps({"names": self.names}), encoding="utf-8")
             os.rename(tmp, self.scratch / JOURNAL)
             _step("journal")
-            _play(self.parent, self.scratch, self.names)
-            _step("committed")
-            shutil.rmtree(self.scratch)
+            try:
+                _play(self.parent, self.scratch, self.names)
+            except OSError:   # alive (a full disk): put the old set back, commit nothing
+                _undo(self.parent, self.scratch, self.names)
+                raise
+            _done(self.scratch)
 
 
 def write_texts(files: dict[Path, str]) -> None:
