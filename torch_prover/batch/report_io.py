@@ -18,6 +18,7 @@ usage error (exit 2) naming the file and what is wrong, before any work:
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,7 +279,7 @@ def evidence_record_problem(rec: dict[str, Any], model: Any = None) -> str | Non
     case since removed)."""
     from ..cases import find_case
     from ..engine import test_data
-    from ..engine.prove import default_tags, versions
+    from ..engine.prove import default_tags
     from ..engine.recheck import RunFacts, record_problem
     from ..errors import CaseError
     from ..output.check_evidence import NOT_RECHECKED
@@ -293,7 +294,7 @@ def evidence_record_problem(rec: dict[str, Any], model: Any = None) -> str | Non
         why = test_data.problem(rec, model, case.fixed_draw if case is not None else "")
         if why:
             return why
-    mine = versions()["onnx"]
+    mine = _installed_onnx()
     if rec.get("tags_from") != "onnx.defs":
         return f"{NOT_RECHECKED}tags from {rec.get('tags_from')}, which the record does not hold"
     if not isinstance(rec.get("versions"), dict) or rec["versions"].get("onnx") != mine:
@@ -305,3 +306,10 @@ def evidence_record_problem(rec: dict[str, Any], model: Any = None) -> str | Non
             return f"{NOT_RECHECKED}it declares verdicts, and no case {rec.get('case')!r} " \
                    f"of {rec.get('op')} in this catalogue does"
     return record_problem(rec, case, default_tags, RunFacts(tag_source="onnx.defs"))
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_onnx() -> str:
+    """The installed onnx's version (package metadata is read once, not per record)."""
+    from ..engine.prove import versions
+    return versions()["onnx"]

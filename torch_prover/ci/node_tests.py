@@ -115,20 +115,20 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def judge(d: Path, root: Path) -> Entry:
+def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
     """What node-tests does with evidence directory ``d``: from its record, re-checked as
     check-evidence re-checks it (``report_io.evidence_record_problem``: its test_data
     re-derived from its numeric check and model.onnx, its verdicts from its witnesses),
-    then its files. No record, or one that does not re-derive, is refused, never explained."""
+    then its files. No record, or one that does not re-derive, is refused, never explained.
+    ``rec``: ``d``'s record as ``check_evidence.read_records`` read it (None: none)."""
     import onnx
     from ..batch.report_io import evidence_record_problem
-    from ..output.check_evidence import NOT_RECHECKED, OLDER, older, record_at
+    from ..output.check_evidence import NOT_RECHECKED, OLDER, older
     rel = d.relative_to(root).as_posix() if d != root else d.name
 
     def entry(status: Status, detail: str, why: Why | None, **kw: Any) -> Entry:
         return Entry(rel, d, status, detail, why, **kw)
 
-    rec = record_at(d)
     if rec is None:
         return entry(Status.REFUSED, "no proof.json: nothing says what these files show",
                      Why.NO_RECORD)

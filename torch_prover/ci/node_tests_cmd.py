@@ -24,7 +24,7 @@ def _real(path: Path) -> Path:
 
 def check(models: str, out: str) -> tuple[Path, Path]:
     """(MODELS, OUT) checked; UsageError, one line, otherwise."""
-    from ..output.check_evidence import case_dirs, record_at
+    from ..output.check_evidence import case_dirs
     root = Path(models)
     if not root.is_dir():
         raise UsageError(f"{models}: not a directory; give an evidence tree such as models")
@@ -35,12 +35,9 @@ def check(models: str, out: str) -> tuple[Path, Path]:
     if _real(root).is_relative_to(_real(target)):
         raise UsageError(f"-o {out}: holds MODELS ({models}); node-tests replaces what it "
                          "wrote there: write it elsewhere")
-    dirs = case_dirs(root)
-    if not dirs:
+    if not case_dirs(root):
         raise UsageError(f"{models}: no evidence directories (model.onnx, proof.json or "
                          "test_data_set_0) under it")
-    for d in dirs:   # every record read before any work (exit 2 naming a damaged one)
-        record_at(d)
     why = nt.not_ours(target)
     if why:
         raise UsageError(f"-o: {why}")
@@ -49,8 +46,9 @@ def check(models: str, out: str) -> tuple[Path, Path]:
 
 def build(root: Path, target: Path) -> list[nt.Entry]:
     """Judge every evidence directory, give each written one a unique test name."""
-    from ..output.check_evidence import case_dirs
-    entries = [nt.judge(d, root) for d in case_dirs(root)]
+    from ..output.check_evidence import case_dirs, read_records
+    records = read_records(case_dirs(root))   # exit 2 on a damaged one, before any is judged
+    entries = [nt.judge(d, root, rec) for d, rec in records.items()]
     seen: dict[str, str] = {}
     for e in entries:
         if e.name is not None and seen.setdefault(e.name, e.source) != e.source:

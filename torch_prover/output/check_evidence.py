@@ -77,6 +77,12 @@ def record_at(d: Path) -> dict[str, Any] | None:
     return rec
 
 
+def read_records(dirs: list[Path]) -> dict[Path, dict[str, Any] | None]:
+    """Every directory's record (``record_at``), all read before any work: the first damaged
+    one is exit 2, before anything is run or written."""
+    return {d: record_at(d) for d in dirs}
+
+
 def older(rec: Any) -> bool:
     """A record of an earlier format (whole number below this one's)."""
     from ..engine.record import RECORD_FORMAT
@@ -170,15 +176,17 @@ def _model_problem(model, rec: dict[str, Any]) -> str | None:
     return None
 
 
-def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
-    """Re-run one case directory (module docstring)."""
+def check_dir(d: Path, root: Path, recheck: Recheck | None = None,
+              records: dict[Path, dict[str, Any] | None] | None = None) -> DirCheck:
+    """Re-run one case directory (module docstring); ``records``: what ``read_records``
+    read (read here otherwise)."""
     import onnx
     rel = d.relative_to(root).as_posix() if d != root else d.name
 
     def result(status: EvidenceStatus, detail: str, **kw: Any) -> DirCheck:
         return DirCheck(rel, status, detail, **kw)
 
-    rec = record_at(d)
+    rec = records[d] if records is not None and d in records else record_at(d)
     if rec is None:   # files with no record: nothing says what they show
         return result(EvidenceStatus.MISMATCH, "no proof.json: nothing says what these "
                                                "files show")
@@ -335,9 +343,10 @@ def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
 
 def check_tree(root: Path, progress=None, recheck: Recheck | None = None) -> list[DirCheck]:
     dirs = case_dirs(root)
+    records = read_records(dirs)   # every record read before any work (exit 2 on a damaged one)
     out = []
     for k, d in enumerate(dirs):
-        out.append(check_dir(d, root, recheck))
+        out.append(check_dir(d, root, recheck, records))
         if progress:
             progress(k + 1, len(dirs), out[-1].path)
     return out
@@ -371,8 +380,6 @@ def command(directory: str, fmt: str, width: int | None, recheck: Recheck | None
     if not case_dirs(root):
         raise UsageError(f"{directory}: no evidence directories (model.onnx, proof.json or "
                          "test_data_set_0) under it")
-    for d in case_dirs(root):   # every record read before any work (exit 2 on a damaged one)
-        record_at(d)
     checks = check_tree(root, recheck=recheck)
     sys.stdout.write(to_json(as_json(root, checks)) if fmt == "json"
                      else as_text(checks, width))
