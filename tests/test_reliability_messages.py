@@ -194,13 +194,13 @@ def test_an_output_error_after_the_work_names_the_destination(tmp_path, capsys, 
     """The disk fills when the report is swapped in: the message names the report, not the
     temporary file beside it."""
     dest = tmp_path / "proof.py"
-    real_replace = os.replace
+    real_rename = os.rename
 
-    def full(src, dst, *a, **k):
+    def full(src, dst, *a, **k):   # the commit's rename into place (output/commit.py)
         if Path(dst) == dest:
             raise OSError(28, "No space left on device", str(src), str(dst))
-        return real_replace(src, dst, *a, **k)
-    monkeypatch.setattr(os, "replace", full)
+        return real_rename(src, dst, *a, **k)
+    monkeypatch.setattr(os, "rename", full)
     line = _main(capsys, ["script", "Relu", "-o", str(dest)], str(dest), "No space left")
     assert ".torch-prover-" not in line
     assert sorted(os.listdir(tmp_path)) == []

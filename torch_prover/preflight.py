@@ -10,6 +10,7 @@ mounts, a real attempt does not.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import stat
@@ -143,10 +144,16 @@ def outputs_checked(outputs: Iterable[Output],
     added to), lies in no directory output either (``--out``: the evidence, its index). UsageError, one line, before any work, when an output is not a
     regular file or creatable (``writable_file``; a directory output: ``writable_dir``), is
     an input or another output, lies inside a tree, or exists and holds something
-    torch-prover did not write (``ownership.written_by_us``: an empty file holds nothing)."""
+    torch-prover did not write (``ownership.written_by_us``: an empty file holds nothing).
+    A killed run's commit of outputs in their directory (``output/commit.py``) is
+    finished or undone first, so the checks see the old set or the new one."""
     from .config import candidates
+    from .output.commit import recover
     from .output.ownership import written_by_us
     outputs = list(outputs)
+    for o in outputs:   # a killed run's commit there is finished (or undone) first
+        with contextlib.suppress(OSError):
+            recover(o.path if o.holds is None else Path(o.path).parent)
     for o in outputs:
         (writable_file if o.holds is not None else writable_dir)(o.path, o.option)
     settings = [("pyproject.toml", p) for p in candidates(Path.cwd())]

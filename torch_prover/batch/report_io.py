@@ -18,6 +18,7 @@ usage error (exit 2) naming the file and what is wrong, before any work:
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -260,33 +261,49 @@ def contradiction(doc: dict[str, Any], rebuilt: dict[str, Any]) -> str | None:
     return None
 
 
-def evidence_record_problem(rec: dict[str, Any]) -> str | None:
-    """``check-evidence``'s re-check of a ``proof.json``: why it is not what a proof of its
-    case says (the same ``record_problem``), or a note starting with
-    ``check_evidence.NOT_RECHECKED`` when this torch-prover cannot re-derive its verdicts
-    (a case no longer in the catalogue; tags from a docs file or another onnx, which the
-    record does not carry). A record of no catalogue case (a ``run`` script's) is
-    re-checked with no declarations, unless it holds some (a case since removed)."""
+def evidence_record_problem(rec: dict[str, Any], model: Any = None) -> str | None:
+    """``check-evidence``'s and ``node-tests``' re-check of a ``proof.json`` and its
+    ``model.onnx`` (None for a failed case): why it is not what a proof of its case says --
+    its ``test_data`` re-derived from its numeric check and the model
+    (``engine/test_data.problem``), then the same ``record_problem`` every read record goes
+    through -- or a note starting with ``check_evidence.NOT_RECHECKED`` when this
+    torch-prover cannot re-derive its verdicts (a case no longer in the catalogue; tags from
+    a docs file or another onnx, which the record does not carry). A record of no catalogue
+    case (a ``run`` script's) is re-checked with no declarations, unless it holds some (a
+    case since removed)."""
     from ..cases import find_case
-    from ..engine.prove import default_tags, versions
+    from ..engine import test_data
+    from ..engine.prove import default_tags
     from ..engine.recheck import RunFacts, record_problem
     from ..errors import CaseError
     from ..output.check_evidence import NOT_RECHECKED
     from .versions import at_opset
-    mine = versions()["onnx"]
-    if rec.get("tags_from") != "onnx.defs":
-        return f"{NOT_RECHECKED}tags from {rec.get('tags_from')}, which the record does not hold"
-    if not isinstance(rec.get("versions"), dict) or rec["versions"].get("onnx") != mine:
-        return f"{NOT_RECHECKED}made with another onnx than this one ({mine})"
     try:
         case = find_case(rec["op"], rec.get("variant_of") or rec["case"])
         if rec.get("variant_of"):
             case = at_opset(case, int(rec["opset"]))
     except (CaseError, KeyError, TypeError, ValueError):
         case = None
+    if model is not None:
+        why = test_data.problem(rec, model, case.fixed_draw if case is not None else "")
+        if why:
+            return why
+    mine = _installed_onnx()
+    if rec.get("tags_from") != "onnx.defs":
+        return f"{NOT_RECHECKED}tags from {rec.get('tags_from')}, which the record does not hold"
+    if not isinstance(rec.get("versions"), dict) or rec["versions"].get("onnx") != mine:
+        return f"{NOT_RECHECKED}made with another onnx than this one ({mine})"
+    if case is None:
         params = rec.get("parameters") if isinstance(rec.get("parameters"), list) else []
         if any(isinstance(p, dict) and (p.get("expected") or p.get("rule") == "convention")
                for p in params):
             return f"{NOT_RECHECKED}it declares verdicts, and no case {rec.get('case')!r} " \
                    f"of {rec.get('op')} in this catalogue does"
     return record_problem(rec, case, default_tags, RunFacts(tag_source="onnx.defs"))
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_onnx() -> str:
+    """The installed onnx's version (package metadata is read once, not per record)."""
+    from ..engine.prove import versions
+    return versions()["onnx"]

@@ -17,9 +17,16 @@ The kind is the runtime the directory's own record names as reproducing its outp
 op, the opset or the kernel. A directory whose outputs no runtime can reproduce -- no
 runtime ran it, its runtime did not reproduce PyTorch's outputs (a forward mismatch: the
 proof failed), or an output is a random draw or a declared mismatch -- is not written: it
-is *explained*, with its record's reason. One whose files do not match its record (the
-model's sha256, missing data) is *refused*. Nothing is guessed: every reason is a field
-of the record.
+is *explained*, with its record's reason. One with no record, a record that does not
+re-derive (its test_data is not its numeric check's, a verdict not its witnesses': the
+re-check check-evidence makes), or files that do not match its record (the model's sha256,
+missing data) is *refused*. Nothing is guessed: every reason is a field of a re-checked
+record.
+
+OUT's kind directories are node-tests' only while the last run's ``node-tests.json`` lists
+each with the digest of its tree (ownership by manifest, ``ownership.listed``: ONNX's own
+backend-test data has the same shape), and the kinds and the manifest are one commit
+(``output/commit.py``; docs/safety.md).
 
 A record whose runtime ran a float32 copy (``test_data.copy``: onnxruntime has no float64
 kernel for its version, ``engine/float32_copy.py``) becomes the test ONNX's runner can run:
@@ -35,16 +42,14 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
-import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..engine import test_data
-from ..output.evidence import read_record, replace_dir, write_text
+from ..output.evidence import read_regular
 from ..vocab import OutputCheck, Runtime
 
 MANIFEST = "node-tests.json"
@@ -54,7 +59,6 @@ KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "onnx-referenc
 """The record's runtime -> the loader's kind directory."""
 KINDS = tuple(KIND_OF.values())
 _OUR_DATA = re.compile(r"^(input|output)_\d+\.pb$")
-_TMP = ".torch-prover-"
 
 
 class Status(StrEnum):
@@ -66,6 +70,7 @@ class Status(StrEnum):
 class Why(StrEnum):
     """Why a directory was not written (each read from its record or its files)."""
     NO_RECORD = "no torch-prover record"
+    RECORD = "the record does not re-derive"
     FAILED_CASE = "the record is a failed case"
     NO_TEST_DATA = "the record has no test_data"
     NO_RUNTIME = "the record names no runtime"
@@ -79,7 +84,8 @@ class Why(StrEnum):
 @dataclass(frozen=True)
 class Entry:
     """One evidence directory and what node-tests makes of it."""
-    source: str                 # relative to MODELS
+    source: str                 # relative to MODELS (its name, when MODELS is the directory)
+    where: Path                 # the directory itself
     status: Status
     detail: str                 # the record's reason (explained, refused), or its runtime's why
     why: Why | None = None
@@ -109,52 +115,66 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def judge(d: Path, root: Path) -> Entry:
-    """What node-tests does with evidence directory ``d``: from its record, then its files."""
+def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
+    """What node-tests does with evidence directory ``d``: from its record, re-checked as
+    check-evidence re-checks it (``report_io.evidence_record_problem``: its test_data
+    re-derived from its numeric check and model.onnx, its verdicts from its witnesses),
+    then its files. No record, or one that does not re-derive, is refused, never explained.
+    ``rec``: ``d``'s record as ``check_evidence.read_records`` read it (None: none)."""
+    import onnx
+    from ..batch.report_io import evidence_record_problem
+    from ..output.check_evidence import NOT_RECHECKED, OLDER, older
     rel = d.relative_to(root).as_posix() if d != root else d.name
-    rec = read_record(d / "proof.json") if _regular(d / "proof.json") else None
+
+    def entry(status: Status, detail: str, why: Why | None, **kw: Any) -> Entry:
+        return Entry(rel, d, status, detail, why, **kw)
+
     if rec is None:
-        return Entry(rel, Status.EXPLAINED, "proof.json missing or not a proof record",
+        return entry(Status.REFUSED, "no proof.json: nothing says what these files show",
                      Why.NO_RECORD)
-    if rec.get("status") == "error":
-        return Entry(rel, Status.EXPLAINED, str(rec.get("error")), Why.FAILED_CASE, record=rec)
-    data = rec.get("test_data")
-    if not isinstance(data, dict) or not isinstance(data.get("outputs"), list):
-        return Entry(rel, Status.EXPLAINED, "written by an older torch-prover: rerun verify-all",
-                     Why.NO_TEST_DATA, record=rec)
-    if data.get("runtime") not in KIND_OF:
-        return Entry(rel, Status.EXPLAINED, str(data.get("why")), Why.NO_RUNTIME, record=rec)
-    other = [o for o in data["outputs"] if o.get("check") != OutputCheck.COMPARE]
+    if older(rec):
+        return entry(Status.EXPLAINED, OLDER, Why.NO_TEST_DATA, record=rec)
+    if rec["kind"] == "failed-case":
+        why = evidence_record_problem(rec, None)
+        if why is not None and not why.startswith(NOT_RECHECKED):
+            return entry(Status.REFUSED, f"proof.json: {why}", Why.RECORD, record=rec)
+        return entry(Status.EXPLAINED, rec["error"], Why.FAILED_CASE, record=rec)
+    model = d / "model.onnx"
+    model_bytes = read_regular(model) if _regular(model) else b""
+    if hashlib.sha256(model_bytes).hexdigest() != rec["model"]["sha256"]:
+        return entry(Status.REFUSED, "model.onnx is missing, not a regular file, or its "
+                                     "sha256 is not the record's", Why.MODEL_MISMATCH,
+                     record=rec)
+    why = evidence_record_problem(rec, onnx.load_model_from_string(model_bytes))
+    if why is not None and not why.startswith(NOT_RECHECKED):
+        return entry(Status.REFUSED, f"proof.json: {why}", Why.RECORD, record=rec)
+    data = rec["test_data"]
+    if data["runtime"] not in KIND_OF:
+        return entry(Status.EXPLAINED, str(data["why"]), Why.NO_RUNTIME, record=rec)
+    other = [o for o in data["outputs"] if o["check"] != OutputCheck.COMPARE]
     if other:
-        return Entry(rel, Status.EXPLAINED, "; ".join(
-            f"{o.get('file')}: {o.get('check')} ({o.get('reason')})" for o in other),
+        return entry(Status.EXPLAINED, "; ".join(
+            f"{o['file']}: {o['check']} ({o['reason']})" for o in other),
             Why.NOT_COMPARED, record=rec)
-    num = rec.get("numeric") or {}
+    num = rec["numeric"] or {}
     if num.get("forward_ok") is False:   # a failed proof: PyTorch's outputs, another function
         ran = "onnxruntime's float32 copy" if data.get("copy") else data["runtime"]
-        return Entry(rel, Status.EXPLAINED, f"forward mismatch in {ran}: "
-                                            f"{num.get('forward_detail')}", Why.FORWARD,
-                     record=rec)
-    model = d / "model.onnx"
-    if not _regular(model) or hashlib.sha256(model.read_bytes()).hexdigest() != \
-            rec.get("model", {}).get("sha256"):
-        return Entry(rel, Status.REFUSED, "model.onnx is missing, not a regular file, or its "
-                                          "sha256 is not the record's", Why.MODEL_MISMATCH,
-                     record=rec)
+        return entry(Status.EXPLAINED, f"forward mismatch in {ran}: "
+                                       f"{num.get('forward_detail')}", Why.FORWARD, record=rec)
     problem = _data_problem(d, model, len(data["outputs"]))
     if problem:
-        return Entry(rel, Status.REFUSED, problem, Why.DATA, record=rec)
+        return entry(Status.REFUSED, problem, Why.DATA, record=rec)
     runtime = Runtime(data["runtime"])
     detail = data.get("why") or f"the record's runtime: {runtime}"
     atol = None
     if data.get("copy") == "float32":
         atol = _copy_bound(d, data)
         if atol is None:
-            return Entry(rel, Status.REFUSED, "no float32 copy of model.onnx runs in "
-                                              "onnxruntime", Why.NO_COPY, record=rec)
+            return entry(Status.REFUSED, "no float32 copy of model.onnx runs in onnxruntime",
+                         Why.NO_COPY, record=rec)
         why = ((rec.get("numeric") or {}).get("copy") or {}).get("why") or "a float32 copy"
         detail = f"written as its float32 copy, atol {atol:.3g} (the record's bound): {why}"
-    return Entry(rel, Status.WRITTEN, detail, kind=KIND_OF[runtime],
+    return entry(Status.WRITTEN, detail, None, kind=KIND_OF[runtime],
                  name=test_name(rec["case"]), record=rec, atol=atol)
 
 
@@ -186,88 +206,96 @@ def _data_problem(d: Path, model: Path, outputs: int) -> str | None:
         if missing else None
 
 
-def _is_ours(kind_dir: Path) -> bool:
-    """A kind directory node-tests wrote: test_* directories holding only model.onnx (and a
-    float32 copy's data.json) and test_data_set_0/{input,output}_N.pb, no symlink anywhere."""
-    if kind_dir.is_symlink() or not kind_dir.is_dir():
-        return False
-    for t in kind_dir.iterdir():
-        if t.is_symlink() or not t.is_dir() or not t.name.startswith("test_"):
-            return False
-        for e in t.iterdir():
-            if e.is_symlink():
-                return False
-            if e.name in ("model.onnx", DATA_JSON) and e.is_file():
-                continue
-            if e.name != "test_data_set_0" or not e.is_dir() or not all(
-                    f.is_file() and not f.is_symlink() and _OUR_DATA.match(f.name)
-                    for f in e.iterdir()):
-                return False
-    return True
-
-
-def _manifest_is_ours(path: Path) -> bool:
+def _manifest(out: Path) -> dict[str, Any] | None:
+    """OUT's node-tests.json, when it is one node-tests wrote (None: absent or not)."""
+    path = out / MANIFEST
+    if not stat.S_ISREG(_lstat_mode(path)):
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("kind") == "node-tests"
-    except (OSError, ValueError, AttributeError):
-        return False
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("kind") == "node-tests" else None
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def not_ours(out: Path) -> str | None:
-    """Why node-tests may not write into ``out`` (None: every entry it would replace is
-    absent or its own)."""
+    """Why node-tests may not write into ``out`` (None: every entry it would replace or
+    remove is absent or listed, with its digest, in the last run's manifest: ownership by
+    manifest, ``ownership.listed``)."""
+    from ..output.ownership import listed
+    m = out / MANIFEST
+    manifest = _manifest(out)
+    if os.path.lexists(m) and manifest is None:
+        return f"{m} exists and was not written by node-tests; move it or choose another -o"
+    written = (manifest or {}).get("written")
     for kind in KINDS:
         d = out / kind
-        if os.path.lexists(d) and not _is_ours(d):
-            return (f"{d} exists and is not a node-tests tree (a symlink, or it holds files "
-                    "node-tests did not write); move it or choose another -o")
-    m = out / MANIFEST
-    if os.path.lexists(m) and (m.is_symlink() or not m.is_file() or not _manifest_is_ours(m)):
-        return f"{m} exists and was not written by node-tests; move it or choose another -o"
+        if os.path.lexists(d) and not listed(d, written if isinstance(written, dict) else None):
+            return (f"{d} exists and is not what node-tests last wrote there ({MANIFEST} "
+                    "does not list it with its contents); move it or choose another -o")
     return None
 
 
-def write(models: Path, out: Path, entries: list[Entry]) -> None:
-    """Each kind directory built beside its place and swapped in whole; a kind with no
-    test left is removed (it is ours: ``not_ours`` said so before any work)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for kind in KINDS:
-        mine = [e for e in entries if e.status is Status.WRITTEN and e.kind == kind]
-        final = out / kind
-        if not mine:
-            if final.is_dir() and _is_ours(final):
-                shutil.rmtree(final)
-            continue
-        tmp = Path(tempfile.mkdtemp(prefix=f".{kind}{_TMP}", dir=out))
-        try:
-            os.chmod(tmp, 0o777 & ~_umask())
-            for e in mine:
-                if e.atol is None:
-                    _copy_test(models / e.source, tmp / str(e.name))
-                else:
-                    _float32_test(models / e.source, tmp / str(e.name), e.atol)
-            if final.exists():
-                replace_dir(tmp, final)
-            else:
-                os.rename(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+def write(out: Path, entries: list[Entry], manifest: Callable[[dict[str, str]], str]) -> None:
+    """Every kind directory and the manifest, committed together (``output/commit.py``); a
+    kind with no test left is removed (it is ours: ``not_ours`` said so before any work).
+    ``manifest``: the digests of the kind directories written -> node-tests.json's text."""
+    from ..output.commit import Commit
+    from ..output.ownership import digest
+    written: dict[str, str] = {}
+    with Commit(out) as c:
+        for kind in KINDS:
+            mine = [e for e in entries if e.status is Status.WRITTEN and e.kind == kind]
+            if not mine:
+                if os.path.lexists(out / kind):
+                    c.remove(out / kind)
+                continue
+            slot = c.stage(out / kind, lambda tmp, mine=mine: _fill(tmp, mine))
+            written[kind] = str(digest(slot))
+        c.text(out / MANIFEST, manifest(written))
+        c.commit()
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _fill(tmp: Path, mine: list[Entry]) -> None:
+    from ..output.commit import umask
+    tmp.mkdir()
+    os.chmod(tmp, 0o777 & ~umask())
+    for e in mine:
+        if e.atol is None:
+            _copy_test(e.where, tmp / str(e.name))
+        else:
+            _float32_test(e.where, tmp / str(e.name), e.atol)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """Copy one file (never linked); a failed write names ``dst``, a failed read ``src``
+    (``shutil.copyfile``'s error names the source whichever failed)."""
+    data = src.read_bytes()
+    _write(dst, data)
+
+
+def _write(dst: Path, data: bytes) -> None:
+    try:
+        with open(dst, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(dst)) from exc
 
 
 def _copy_test(src: Path, dst: Path) -> None:
     """model.onnx and test_data_set_0/{input,output}_N.pb, copied (never linked)."""
     (dst / "test_data_set_0").mkdir(parents=True)
-    shutil.copyfile(src / "model.onnx", dst / "model.onnx", follow_symlinks=False)
+    _copy(src / "model.onnx", dst / "model.onnx")
     for f in sorted((src / "test_data_set_0").iterdir()):
         if _OUR_DATA.match(f.name) and _regular(f):
-            shutil.copyfile(f, dst / "test_data_set_0" / f.name, follow_symlinks=False)
+            _copy(f, dst / "test_data_set_0" / f.name)
 
 
 def _float32_test(src: Path, dst: Path, atol: float) -> None:
@@ -277,16 +305,11 @@ def _float32_test(src: Path, dst: Path, atol: float) -> None:
     from ..engine.float32_copy import float32_copy, to_float32
     (dst / "test_data_set_0").mkdir(parents=True)
     model = float32_copy(onnx.load_model_from_string((src / "model.onnx").read_bytes()))
-    (dst / "model.onnx").write_bytes(model.SerializeToString(deterministic=True))
+    _write(dst / "model.onnx", model.SerializeToString(deterministic=True))
     for f in sorted((src / "test_data_set_0").iterdir()):
         if _OUR_DATA.match(f.name) and _regular(f):
             t = onnx.TensorProto()
             t.ParseFromString(f.read_bytes())
             value = numpy_helper.from_array(to_float32(numpy_helper.to_array(t)), t.name)
-            (dst / "test_data_set_0" / f.name).write_bytes(value.SerializeToString())
-    (dst / DATA_JSON).write_text(json.dumps({"atol": atol}) + "\n", encoding="utf-8")
-
-
-def write_manifest(out: Path, doc: dict[str, Any]) -> None:
-    from ..output.evidence import dumps
-    write_text(out / MANIFEST, dumps(doc))
+            _write(dst / "test_data_set_0" / f.name, value.SerializeToString())
+    _write(dst / DATA_JSON, (json.dumps({"atol": atol}) + "\n").encode("utf-8"))

@@ -45,15 +45,15 @@ def check(models: str, out: str) -> tuple[Path, Path]:
 
 
 def build(root: Path, target: Path) -> list[nt.Entry]:
-    """Judge every evidence directory, give each written one a unique test name, write."""
-    from ..output.check_evidence import case_dirs
-    entries = [nt.judge(d, root) for d in case_dirs(root)]
+    """Judge every evidence directory, give each written one a unique test name."""
+    from ..output.check_evidence import case_dirs, read_records
+    records = read_records(case_dirs(root))   # exit 2 on a damaged one, before any is judged
+    entries = [nt.judge(d, root, rec) for d, rec in records.items()]
     seen: dict[str, str] = {}
     for e in entries:
         if e.name is not None and seen.setdefault(e.name, e.source) != e.source:
             raise UsageError(f"{e.source} and {seen[e.name]} both make the test {e.name}; "
                              "give node-tests one of them")
-    nt.write(root, target, entries)
     return entries
 
 
@@ -113,7 +113,10 @@ def command(models: str, out: str, run: bool, fmt: str, width: int | None) -> in
     root, target = check(models, out)
     entries = build(root, target)
     written = {e.kind for e in entries if e.status is nt.Status.WRITTEN}
-    nt.write_manifest(target, document(root, target, entries, None))
+    from ..output.evidence import dumps
+    # the tests and the manifest listing them commit together (output/commit.py)
+    nt.write(target, entries, lambda digests: dumps(
+        {**document(root, target, entries, None), "written": digests}))
     ran = None
     if run:
         from .node_tests_run import run_tree

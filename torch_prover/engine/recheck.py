@@ -92,6 +92,8 @@ def _parameter_problem(p: dict[str, Any], case: Case | None, schema, latest) -> 
     if formal is None or formal.tag != p["tag"]:
         return (f"{label}: the record says {p['tag']}, the tag source "
                 f"{formal.tag if formal else 'has no such parameter'}")
+    if p["name"] != formal.name:
+        return f"{label}: named {p['name']!r}, the tag source's is {formal.name!r}"
     newest = latest.formal(p["io"], p["index"])
     newest_tag = newest.tag if newest is not None else None
     if newest_tag is not None and newest_tag != formal.tag:
@@ -106,6 +108,8 @@ def _parameter_problem(p: dict[str, Any], case: Case | None, schema, latest) -> 
         return f"{label}: tag_latest {p['tag_latest']} but the latest schema's tag is the same"
     supports = _tag(p["supports"])
     w = p["witnesses"]
+    if not _reason_holds(Rule(p["rule"]), p["reason"], w):
+        return f"{label}: its reason does not say what its witnesses found"
     if not rule_holds(Rule(p["rule"]), AutogradOutcome(w["autograd"]["outcome"]),
                       NumericOutcome(w["numeric"]["outcome"]), supports):
         return f"{label}: rule {p['rule']!r} and support do not follow from its witnesses"
@@ -125,6 +129,23 @@ def _parameter_problem(p: dict[str, Any], case: Case | None, schema, latest) -> 
         return f"{label}: declared verdict {recorded}, the case declares " \
                f"{declared.verdict if declared else 'none'}"
     return None
+
+
+_DETAILS_IN_REASON = {rule: ("autograd", "numeric") for rule in (
+    Rule.BOTH, Rule.NOT_EXERCISED, Rule.CONFLICT, Rule.NUMERIC_OVER_AUTOGRAD,
+    Rule.NUMERIC_ONLY, Rule.AUTOGRAD_ONLY, Rule.NEEDS_NUMERIC, Rule.NOTHING_TO_MEASURE,
+    Rule.VJP_FAILED)}
+"""The witnesses whose details ``verdict.decide`` writes into a reason, per rule."""
+
+
+def _reason_holds(rule: Rule, reason: Any, witnesses: dict[str, Any]) -> bool:
+    """A reason a report shows says what its witnesses found: for a rule decided from the
+    witnesses, each one's detail as ``verdict.decide`` writes it into the reason (a reason
+    edited on its own, or a detail edited without it, no longer passes). A reason no rule
+    builds from details (by type, a convention, a forward mismatch) is not checked here."""
+    if not isinstance(reason, str):
+        return False
+    return all(str(witnesses[w]["detail"]) in reason for w in _DETAILS_IN_REASON.get(rule, ()))
 
 
 def _fidelity_problem(rec: dict[str, Any]) -> str | None:

@@ -179,8 +179,7 @@ def record(proof: Proof) -> dict[str, Any]:
         "model": {"path": "model.onnx", "sha256": proof.sha256},
         "test_data": test_data.record(
             proof.case, proof.model, proof.graph_outputs, proof.numeric, proof.parameters,
-            "the case is invalid: no numeric check ran" if proof.invalid
-            else "numeric checks off (--no-numeric): no runtime ran the model"),
+            test_data.INVALID_OFF if proof.invalid else test_data.NUMERIC_OFF),
         **({"helper_nodes": list(proof.helper_nodes)} if proof.helper_nodes else {}),
         **({"variant_of": proof.case.variant_of} if proof.case.variant_of else {}),
         **({"route": "relabelled", "route_note": proof.route_note} if proof.route_note else {}),

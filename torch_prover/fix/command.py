@@ -81,13 +81,11 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     text = summary(the_plan)
     extra = None
     if the_plan.edits:
-        from ..output.evidence import write_text
+        from ..output.commit import write_texts
         body, extra = pr_texts(the_plan, out.name, evidence.name,
                                origin_lines(rep, args.report))
-        write_text(out, diff)
-        write_text(md, body)
-        if extra is not None:
-            write_text(evidence, extra)
+        # one commit: a kill leaves the previous patch and PR text, or these (docs/safety.md)
+        write_texts({out: diff, md: body, **({evidence: extra} if extra is not None else {})})
     if args.format == "json":
         from ..output.documents import fix_tags_doc
         from ..output.report import to_json

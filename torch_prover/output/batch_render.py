@@ -80,7 +80,7 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     to stdout, the lines for stderr). With ``--report`` stdout has the text report (JSON
     with ``--format json``); without it, stdout has the report itself -- for Markdown past
     the limit its summary body, and one stderr line says how to get the details."""
-    from .evidence import write_text
+    from .commit import write_texts
     if report_path is None:
         r = render_batch(rep, fmt, width, "the details file (`--report FILE` writes it "
                                           "beside FILE)")
@@ -94,10 +94,10 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     path = Path(report_path)
     details = markdown_limit.details_path(path)
     r = render_batch(rep, fmt, width, f"`{details.name}` (beside this file)")
-    write_text(path, r.text)
+    # the report and its details file commit together (output/commit.py)
+    write_texts({path: r.text, **({details: r.details} if r.details is not None else {})})
     notes = [f"report written to {report_path}"]
     if r.details is not None:
-        write_text(details, r.details)
         notes[0] += (f": its summary ({len(r.text):,} characters); the whole report "
                      f"({r.full_length:,} characters, over GitHub's {PR_BODY_LIMIT:,}) to "
                      f"{details}")

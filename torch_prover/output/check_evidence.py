@@ -21,6 +21,8 @@ opset, and every gradient the record's passed VJP check implies must be on disk.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -31,15 +33,61 @@ from ..engine import numeric, test_data
 from ..engine.float32_copy import KernelGap
 from ..errors import describe
 from ..vocab import EvidenceStatus, OutputCheck, Runtime
-from .evidence import OWN_ENTRIES, load_pb, read_record
+from .evidence import OWN_ENTRIES, load_pb, read_regular
 
 KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "reference"}
 """A record's runtime -> numeric.Runner's kind."""
 
-Recheck = Callable[[dict[str, Any]], "str | None"]
-"""A record -> why it is not what a proof says (None: it is), or a note starting with
-``NOT_RECHECKED`` when its verdicts cannot be re-derived here."""
+Recheck = Callable[[dict[str, Any], Any], "str | None"]
+"""A record and its model.onnx -> why it is not what a proof says (None: it is), or a note
+starting with ``NOT_RECHECKED`` when its verdicts cannot be re-derived here."""
 NOT_RECHECKED = "verdicts not re-checked: "
+OLDER = "written by an older torch-prover: rerun verify-all"
+
+
+def record_at(d: Path) -> dict[str, Any] | None:
+    """``d/proof.json`` read and checked against its kind's shipped schema (a proof or a
+    failed case); None when there is none. UsageError, one line naming the file and the
+    field, when it is not a regular file, not JSON or not a record torch-prover writes (a
+    record of an older format is returned as it is: ``older``). check-evidence and
+    node-tests read every record through this before any work."""
+    from ..engine.record import RECORD_FORMAT
+    from ..errors import UsageError
+    from .evidence import read_regular
+    from .json_schema import first_problem
+    path = d / "proof.json"
+    if not os.path.lexists(path):
+        return None
+    try:
+        rec = json.loads(read_regular(path).decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}; give an evidence tree "
+                         "torch-prover wrote") from None
+    except (ValueError, RecursionError):
+        raise UsageError(f"{path}: not JSON, so not a record torch-prover wrote") from None
+    if older(rec):
+        return rec
+    kind = rec.get("kind") if isinstance(rec, dict) else None
+    if kind not in ("proof", "failed-case"):
+        raise UsageError(f"{path}: not a proof record (kind {kind!r})")
+    problem = first_problem(rec, kind)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}; not a {kind} record torch-prover wrote "
+                         f"(format {RECORD_FORMAT})")
+    return rec
+
+
+def read_records(dirs: list[Path]) -> dict[Path, dict[str, Any] | None]:
+    """Every directory's record (``record_at``), all read before any work: the first damaged
+    one is exit 2, before anything is run or written."""
+    return {d: record_at(d) for d in dirs}
+
+
+def older(rec: Any) -> bool:
+    """A record of an earlier format (whole number below this one's)."""
+    from ..engine.record import RECORD_FORMAT
+    return isinstance(rec, dict) and type(rec.get("format")) is int and \
+        0 < rec["format"] < RECORD_FORMAT
 
 
 @dataclass(frozen=True)
@@ -128,44 +176,47 @@ def _model_problem(model, rec: dict[str, Any]) -> str | None:
     return None
 
 
-def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
-    """Re-run one case directory (module docstring)."""
+def check_dir(d: Path, root: Path, recheck: Recheck | None = None,
+              records: dict[Path, dict[str, Any] | None] | None = None) -> DirCheck:
+    """Re-run one case directory (module docstring); ``records``: what ``read_records``
+    read (read here otherwise)."""
     import onnx
     rel = d.relative_to(root).as_posix() if d != root else d.name
 
     def result(status: EvidenceStatus, detail: str, **kw: Any) -> DirCheck:
         return DirCheck(rel, status, detail, **kw)
 
-    rec = read_record(d / "proof.json")
-    if rec is None:
-        return result(EvidenceStatus.CANNOT_RUN, "no torch-prover record here (proof.json "
-                                                 "missing or not a proof record)")
-    if rec.get("status") == "error":
-        return result(EvidenceStatus.CANNOT_RUN, f"the record is a failed case: "
-                                                 f"{rec.get('error')}")
-    data = rec.get("test_data")
-    if not isinstance(data, dict) or "outputs" not in data:
-        return result(EvidenceStatus.CANNOT_RUN, "the record has no test_data (written by "
-                                                 "an older torch-prover): rerun verify-all")
+    rec = records[d] if records is not None and d in records else record_at(d)
+    if rec is None:   # files with no record: nothing says what they show
+        return result(EvidenceStatus.MISMATCH, "no proof.json: nothing says what these "
+                                               "files show")
+    if older(rec):
+        return result(EvidenceStatus.CANNOT_RUN, f"format {rec['format']}: {OLDER}")
+    if rec["kind"] == "failed-case":
+        why = recheck(rec, None) if recheck is not None else None
+        if why is not None and not why.startswith(NOT_RECHECKED):
+            return result(EvidenceStatus.MISMATCH, f"proof.json: {why}")
+        return result(EvidenceStatus.CANNOT_RUN, f"the record is a failed case: {rec['error']}")
+    data = rec["test_data"]
     try:
-        model_bytes = (d / "model.onnx").read_bytes()
+        model_bytes = read_regular(d / "model.onnx")
     except OSError as exc:
         return result(EvidenceStatus.MISMATCH, f"model.onnx: {exc.strerror or describe(exc)}")
-    if hashlib.sha256(model_bytes).hexdigest() != rec.get("model", {}).get("sha256"):
+    if hashlib.sha256(model_bytes).hexdigest() != rec["model"]["sha256"]:
         return result(EvidenceStatus.MISMATCH, "model.onnx is not the model the record "
                                                "names (sha256 differs)")
     found = _Findings()
-    why = recheck(rec) if recheck is not None else None
+    model = onnx.load_from_string(model_bytes)
+    why = recheck(rec, model) if recheck is not None else None
     if why is not None and why.startswith(NOT_RECHECKED):
         found.notes.append(why)
-    elif why is not None:
-        found.problems.append(f"proof.json: {why}")
+    elif why is not None:   # nothing it says is re-run on its word (a forged test_data)
+        return result(EvidenceStatus.MISMATCH, f"proof.json: {why}")
     runtime = data.get("runtime")
     if runtime not in KIND_OF:
         return result(EvidenceStatus.MISMATCH if found.problems else EvidenceStatus.CANNOT_RUN,
                       "; ".join(found.problems) or f"the record names no runtime "
                                                    f"({data.get('why') or 'none ran'})")
-    model = onnx.load_from_string(model_bytes)
     why = _model_problem(model, rec)
     if why:
         found.problems.append(why)
@@ -206,7 +257,11 @@ def check_dir(d: Path, root: Path, recheck: Recheck | None = None) -> DirCheck:
     if len(got) != len(wants):
         found.problems.append(f"{runtime} gives {len(got)} outputs, the record {len(wants)}")
     compared = _recorded_forward(rec, compared, differ, found)
-    checked, skipped = _gradients(rec, model, feeds, runner, files, found)
+    try:
+        checked, skipped = _gradients(rec, model, feeds, runner, files, found)
+    except OSError as exc:   # a gradient file that is a FIFO, or unreadable
+        checked, skipped = 0, []
+        found.problems.append(f"gradient data unreadable: {describe(exc)}")
     parts = (["a float32 copy of model.onnx ran"] if copy is not None else []) + [
              f"{compared} of {len(wants)} outputs compared",
              f"gradients: {checked} re-checked" + (f", {len(skipped)} not" if skipped else "")]
@@ -288,9 +343,10 @@ def _gradients(rec: dict[str, Any], model, feeds: dict[str, np.ndarray],
 
 def check_tree(root: Path, progress=None, recheck: Recheck | None = None) -> list[DirCheck]:
     dirs = case_dirs(root)
+    records = read_records(dirs)   # every record read before any work (exit 2 on a damaged one)
     out = []
     for k, d in enumerate(dirs):
-        out.append(check_dir(d, root, recheck))
+        out.append(check_dir(d, root, recheck, records))
         if progress:
             progress(k + 1, len(dirs), out[-1].path)
     return out

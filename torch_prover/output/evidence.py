@@ -42,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
@@ -84,23 +85,11 @@ def _share(path: Path | int, mode: int) -> None:
 
 # ----------------------------------------------------------------------------- writing
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace``. An OSError names
-    ``path``, the file the user asked for, never the temporary beside it."""
-    path = Path(path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_TAG}", dir=path.parent)
-        _share(fd, 0o666)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename != str(path):
-            raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(path)) from exc
-        raise
+    """Write ``text`` to ``path`` as a commit of one file (``output/commit.py``: staged in
+    a scratch directory beside it, renamed, swept by the next run if killed). An OSError
+    names ``path``, the file the user asked for, never the temporary."""
+    from .commit import write_texts
+    write_texts({Path(path): text})
 
 
 def dumps(record: Any) -> str:
@@ -200,9 +189,23 @@ NOISE_ULPS = 1000
 tensor's largest magnitude, count as the same sample (see the module docstring)."""
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, a regular file: a FIFO, a device or a symlink is refused
+    (OSError naming it) before a read could block on it or follow it out of the tree --
+    opened without blocking or following, then judged on the open file (no race)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def load_pb(path: Path) -> np.ndarray:
     t = onnx.TensorProto()
-    t.ParseFromString(Path(path).read_bytes())
+    t.ParseFromString(read_regular(path))
     return onnx.numpy_helper.to_array(t)
 
 
@@ -325,7 +328,7 @@ def is_record(rec: Any, op: str | None = None, case: str | None = None) -> bool:
 def read_record(path: Path) -> dict[str, Any] | None:
     """A proof record read from ``path``, or None when it is not one of ours."""
     try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+        rec = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return rec if is_record(rec) else None

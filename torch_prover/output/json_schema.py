@@ -42,6 +42,43 @@ def first_problem(doc: Any, kind: str) -> str | None:
     error = best_match(_validator(kind).iter_errors(doc))
     if error is None:
         return None
+    error = _branch_error(error)
     where = "/".join(map(str, error.absolute_path)) or "(top)"
     message = " ".join(error.message.split())
     return f"{where}: {message[:160]}{'...' if len(message) > 160 else ''}"
+
+
+def _branch_error(error):
+    """The error to name: where ``best_match`` stopped at (or inside) a ``oneOf``/``anyOf``
+    of document kinds (a report's ``cases``: a proof or a failed case), the error of the one
+    branch whose ``kind`` the value has -- a bad field of a proof named as itself, never as
+    the failed-case branch's "format: 1 was expected"."""
+    from jsonschema.exceptions import best_match
+    while True:
+        parent = error
+        while parent is not None and parent.validator not in ("oneOf", "anyOf"):
+            parent = parent.parent
+        if parent is None or not isinstance(parent.instance, dict):
+            return error
+        branches: dict[object, list] = {}
+        for c in parent.context:
+            branches.setdefault(c.relative_schema_path[0], []).append(c)
+        fitting = [errs for errs in branches.values()
+                   if not any(c.validator == "const" and list(c.relative_path) == ["kind"]
+                              for c in errs)]
+        if len(fitting) != 1:
+            return error
+        chosen = best_match(fitting[0])
+        if chosen is error or chosen is None:
+            return error
+        if chosen.validator not in ("oneOf", "anyOf") and all(
+                p.validator not in ("oneOf", "anyOf") for p in _ancestors(chosen, parent)):
+            return chosen
+        error = chosen
+
+
+def _ancestors(error, stop):
+    p = error.parent
+    while p is not None and p is not stop:
+        yield p
+        p = p.parent

@@ -78,3 +78,45 @@ def written_by_us(path: Path, holds: Holds) -> bool:
     except OSError:
         return False
     return not head or _is(head.decode("utf-8", "replace"), holds)
+
+
+def digest(path: Path) -> str | None:
+    """sha256 of a file, or of a directory tree (every entry's relative path, and each
+    regular file's bytes, in sorted order); None when it holds anything but directories and
+    regular files (a symlink, a FIFO) or cannot be read: nothing a manifest could list."""
+    import hashlib
+    import os
+    import stat as st
+    h = hashlib.sha256()
+    try:
+        mode = os.lstat(path).st_mode
+        if st.S_ISREG(mode):
+            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if not st.S_ISDIR(mode):
+            return None
+        stack = [Path(path)]
+        while stack:
+            d = stack.pop()
+            for e in sorted(os.scandir(d), key=lambda e: e.name):
+                rel = Path(e.path).relative_to(path).as_posix()
+                mode = e.stat(follow_symlinks=False).st_mode
+                if st.S_ISDIR(mode):
+                    h.update(f"{rel}/\n".encode("utf-8", "surrogateescape"))
+                    stack.append(Path(e.path))
+                elif st.S_ISREG(mode):
+                    h.update(f"{rel}\t{hashlib.sha256(Path(e.path).read_bytes()).hexdigest()}\n"
+                             .encode("utf-8", "surrogateescape"))
+                else:
+                    return None
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def listed(path: Path, manifest: dict[str, str] | None) -> bool:
+    """Ownership by manifest, not by shape (docs/safety.md): ``path`` is ours to replace or
+    remove only when the previous run's manifest (``{name: digest}``, written last, in the
+    same commit) lists its name with the digest it has now. Shape proves nothing: ONNX's own
+    backend-test data has node-tests' layout."""
+    want = (manifest or {}).get(Path(path).name)
+    return isinstance(want, str) and digest(path) == want

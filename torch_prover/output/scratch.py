@@ -38,18 +38,24 @@ def start_time(pid: int) -> int | None:
     return int(fields[19]) if fields[0] != "Z" else None   # field 22: starttime
 
 
-def _name(purpose: str, pid: int) -> str:
-    return f"torch-prover-{purpose}.{_boot_id()}.{pid}.{start_time(pid)}."
+def process_prefix(purpose: str, hidden: bool = False) -> str:
+    """The name prefix of a scratch directory of ``purpose`` made by this process (a
+    ``tempfile.mkdtemp`` prefix: a random tail follows); ``hidden``: led by a dot, for one
+    made beside a user's outputs (``output/commit.py``)."""
+    pid = os.getpid()
+    return f"{'.' if hidden else ''}torch-prover-{purpose}.{_boot_id()}.{pid}.{start_time(pid)}."
 
 
-def _pattern(purpose: str) -> re.Pattern[str]:
-    return re.compile(rf"^torch-prover-{re.escape(purpose)}\.([0-9a-f]{{8}})\.(\d+)\.(\d+)\.\w+$")
+def _pattern(purpose: str, hidden: bool) -> re.Pattern[str]:
+    dot = r"\." if hidden else ""
+    return re.compile(rf"^{dot}torch-prover-{re.escape(purpose)}\.([0-9a-f]{{8}})\.(\d+)\.(\d+)"
+                      r"\.\w+$")
 
 
-def leftovers(purpose: str, root: Path | None = None) -> list[Path]:
+def leftovers(purpose: str, root: Path | None = None, hidden: bool = False) -> list[Path]:
     """Scratch directories of ``purpose`` whose process is gone: ours to remove."""
     root = Path(root or tempfile.gettempdir())
-    pattern, boot, uid = _pattern(purpose), _boot_id(), os.getuid()
+    pattern, boot, uid = _pattern(purpose, hidden), _boot_id(), os.getuid()
     out = []
     try:
         entries = list(os.scandir(root))
@@ -77,7 +83,7 @@ def scratch(purpose: str) -> Iterator[Path]:
     of the same purpose are removed first."""
     for old in leftovers(purpose):
         shutil.rmtree(old, ignore_errors=True)
-    d = Path(tempfile.mkdtemp(prefix=_name(purpose, os.getpid())))
+    d = Path(tempfile.mkdtemp(prefix=process_prefix(purpose)))
     try:
         yield d
     finally:
