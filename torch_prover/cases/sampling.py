@@ -255,6 +255,18 @@ _ASYMMETRIC_POINT = (
 _ROI = ("roi is used only by coordinate_transformation_mode=tf_crop_and_resize, which "
         "F.interpolate has no mode for")
 
+def _asymmetric_case(op: str, model, ref, opset: int, why: str) -> Case:
+    """A reference case of the asymmetric linear mode at ``opset`` (Resize-10, Upsample-9),
+    at the point _ASYMMETRIC_POINT describes, its scales under the Resize label."""
+    return Case(op, model.__name__, model, (Float(3, 4), Fixed([1.68, 1.52])), ("x", "scales"),
+                kind="reference", translation=ref.translation, opset=opset,
+                opsets=(opset, opset), float_dtype=torch.float32,
+                conventions={"input 1": Applies(Convention.SHAPE_SETTING,
+                                                _SCALES_MOVE_ASYMMETRIC)},
+                notes=f"{why}; its node lowered from the dynamo exporter's opset 18, in float32 "
+                      f"(onnxruntime has no float64 {op}-{opset} kernel). {_ASYMMETRIC_POINT}")
+
+
 CASES = [
     Case("GridSample", "gridsample_bilinear", gridsample_bilinear,
          (Float(1, 2, 3, 4), Float(1, 2, 3, 2, low=-0.9, high=0.9)), ("x", "grid"),
@@ -303,24 +315,13 @@ CASES = [
                "its node is Resize-11's and -13's too: roi and sizes over all four axes, N "
                "and C of length 1 (an axis of length 1 samples its only pixel whatever roi "
                "says). Opsets 11 on: Resize-10 has no roi"),
-    Case("Resize", "resize_linear_scales_10", resize_linear_scales_10,
-         (Float(3, 4), Fixed([1.68, 1.52])), ("x", "scales"), kind="reference",
-         translation=resize_asymmetric.translation, opset=10, opsets=(10, 10),
-         float_dtype=torch.float32,
-         conventions={"input 1": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE_ASYMMETRIC)},
-         notes="reference: Resize-10's linear mode is asymmetric, which F.interpolate has no "
-               "mode for (resize_bilinear_scale@10 is refused as another function); its node "
-               "lowered from the dynamo exporter's opset 18, in float32 (onnxruntime has no "
-               "float64 Resize-10 kernel). " + _ASYMMETRIC_POINT),
-    Case("Upsample", "upsample_linear_scales", upsample_linear_scales,
-         (Float(3, 4), Fixed([1.68, 1.52])), ("x", "scales"), kind="reference",
-         translation=upsample_asymmetric.translation, opset=9, opsets=(9, 9),
-         float_dtype=torch.float32,
-         conventions={"input 1": Applies(Convention.SHAPE_SETTING, _SCALES_MOVE_ASYMMETRIC)},
-         notes="reference: Upsample-9's scales as a graph input (the TorchScript export of "
-               "F.interpolate makes it a constant), linear mode, the same function as "
-               "Resize-10's; Upsample-7 takes scales as an attribute, so opset 9 only. "
-               + _ASYMMETRIC_POINT),
+    _asymmetric_case("Resize", resize_linear_scales_10, resize_asymmetric, 10,
+                     "reference: Resize-10's linear mode is asymmetric, which F.interpolate has "
+                     "no mode for (resize_bilinear_scale@10 is refused as another function)"),
+    _asymmetric_case("Upsample", upsample_linear_scales, upsample_asymmetric, 9,
+                     "reference: Upsample-9's scales as a graph input (the TorchScript export "
+                     "of F.interpolate makes it a constant), linear mode, the same function as "
+                     "Resize-10's; Upsample-7 takes scales as an attribute, so opset 9 only"),
     Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          fails_at={10: "Upsample-10 is deprecated (Resize replaces it): onnx.checker refuses "
