@@ -41,6 +41,9 @@ DECLARED = {
     ("hardmax_axis0", "input 0"): Convention.PIECEWISE_CONSTANT,
     ("hardmax_axis0", "output 0"): Convention.PIECEWISE_CONSTANT,
     ("resize_bilinear_scale", "input 2"): Convention.SHAPE_SETTING,
+    # issue 33: Resize-10's and Upsample-9's scales under Resize-11+'s label
+    ("resize_linear_scales_10", "input 1"): Convention.SHAPE_SETTING,
+    ("upsample_linear_scales", "input 1"): Convention.SHAPE_SETTING,
     ("unique_sorted", "input 0"): Convention.DATA_DEPENDENT_SHAPE,
     ("unique_sorted", "output 0"): Convention.DATA_DEPENDENT_SHAPE,
     ("unique_inverse_counts", "input 0"): Convention.DATA_DEPENDENT_SHAPE,
@@ -52,6 +55,8 @@ DECLARED = {
     ("loop_scripted_for", "output 0"): Convention.BODY_DEPENDENT,
     ("scan_running_sum", "input 0"): Convention.BODY_DEPENDENT,
     ("scan_running_sum", "output 1"): Convention.BODY_DEPENDENT,
+    ("scan8_batch_running_sum", "input 2"): Convention.BODY_DEPENDENT,
+    ("scan8_batch_running_sum", "output 1"): Convention.BODY_DEPENDENT,
     ("sequencemap_scale", "input 0"): Convention.BODY_DEPENDENT,
     ("sequencemap_scale", "output 0"): Convention.BODY_DEPENDENT,
     ("bernoulli_deterministic", "input 0"): Convention.SAMPLING,
@@ -69,6 +74,7 @@ cells carry the label (test_versions_faithful.py checks the whole versions table
 FOUNDED = {(Convention.PIECEWISE_CONSTANT, "Hardmax"): True,
            (Convention.SHAPE_SETTING, "Resize"): False,
            (Convention.SHAPE_SETTING, "Range"): True,
+           (Convention.SHAPE_SETTING, "Upsample"): True,
            (Convention.DATA_DEPENDENT_SHAPE, "Unique"): False,
            (Convention.STATE_OUTPUT, "BatchNormalization"): False,
            (Convention.STATE_OUTPUT, "LayerNormalization"): True,
@@ -81,7 +87,8 @@ FOUNDED = {(Convention.PIECEWISE_CONSTANT, "Hardmax"): True,
 convention has a precedent outside the schema of the op the catalogue applies it to.
 Hardmax: Floor/Ceil/Round/Sign's tags. Resize's scales: the only float shape-setting input
 ONNX tags is Resize's own (Reshape's and Expand's shape are int64, decided by type); for
-Range (issue 33) Resize-13's scales is a precedent outside it. Unique: its own tags, and
+Range (issue 33) Resize-13's scales is a precedent outside it, and for Upsample-9's
+scales (issue 33, item 4). Unique: its own tags, and
 NonZero, whose X its int64 output decides by type. BatchNormalization's running and saved
 stats: only its own tags; LayerNormalization's Mean/InvStdDev (issue 33): BatchNormalization
 -15's running statistics are outside it. If/Loop/Scan/SequenceMap: schema.h's definition

@@ -17,6 +17,7 @@ from torch_prover import cli
 from torch_prover.case import Case, Custom, Float, Int, Fixed
 from torch_prover.cases import all_cases
 from torch_prover.pr.gen import _inputs, compare_records, literal, render_case
+from torch_prover.pr.source import ScriptGenError
 
 SAMPLE = ["reshape_basic", "conv2d_bias", "topk_values_indices", "shape_dynamic",
           "shrink_default", "min_three_broadcast"]
@@ -110,3 +111,14 @@ def test_literal_round_trips():
 def test_unknown_case_is_a_usage_error(capsys):
     assert cli.main(["script", "Reshape", "--case", "nope"]) == 2
     assert "reshape_basic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["resize_linear_scales_10", "scan8_batch_running_sum"])
+def test_a_lowered_reference_case_is_refused_with_the_command_that_proves_it(name):
+    """Its node is emitted in torch_prover.next and moved below opset 18 by the prover: a
+    plain torch.onnx.export cannot reproduce that."""
+    case = case_named(name)
+    with pytest.raises(ScriptGenError) as err:
+        render_case(case)
+    assert "lowered" in str(err.value)
+    assert f"torch-prover prove {case.op} --case {name}" in str(err.value)

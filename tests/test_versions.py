@@ -172,17 +172,24 @@ def test_a_version_whose_signature_differs_has_its_own_verdicts(table, op, versi
 
 def test_resize_10_has_its_own_parameters_and_no_answer_from_another_version(table):
     """Resize-10 has X and scales only, and its linear mode is not Resize-11's: its cells
-    are its own parameters, each decided by a run of Resize-10 or naming why none was."""
+    are its own parameters, each decided by a run of Resize-10 (a variant at opset 10, or a
+    case declared there) or naming why none was. scales is decided (issue 33): the
+    asymmetric reference case moves it at a fixed output size, under Resize's label."""
     rep, _ = table
     _, ver = _cell(rep, "Resize", 10, "X")
     schema = onnx.defs.get_schema("Resize", 10, "")
     assert [c["name"] for c in ver["cells"]] == [p.name for p in schema.inputs + schema.outputs]
+    at_10 = {"resize_linear_scales_10"}
+    assert find_case("Resize", "resize_linear_scales_10").opset == 10
     for c in ver["cells"]:
-        assert all("@" in case for case in c["cases"])
+        assert all("@" in case or case in at_10 for case in c["cases"])
         if c["verdict"] == "inconclusive":
             assert c["rule"] in ("variant failed", "not exercised"), c
         else:
             assert c["rule"] not in ("autograd only",), c   # never autograd alone
+    scales, _ = _cell(rep, "Resize", 10, "scales")
+    assert (scales["verdict"], scales["convention"]) == ("proposed", "shape-setting input")
+    assert scales["cases"] == ["resize_linear_scales_10"]
 
 
 def test_versions_below_opset_7_are_decided_by_a_recorded_equivalence(table):

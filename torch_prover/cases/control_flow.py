@@ -8,6 +8,8 @@ from torch._higher_order_ops import scan, while_loop
 
 from ..case import Bool, Case, Float, Fixed
 from ..conventions import Applies, Convention
+from ..engine.next_opset import PRIVATE_DOMAIN, PRIVATE_VERSION
+from .reference import reference_op
 
 _BODY = ("differentiable through this case's smooth body (both witnesses); the same node with "
          "a Floor body would be flat")
@@ -47,6 +49,47 @@ def scan_running_sum(init, xs):
     return scan(_running_sum, init, xs)
 
 
+def _scan8_emit(initial_state: torch.Tensor, scan_input: torch.Tensor):
+    """One Scan-8 node, sequence_lens absent, whose body is _running_sum's as ONNX nodes:
+    total = state + x, out = total + total (2 * total). Scan's outputs are variadic, which
+    an onnxscript call counts as one; so the node is appended to the exporter's tracer with
+    its two outputs, as torch's own Scan translation does (its hop.call_op)."""
+    from onnxscript import ir
+    from onnxscript.ir import convenience
+    from torch.onnx._internal.exporter import _core
+
+    def value(name: str) -> ir.Value:
+        return ir.Value(name=name, type=ir.TensorType(initial_state.dtype), shape=ir.Shape([3]))
+
+    state, x = value("scan8_state_in"), value("scan8_x_in")
+    add = ir.Node("", "Add", [state, x], num_outputs=1)
+    add.outputs[0].name = "scan8_total"
+    double = ir.Node("", "Add", [add.outputs[0], add.outputs[0]], num_outputs=1)
+    double.outputs[0].name = "scan8_out"
+    body = ir.Graph([state, x], [add.outputs[0], double.outputs[0]], nodes=[add, double],
+                    name="scan8_running_sum")
+    node = ir.Node(PRIVATE_DOMAIN, "Scan", [None, initial_state, scan_input],
+                   convenience.convert_attributes({"body": body, "num_scan_inputs": 1}),
+                   num_outputs=2, version=PRIVATE_VERSION)
+    _core.current_tracer.nodes.append(node)
+    return tuple(node.outputs)
+
+
+@reference_op("Scan", emit=_scan8_emit, opset=8)
+def scan8_running_sum(initial_state: torch.Tensor, scan_input: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scan-8 with a leading batch axis (no sequence_lens: every sequence runs its full
+    length T) over _running_sum: per batch b, the final state initial_state[b] +
+    sum_t scan_input[b, t] and the scan output 2 * (initial_state[b] + cumsum_t
+    scan_input[b, t])."""
+    totals = initial_state.unsqueeze(1) + scan_input.cumsum(1)
+    return totals[:, -1], 2.0 * totals
+
+
+def scan8_batch_running_sum(init, xs):
+    return scan8_running_sum(init, xs)
+
+
 CASES = [
     Case("If", "if_torch_cond", if_cond_input, (Bool(), Float(2, 3), Float(2, 3)), ("pred", "x", "y"),
          conventions={"output 0": Applies(Convention.BODY_DEPENDENT, _BODY)},
@@ -81,4 +124,14 @@ CASES = [
                       for k in ("input 0", "input 1", "output 0", "output 1")},
          notes="torch scan: one state (init) and one scan input (xs); outputs are the final "
                "state and the stacked per-step outputs"),
+    Case("Scan", "scan8_batch_running_sum", scan8_batch_running_sum, (Float(2, 3), Float(2, 4, 3)),
+         ("init", "xs"), kind="reference", translation=scan8_running_sum.translation, opset=8,
+         opsets=(8, 8),
+         conventions={k: Applies(Convention.BODY_DEPENDENT, _BODY)
+                      for k in ("input 1", "input 2", "output 0", "output 1")},
+         notes="reference: Scan-8 has a leading batch axis and a sequence_lens input, which "
+               "Scan-9 dropped (scan_running_sum@8 is refused: no adapter relabels one "
+               "signature as the other); its node, with scan_running_sum's body, lowered from the "
+               "dynamo exporter's opset 18. A batch of 2 sequences of length 4; sequence_lens "
+               "absent (each runs its full length)"),
 ]

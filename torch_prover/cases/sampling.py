@@ -73,6 +73,68 @@ def upsample_nearest_ref(x):
     return upsample_ref(x, [1.0, 1.0, 2.0, 2.0], "nearest")
 
 
+def _linear_asymmetric_2d(X: torch.Tensor, scales: torch.Tensor,
+                           out_size: list[int]) -> torch.Tensor:
+    """Linear resampling of a 2-D ``X`` as Resize-10 and Upsample-9 compute it: output size
+    floor(L * scale) per axis, output index i sampled at x_original = i / scale (asymmetric,
+    the only transform before Resize-11), clamped to the last pixel L - 1 (so a sample past
+    it has no derivative in scale), between its two neighbours. Differentiable in X and in
+    scales (the sample positions); ``out_size`` states the size the node computes from
+    scales, for the export's shapes, and is checked against it."""
+    got = [int(n * s) for n, s in zip(X.shape, scales.detach().tolist())]
+    if got != list(out_size):
+        raise ValueError(f"out_size {list(out_size)} is not floor(L * scales) = {got}")
+    y = X
+    for dim in range(2):
+        n = X.shape[dim]
+        i = torch.arange(out_size[dim], dtype=X.dtype)
+        pos = torch.clamp(i / scales[dim], max=n - 1)
+        lo = pos.detach().floor().long().clamp(0, n - 1)
+        w = (pos - lo).reshape([-1, 1] if dim == 0 else [1, -1])
+        x0 = y.index_select(dim, lo)
+        x1 = y.index_select(dim, (lo + 1).clamp(max=n - 1))
+        y = x0 + w * (x1 - x0)
+    return y
+
+
+def _asymmetric_fake(X: torch.Tensor, scales: torch.Tensor, mode: str,
+                     out_size: list[int]) -> torch.Tensor:
+    """Shapes only, for the export: the reference reads scales to check out_size."""
+    return X.new_empty(out_size)
+
+
+def _resize10_emit(X, scales, mode: str, out_size: list[int]):
+    return node_op("Resize", 10)(X, scales, mode=mode)
+
+
+@reference_op("Resize", emit=_resize10_emit, fake=_asymmetric_fake, opset=10)
+def resize_asymmetric(X: torch.Tensor, scales: torch.Tensor, mode: str,
+                      out_size: list[int]) -> torch.Tensor:
+    """Resize-10, mode linear, on a 2-D X: ``_linear_asymmetric_2d`` (out_size is no
+    attribute: the node computes it from scales)."""
+    return _linear_asymmetric_2d(X, scales, out_size)
+
+
+def resize_linear_scales_10(x, scales):
+    return resize_asymmetric(x, scales, "linear", [5, 6])
+
+
+def _upsample9_emit(X, scales, mode: str, out_size: list[int]):
+    return node_op("Upsample", 9)(X, scales, mode=mode)
+
+
+@reference_op("Upsample", emit=_upsample9_emit, fake=_asymmetric_fake, opset=9)
+def upsample_asymmetric(X: torch.Tensor, scales: torch.Tensor, mode: str,
+                        out_size: list[int]) -> torch.Tensor:
+    """Upsample-9, mode linear, on a 2-D X: the same function as Resize-10's
+    (``_linear_asymmetric_2d``)."""
+    return _linear_asymmetric_2d(X, scales, out_size)
+
+
+def upsample_linear_scales(x, scales):
+    return upsample_asymmetric(x, scales, "linear", [5, 6])
+
+
 def _crop_linear_1d(x: torch.Tensor, dim: int, start: torch.Tensor, end: torch.Tensor,
                     size: int) -> torch.Tensor:
     """Linear resampling of ``x`` along ``dim`` at tf_crop_and_resize coordinates
@@ -179,8 +241,31 @@ _SCALES_EMPTY = ("sizes sets the output size, so from Resize-11 scales is empty 
 _NEAREST_10 = ("; Resize-10 has no sizes, and there this nearest mode copies input pixels: a move "
                "of scales that keeps the output size changes no value (a zero derivative in "
                "nearest mode only, where linear and cubic have one)")
+_SCALES_MOVE_ASYMMETRIC = (
+    "linear interpolation before Resize-11 samples X at i / scale (asymmetric), clamped to the "
+    "last pixel: at a fixed output size floor(L * scale) the interior sampling points, hence Y, "
+    "move continuously with scales (the node's own finite differences in scales are nonzero); "
+    "with mode=nearest the derivative is zero")
+_ASYMMETRIC_POINT = (
+    "X is 2-D (onnxruntime's linear kernel refuses 4-D scales whose two outer values move off "
+    "1, as the witness's moves do); scales (1.68, 1.52) on a 3 x 4 X give 5.04 -> 5 and 6.08 "
+    "-> 6 rows and columns, 19% and 15% below the next size, so the witness's upward moves keep "
+    "the shape; the sample positions (0.6, 1.19, 1.79 and 0.66, 1.32, 1.97, 2.63) sit between "
+    "pixels, the last row and column past L - 1 are clamped")
 _ROI = ("roi is used only by coordinate_transformation_mode=tf_crop_and_resize, which "
         "F.interpolate has no mode for")
+
+def _asymmetric_case(op: str, model, ref, opset: int, why: str) -> Case:
+    """A reference case of the asymmetric linear mode at ``opset`` (Resize-10, Upsample-9),
+    at the point _ASYMMETRIC_POINT describes, its scales under the Resize label."""
+    return Case(op, model.__name__, model, (Float(3, 4), Fixed([1.68, 1.52])), ("x", "scales"),
+                kind="reference", translation=ref.translation, opset=opset,
+                opsets=(opset, opset), float_dtype=torch.float32,
+                conventions={"input 1": Applies(Convention.SHAPE_SETTING,
+                                                _SCALES_MOVE_ASYMMETRIC)},
+                notes=f"{why}; its node lowered from the dynamo exporter's opset 18, in float32 "
+                      f"(onnxruntime has no float64 {op}-{opset} kernel). {_ASYMMETRIC_POINT}")
+
 
 CASES = [
     Case("GridSample", "gridsample_bilinear", gridsample_bilinear,
@@ -230,6 +315,13 @@ CASES = [
                "its node is Resize-11's and -13's too: roi and sizes over all four axes, N "
                "and C of length 1 (an axis of length 1 samples its only pixel whatever roi "
                "says). Opsets 11 on: Resize-10 has no roi"),
+    _asymmetric_case("Resize", resize_linear_scales_10, resize_asymmetric, 10,
+                     "reference: Resize-10's linear mode is asymmetric, which F.interpolate has "
+                     "no mode for (resize_bilinear_scale@10 is refused as another function)"),
+    _asymmetric_case("Upsample", upsample_linear_scales, upsample_asymmetric, 9,
+                     "reference: Upsample-9's scales as a graph input (the TorchScript export "
+                     "of F.interpolate makes it a constant), linear mode, the same function as "
+                     "Resize-10's; Upsample-7 takes scales as an attribute, so opset 9 only"),
     Case("Upsample", "upsample_nearest", upsample_nearest, (Float(1, 1, 2, 3),), ("x",),
          exporter="torchscript", opset=9, unexercised={"input 1": _SCALES},
          fails_at={10: "Upsample-10 is deprecated (Resize replaces it): onnx.checker refuses "

@@ -218,13 +218,22 @@ def _run(case: Case, seed: int) -> _Run:
 def render_case(case: Case) -> str:
     """The standalone proof script of ``case``. Refused for a case on the raised route (an
     op newer than the exporter, ``engine/next_opset.py``): a plain ``torch.onnx.export``
-    of it returns the exporter's silent opset-18 model, which ``run`` rightly refuses."""
+    of it returns the exporter's silent opset-18 model, which ``run`` rightly refuses; and
+    for a reference case on the lowered route (Resize-10, Upsample-9, Scan-8), whose node
+    waits in the private domain until the prover moves it down."""
     if export_route(case.exporter, case.export_opset) is ExportRoute.RAISED:
         raise ScriptGenError(
             f"{case.op}/{case.name}: opset {case.export_opset} is above what torch "
             f"{torch.__version__.split('+')[0]}'s exporter produces ({EXPORTER_MAX_OPSET}); "
             f"the case is exported at {EXPORTER_MAX_OPSET} with the node in "
             f"{PRIVATE_DOMAIN} and raised, which a standalone script cannot reproduce: use "
+            f"`torch-prover prove {case.op} --case {case.name}`")
+    if case.kind == "reference" and export_route(
+            case.exporter, case.export_opset) is ExportRoute.LOWERED:
+        raise ScriptGenError(
+            f"{case.op}/{case.name}: opset {case.export_opset} is below what the dynamo "
+            f"exporter produces; the case is exported at its oldest opset with the node in "
+            f"{PRIVATE_DOMAIN} and lowered, which a standalone script cannot reproduce: use "
             f"`torch-prover prove {case.op} --case {case.name}`")
     col = Collector()
     m = case.model
