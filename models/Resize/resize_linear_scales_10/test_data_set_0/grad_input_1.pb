@@ -1,0 +1,1 @@
+Bgrad_scalesJLﬂ@¥Õ¿
