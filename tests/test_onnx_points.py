@@ -207,20 +207,26 @@ def test_the_schema_names_every_state_and_rule():
     assert set(rule["enum"]) == {r.value for r in CaseFreeRule}
 
 
+def _base_without(tmp_path, ops):
+    """tmp_path/Changelog.md: the installed onnx's generated docs without ``ops`` (new in
+    the PR)."""
+    from gate_fixture import drop_section, generate_docs
+    docs = generate_docs(tmp_path / "gen")
+    text = (docs / "Changelog.md").read_text(encoding="utf-8")
+    for op in ops:
+        for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                         if s.name == op}):
+            text = drop_section(text, f"{op}-{v}")
+    (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
+
+
 def test_pr_mode_case_free_decides_a_new_op_from_the_prs_node_tests(tmp_path, monkeypatch, capsys):
     """A base without SwiGLU (new in opset 28) and Shrink: the PR adds both. --case-free with
     --onnx-src reads the PR's committed node tests (the fixture checkout has test_swiglu, not
     Shrink's): SwiGLU's tags (onnx.defs: A, B, Y differentiable) are confirmed at ONNX's
     points; Shrink is not proved, for want of a node test."""
-    from gate_fixture import drop_section, generate_docs
     from json_contract import validate_text
-    docs = generate_docs(tmp_path / "gen")
-    text = (docs / "Changelog.md").read_text(encoding="utf-8")
-    for op in ("SwiGLU", "Shrink"):
-        for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                         if s.name == op}):
-            text = drop_section(text, f"{op}-{v}")
-    (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
+    _base_without(tmp_path, ("SwiGLU", "Shrink"))
     monkeypatch.chdir(tmp_path)
     code = cli.main(["verify-all", "--changed-from", "Changelog.md", "--case-free", "--no-write",
                      "--format", "json", "--cache-dir", str(tmp_path / "cache"),
@@ -247,15 +253,8 @@ def test_pr_mode_falls_back_to_onnx_tests_for_an_op_no_case_reaches(tmp_path, mo
     test_swiglu points; Shrink, which has no test there, stays not proved with the command
     that starts its case."""
     import torch_prover.cases as cases
-    from gate_fixture import drop_section, generate_docs
     from json_contract import validate_text
-    docs = generate_docs(tmp_path / "gen")
-    text = (docs / "Changelog.md").read_text(encoding="utf-8")
-    for op in ("SwiGLU", "Shrink"):
-        for v in sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                         if s.name == op}):
-            text = drop_section(text, f"{op}-{v}")
-    (tmp_path / "Changelog.md").write_text(text, encoding="utf-8")
+    _base_without(tmp_path, ("SwiGLU", "Shrink"))
     real = cases.cases_for
     monkeypatch.setattr(cases, "cases_for",
                         lambda op: [] if op in ("SwiGLU", "Shrink") else real(op))

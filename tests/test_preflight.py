@@ -84,7 +84,7 @@ def test_out_below_a_file_and_report_naming_a_directory(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("content,needle", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not a text"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not UTF-8 text"),
     (b"waiver = [1, 2]\n", "not a [[waiver]] table"),
     (WAIVER.format(op="'Clip'", param="'min'", extra="case = ['x']\n").encode(),
      "must be a string"),

@@ -98,7 +98,7 @@ def test_a_cache_entry_edited_into_a_settled_error_is_not_trusted(tmp_path):
     forged = 0
     for entry in cache.glob("*.json"):
         doc = json.loads(entry.read_text())
-        if doc["record"]["case"] == "reshape_basic":
+        if doc.get("record", {}).get("case") == "reshape_basic":   # (the cache also holds ONNX's points)
             doc = {"record": error_record(find_case("Reshape", "reshape_basic"),
                                           "Reshape/reshape_basic: broken"),
                    "files": None, "settled": True}

@@ -76,10 +76,15 @@ def test_the_named_findings_of_the_audit(full_run):
         assert v(*key) == ("disagree", D) and p["convention"] == "data-dependent shape"
         assert p["rule"] == "convention without precedent"
         assert p["reason"].startswith("math: numeric witness only") and "smooth" in p["reason"]
-    # Range: output = start + i * delta; limit only sets the length (a jump)
-    assert v("range_float", "input", 0) == ("proposed", D)
-    assert v("range_float", "input", 2) == ("proposed", D)
-    assert v("range_float", "input", 1) == ("proposed", N)
+    # Range: output = start + i * delta, smooth in start and delta, whose output length
+    # jumps with start, limit and delta: the question Resize's scales raise, decided by one
+    # convention for both ('shape-setting input', Resize-13's tag its precedent; issue 33),
+    # with the math kept in the reason
+    for i, shape in ((0, "smooth"), (2, "smooth"), (1, "jump")):
+        p = by[("range_float", "input", i)]
+        assert v("range_float", "input", i) == ("proposed", N)
+        assert p["convention"] == "shape-setting input" and p["rule"] == "convention"
+        assert p["reason"].startswith("math: numeric witness only") and shape in p["reason"]
     assert v("range_float", "output", 0) == ("proposed", D)
     # DequantizeLinear: y = (x - zero_point) * x_scale is linear in x_scale
     assert v("dequantizelinear_decomposed", "output", 0) == ("proposed", D)

@@ -102,9 +102,9 @@ def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "") -> bytes:
         if st.st_size > bound.limit:
             raise InputError(path, f"{st.st_size} bytes, too large to be a {bound.noun} (at "
                                    f"most {bound.limit})", what)
-        with os.fdopen(fd, "rb") as f:
+        with os.fdopen(fd, "rb", buffering=0) as f:
             fd = None    # the file object closes it
-            data = f.read(bound.limit + 1)
+            data = _read_upto(f, st.st_size, bound.limit + 1)
     except OSError as exc:
         raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
     finally:
@@ -114,6 +114,19 @@ def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "") -> bytes:
         raise InputError(path, f"grew past {bound.limit} bytes while read: too large to be a "
                                f"{bound.noun}", what)
     return data
+
+
+def _read_upto(f, size: int, most: int) -> bytes:
+    """At most ``most`` bytes of ``f``, its stated ``size`` first: ``read(n)`` allocates
+    ``n`` bytes up front, so a bound-sized read would cost the bound (256 MiB for a report)
+    for every few-kB file; a file that grows past its size is read on, a MiB at a time,
+    until the bound."""
+    chunks = [f.read(min(size + 1, most))]
+    total = len(chunks[0])
+    while chunks[-1] and total < most:
+        chunks.append(f.read(min(2 ** 20, most - total)))
+        total += len(chunks[-1])
+    return b"".join(chunks)
 
 
 def read_text(path: str | os.PathLike, bound: Bound, what: str = "",
