@@ -36,6 +36,7 @@ import torch
 from ..errors import ProverError, describe
 from ..engine.export import quiet
 from .capture import refill
+from .sink import mode_fixed
 from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
@@ -112,9 +113,13 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
                 training: bool = False) -> ModuleFile:
     """Serialize ``module`` (called on ``leaves``, those flagged in ``requires`` requiring
     grad, as the probe will call it) into ``where``, in training mode when the script's
-    export ran it so; never raises."""
-    module.train(training)
-    mode = "training" if training else "eval"
+    export ran it so (an ExportedProgram's module keeps the mode its graph fixed); never
+    raises."""
+    if mode_fixed(module):
+        mode = "the mode its graph fixed (an ExportedProgram's module refuses train() and eval())"
+    else:
+        module.train(training)
+        mode = "training mode" if training else "eval mode"
     target = module if flat else Bound(module, template)
     prefix = "" if flat else PREFIX
     example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
@@ -130,7 +135,7 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
                                       "the script's process")
             torch.export.save(program, where / PROGRAM_FILE)
             done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, prefix,
-                              f"torch.export.export of the module in {mode} mode")
+                              f"torch.export.export of the module in {mode}")
             load_module(where, done, wanted)        # the round trip the prover will make
             return done
         except Exception as exc:  # torch.export raises many types; the fallback decides
@@ -141,7 +146,7 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
         else:
             with quiet():
                 scripted = torch.jit.trace(target, example, check_trace=False, strict=False)
-            how = f"torch.jit.trace of the module in {mode} mode"
+            how = f"torch.jit.trace of the module in {mode}"
         torch.jit.save(scripted, str(where / TORCHSCRIPT_FILE))
         done = ModuleFile(ModuleFormat.TORCHSCRIPT, TORCHSCRIPT_FILE, prefix, how, why)
         load_module(where, done, wanted)
