@@ -11,7 +11,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_prover"
 
 LAYERS = [
-    ("errors", "vocab", "version", "conventions"),  # words every stage may use (conventions: vocab's)
+    # words every stage may use (conventions: vocab's; compat: 3.11's names on 3.10)
+    ("compat", "errors", "vocab", "version", "conventions"),
     ("case",),                  # Case and its input specs
     ("tags",),                  # the tags under test: onnx.defs, Operators.md
     ("engine",),                # one proof, stage by stage

@@ -68,6 +68,22 @@ EXPECTED: dict[str, tuple[int, dict[tuple[str, int], str]]] = {
     "hardswish_in_model.py": (0, {("input", 0): A, ("output", 0): A}),
     # Tanh-13 of x and y assembled by glue: their gradients reach Tanh unchanged
     "tanh_after_glue.py": (0, {("input", 0): A, ("output", 0): A}),
+    # issue 34: the ways torch 2.x steers people to write a proof.
+    # torch.export.export (a dynamic batch dimension) then torch.onnx.export of the
+    # ExportedProgram: Tanh-13's input and output are differentiable, tanh' = 1 - tanh^2 > 0
+    "tanh_exported_program_dynamic.py": (0, {("input", 0): A, ("output", 0): A}),
+    # ep.module() exported: Sigmoid-13, sigmoid' = s (1 - s) > 0
+    "sigmoid_ep_module.py": (0, {("input", 0): A, ("output", 0): A}),
+    # two torch.where (a two-sided clamp): two Where-16 nodes, each proved; on both the
+    # condition is bool (non-differentiable by type), X and Y each pass through where
+    # selected (derivative 1), the output is differentiable: the same verdicts on each node
+    "where_twice_clamp.py": (0, {("input", 0): A, ("input", 1): A, ("input", 2): A,
+                                 ("output", 0): A}),
+    # Softplus-1 in bfloat16 (torch.autograd.grad): X and Y differentiable, softplus' =
+    # sigmoid > 0; the dynamo exporter's Where(x > threshold, x, ...) guard around the node
+    "softplus_bfloat16_grad.py": (0, {("input", 0): A, ("output", 0): A}),
+    # the same in float32: dynamo's F.softplus, the guard around the node
+    "softplus_dynamo_float32.py": (0, {("input", 0): A, ("output", 0): A}),
 }
 
 
@@ -138,6 +154,11 @@ def test_script_in_every_format(name, tmp_path, monkeypatch, capsys, run_once):
     _particular(name, rec, tmp_path, outputs)
 
 
+def _graph_ops(where: Path, name: str) -> list[str]:
+    import onnx
+    return [n.op_type for n in onnx.load(str(where / name), load_external_data=False).graph.node]
+
+
 def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> None:
     """What each script is in the corpus for, beyond its verdicts."""
     export = rec["script"]["export"]
@@ -178,6 +199,25 @@ def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> N
             assert "Transpose, Concat, Slice only move values" in text
         assert {o["op"]: o["moves_values"] for o in rec["script"]["other_ops"]} == {
             "Transpose": True, "Concat": True, "Slice": True}
+    if name in ("tanh_exported_program_dynamic.py", "sigmoid_ep_module.py"):
+        # the module crossed as the program's own graph, no train() called on it
+        assert rec["script"]["isolation"]["module"] == "torch.export"
+        assert "ExportedProgram's module" in rec["script"]["isolation"]["module_how"]
+    if name == "where_twice_clamp.py":
+        nodes = rec["script"]["nodes"]
+        where = [i for i, n in enumerate(_graph_ops(where, "clamp.onnx")) if n == "Where"]
+        assert nodes["op"] == "Where" and nodes["nodes"] == where and len(where) == 2
+        assert all(p["verdict"] is not None and not p["per_node"] for p in nodes["parameters"])
+        assert "Where is used by 2 nodes" in outputs["text"]
+        assert "numeric check: off" not in outputs["text"]
+        assert len(json.loads(outputs["json"])["cases"]) == 2      # one record per node
+    if name.startswith("softplus_"):
+        guard = [n for n in rec["notes"] if "exporter's guard" in n]
+        assert len(guard) == 1 and "selected the bypass" in guard[0], rec["notes"]
+        x = next(p for p in rec["parameters"] if p["io"] == "input")
+        assert x["rule"] == "numeric witness only"
+    if name == "softplus_bfloat16_grad.py":
+        assert any("float32 copy of the bfloat16 model" in n for n in rec["notes"])
     if name == "hardswish_in_model.py":
         assert rec["op"] == "HardSwish"
         assert "--op Gemm" in outputs["text"]

@@ -100,7 +100,7 @@ def in_checkout(cwd: Path) -> bool:
     """``cwd`` is the root of a torch_prover checkout: its pyproject.toml is this package's
     and it holds the committed evidence (models/). Where ``prove`` and ``verify-all`` write
     ./models by default."""
-    import tomllib
+    from .compat import tomllib
     try:
         with open(cwd / "pyproject.toml", "rb") as f:
             name = tomllib.load(f).get("project", {}).get("name")

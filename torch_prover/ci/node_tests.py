@@ -39,7 +39,7 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from pathlib import Path
 from typing import Any
 

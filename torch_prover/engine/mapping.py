@@ -289,6 +289,33 @@ class _Graph:
         return {o for o in self.outputs if o in seen}
 
 
+def _domains(domain: str) -> set[str]:
+    return {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
+
+
+def _targets(g: _Graph, op: str, domain: str) -> tuple[list[int], tuple[str, ...]]:
+    """The ``op`` nodes a proof is about, and the same-type helper nodes set aside."""
+    targets = [i for i, n in enumerate(g.graph.node)
+               if n.op_type == op and n.domain in _domains(domain)]
+    helpers: tuple[str, ...] = ()
+    if len(targets) > 1:
+        # an exporter may add a helper node of the same type (MaxPool's indices come from a
+        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
+        main = [i for i in targets if g.reachable_outputs(
+            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
+        if len(main) == 1:
+            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
+            targets = main
+    return targets, helpers
+
+
+def target_nodes(model: onnx.ModelProto, op: str, domain: str = "") -> tuple[int, ...]:
+    """The indices of the ``op`` nodes a proof of ``model`` is about, once same-type helper
+    nodes are set aside: several when the script uses the op more than once (``run`` then
+    proves each one)."""
+    return tuple(_targets(_Graph(model), op, domain)[0])
+
+
 def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str],
              node: int | None = None) -> NodeMapping:
     """Attribute the inputs and outputs of the single ``op`` node of ``model`` (or of node
@@ -299,19 +326,11 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     feeds the node is a constant.
     """
     g = _Graph(model)
-    domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
-    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
-    helpers: tuple[str, ...] = ()
+    targets, helpers = _targets(g, op, domain)
     if node is not None:
-        targets = [node] if node in targets else []
-    if len(targets) > 1:
-        # an exporter may add a helper node of the same type (MaxPool's indices come from a
-        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
-        main = [i for i in targets if g.reachable_outputs(
-            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
-        if len(main) == 1:
-            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
-            targets = main
+        every = [i for i, n in enumerate(g.graph.node) if n.op_type == op
+                 and n.domain in _domains(domain)]
+        targets, helpers = ([node] if node in every else []), ()
     if len(targets) != 1:
         ops = sorted({n.op_type for n in g.graph.node})
         what = "no" if not targets else f"{len(targets)}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from functools import lru_cache
 from pathlib import Path
 

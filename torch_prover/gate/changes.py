@@ -20,7 +20,7 @@ can say what that implies. Versions and ops of the base that the PR lacks are li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 
 from ..tags.changelog_md import ChangelogMd
 from ..tags.markdown import DocsTags, MissingFromDocs

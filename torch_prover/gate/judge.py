@@ -15,7 +15,7 @@ why (no case, inconclusive, a failed case, a version no route reaches).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from typing import Any, Sequence
 
 from ..batch.waivers import waiver_key

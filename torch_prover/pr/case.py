@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import onnx
 import torch
@@ -186,9 +186,9 @@ class Prepared:
     notes: list[str]
     computing: tuple[tuple[int, str], ...] = ()   # (node index, op) of every computing node
 
-    def others(self, proved: int | None) -> list[tuple[int, str]]:
-        """The computing nodes besides the proved one (ai.onnx only: what --op can name)."""
-        return [(i, op) for i, op in self.computing if i != proved and "::" not in op]
+    def others(self, proved: Collection[int | None]) -> list[tuple[int, str]]:
+        """The computing nodes besides the proved ones (ai.onnx only: what --op can name)."""
+        return [(i, op) for i, op in self.computing if i not in proved and "::" not in op]
 
     def case_for(self, index: int, op: str) -> Case:
         """The script's case, aimed at another node (``--all-ops``): same module, inputs and

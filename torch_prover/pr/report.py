@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ..engine import numeric
 from ..engine.mapping import VALUE_SLOTS
 from .case import MODULE_OPS
 from .export import shown_path
+from .nodes import node_lines
 from .wire import Capture, Grad, GradSeen, Sink
 
 
@@ -61,7 +62,9 @@ def _missing(module: Any, cap: Capture, prep: Any) -> list[str] | None:
 
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
                   declared: dict[str, Any], output: Any, timeout: float, module: Any = None,
-                  all_ops: bool = False) -> dict[str, Any]:
+                  all_ops: bool = False, proved: Collection[int | None] = ()
+                  ) -> dict[str, Any]:
+    """The ``script`` section (``proved``: the target op's nodes proved, when several)."""
     info = cap.export
     grads = gradients(prep.names, cap)
     return {
@@ -79,7 +82,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
         "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
-                      for i, op in prep.others(proof.node)],
+                      for i, op in prep.others(set(proved) | {proof.node})],
         "all_ops": all_ops,
         "runner_notes": prep.notes,
         "renamed": prep.renamed,
@@ -135,6 +138,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
             (None, rec["op"]) else ""))
+    lines += node_lines(s.get("nodes"))
     lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")
