@@ -206,7 +206,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
                       bool(call.options.get("custom_translation_table")), tuple(call.copy),
-                      call.sink, call.training)
+                      call.sink, call.training, call.move_to)
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),
         requires=tuple(requires), swapped=tuple(swapped), probing_all=probing_all,
