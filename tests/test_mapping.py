@@ -140,7 +140,6 @@ def _guarded(bypass_also_added: bool = False):
     """Where(x > 20, x, Softplus(x)), as the dynamo exporter writes F.softplus (hand-built,
     so the graph is exactly this); with ``bypass_also_added`` x also reaches the output
     through an Add of its own: a real bypass."""
-    import onnx
     from onnx import TensorProto, helper
     nodes = [helper.make_node("Softplus", ["x"], ["sp"]),
              helper.make_node("Greater", ["x", "t"], ["c"]),

@@ -137,7 +137,7 @@ def test_script_in_every_format(name, tmp_path, monkeypatch, capsys, run_once):
     code_want, verdicts = EXPECTED[name]
     outputs, codes = {}, {}
     for fmt in ("json", "text", "markdown"):
-        codes[fmt] = cli.main(["run", name, "--format", fmt, "--no-write"])
+        codes[fmt] = cli.main(["run", name, "--format", fmt])
         out = capsys.readouterr()
         assert "internal error" not in out.err, (fmt, out.err)
         outputs[fmt] = out.out

@@ -28,8 +28,7 @@ OPERATORS_MD = Path("/work/shared/onnx-docs/Operators.md")
 def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
     """cli.main(["run", ...]) from tmp_path (where the script writes its model)."""
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", fmt, *extra] +
-                    ([] if "--out" in extra else ["--no-write"]))
+    code = cli.main(["run", str(script), "--format", fmt, *extra])
     out = capsys.readouterr()
     rec = json.loads(out.out)["cases"][0] if fmt == "json" and code in (0, 1) else None
     return code, rec, out

@@ -35,7 +35,8 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
         "none is written)" if checkout_default else
         "write the evidence here (default: none is written, so running a script inside "
         "another checkout leaves no stray ./models)"))
-    parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
+    if checkout_default:    # run writes nothing without --out: a --no-write would be the default
+        parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
     parser.add_argument("--tags-from", metavar="DOCS_MD", help=(
         "read tags from ONNX's docs instead of the installed onnx: an Operators.md (each op's "

@@ -272,7 +272,7 @@ def cmd_run(args) -> int:
     more = [p.record() for p in done.more]
     if rec["script"]["export"]["file_changed"]:
         print(f"warning: {rec['script']['export']['file_changed']}", file=sys.stderr)
-    if args.out is not None and not args.no_write:
+    if args.out is not None:
         from ..output.evidence import write_proof
         for proof in done.proofs:
             where = write_proof(Path(args.out), proof)
