@@ -84,6 +84,11 @@ EXPECTED: dict[str, tuple[int, dict[tuple[str, int], str]]] = {
     "softplus_bfloat16_grad.py": (0, {("input", 0): A, ("output", 0): A}),
     # the same in float32: dynamo's F.softplus, the guard around the node
     "softplus_dynamo_float32.py": (0, {("input", 0): A, ("output", 0): A}),
+    # RotaryEmbedding-23 (new in 23, every tag unknown) through torch.onnx.ops under
+    # torch.onnx.is_in_onnx_export(): X, cos_cache, sin_cache and Y move smoothly (rotations
+    # by cos/sin products); position_ids is int64 (non-differentiable by type)
+    "rotary_onnx_ops_in_export.py": (0, {("input", 0): P, ("input", 1): P, ("input", 2): P,
+                                         ("input", 3): P, ("output", 0): P}),
 }
 
 
@@ -218,6 +223,12 @@ def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> N
         assert x["rule"] == "numeric witness only"
     if name == "softplus_bfloat16_grad.py":
         assert any("float32 copy of the bfloat16 model" in n for n in rec["notes"])
+    if name == "rotary_onnx_ops_in_export.py":
+        # one line saying where the node came from, not advice to keep ops the eager
+        # branch computes; the autograd witness is the module's computation, not onnx.X's
+        (line,) = rec["script"]["missing_ops"]
+        assert "written by torch.onnx.ops" in line and "to keep it" not in line
+        assert "pytorch operator onnx." not in outputs["text"]
     if name == "hardswish_in_model.py":
         assert rec["op"] == "HardSwish"
         assert "--op Gemm" in outputs["text"]

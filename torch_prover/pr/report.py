@@ -13,6 +13,7 @@ from typing import Any, Collection
 
 from ..engine import numeric
 from ..engine.mapping import VALUE_SLOTS
+from ..engine.pytorch_source import from_torch_onnx_ops
 from .case import MODULE_OPS
 from .export import shown_path
 from .nodes import node_lines
@@ -56,8 +57,17 @@ def _missing(module: Any, cap: Capture, prep: Any) -> list[str] | None:
     graph = getattr(module, "graph", None)
     if cap.module.format is not ModuleFormat.EXPORTED_PROGRAM or graph is None:
         return None
-    return [m.line() for m in missing_ops(graph, prep.exported.model, prep.exported.exporter,
-                                          prep.exported.opset)]
+    missing = missing_ops(graph, prep.exported.model, prep.exported.exporter,
+                          prep.exported.opset)
+    written = [w for w in map(from_torch_onnx_ops, prep.exported.model.graph.node) if w]
+    if written and missing:
+        # not folded or lost: the script computes the op eagerly and switches to
+        # torch.onnx.ops under torch.onnx.is_in_onnx_export(); one line, no advice to follow
+        return [f"the graph's {', '.join(dict.fromkeys(written))} node was written by "
+                f"torch.onnx.ops at export; the module computes it eagerly with "
+                f"{', '.join(m.op for m in missing)} ({', '.join(m.aten for m in missing)}), "
+                "which is what the autograd witness differentiated"]
+    return [m.line() for m in missing]
 
 
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
