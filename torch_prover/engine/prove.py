@@ -18,7 +18,7 @@ from . import numeric as numeric_mod
 from ..case import Case, FunctionModule, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
-from .float32_copy import narrow_types, widened_copy
+from .float32_copy import CopyError, narrow_types, widened_copy
 from .folding import folded_parameters
 from .guard import guard_note
 from .mapping import NodeMapping, map_node
@@ -108,8 +108,12 @@ def _widened(exported: Exported) -> tuple[Exported, str | None]:
     narrow = narrow_types(exported.model)
     if not narrow:
         return exported, None
+    try:
+        widened = widened_copy(exported.model)
+    except CopyError:   # a BitCast: its float32 copy reinterprets other bits; measured as is
+        return exported, None
     kinds = " and ".join(narrow)
-    return dataclasses.replace(exported, model=widened_copy(exported.model)), (
+    return dataclasses.replace(exported, model=widened), (
         f"the numeric witnesses ran on a float32 copy of the {kinds} model (its values "
         f"crossed to numpy through float32, which holds each exactly); PyTorch's {kinds} "
         f"outputs and gradients were compared with it at {kinds}'s tolerances")
