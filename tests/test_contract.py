@@ -92,7 +92,9 @@ def test_an_internal_error_exits_3_in_one_line(monkeypatch, capsys):
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err.count("\n") == 1 and "Traceback" not in out.err
-    assert out.err.startswith("torch-prover tags: internal error (this is a bug")
+    assert out.err.startswith("torch-prover tags: internal error (a bug in torch-prover, not in "
+                              "your input)")
+    assert "please report" not in out.err      # there is nowhere named to report it
     assert "RuntimeError: an injected bug" in out.err and "--debug" in out.err
 
 

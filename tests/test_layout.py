@@ -11,8 +11,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_prover"
 
 LAYERS = [
-    ("errors", "vocab", "version", "conventions", "inputs"),  # words every stage may use
-    # (conventions: vocab's; inputs: the one reader of an input file, kind and size checked)
+    # words every stage may use (conventions: vocab's; compat: 3.11's names on 3.10; inputs:
+    # the one reader of an input file, kind and size checked)
+    ("compat", "errors", "vocab", "version", "conventions", "inputs"),
     ("case",),                  # Case and its input specs
     ("tags",),                  # the tags under test: onnx.defs, Operators.md
     ("engine",),                # one proof, stage by stage

@@ -134,3 +134,52 @@ def test_a_shape_only_dependency_makes_nothing_ambiguous():
     assert not m.problems, m.problems
     assert m.inputs[0].all_sources == ("x",) and not m.inputs[0].through
     assert "Shape" in m.inputs[1].through
+
+
+def _guarded(bypass_also_added: bool = False):
+    """Where(x > 20, x, Softplus(x)), as the dynamo exporter writes F.softplus (hand-built,
+    so the graph is exactly this); with ``bypass_also_added`` x also reaches the output
+    through an Add of its own: a real bypass."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Softplus", ["x"], ["sp"]),
+             helper.make_node("Greater", ["x", "t"], ["c"]),
+             helper.make_node("Where", ["c", "x", "sp"], ["w"])]
+    out = "w"
+    if bypass_also_added:
+        nodes.append(helper.make_node("Add", ["w", "x"], ["y0"]))
+        out = "y0"
+    else:
+        nodes[-1].output[0] = out = "y0"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [3])],
+        [helper.make_tensor("t", TensorProto.FLOAT, [], [20.0])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_an_exporters_guard_is_not_a_bypass():
+    """The guard's X branch carries x itself, around Softplus: the node's own witness
+    decides (engine/guard.py), so x is attributed through Where (no autograd witness) and
+    the case is not invalid; the guard says which branch is the bypass (true: slot 1)."""
+    m = map_node(_guarded(), "Softplus", "", ["x"])
+    assert not m.problems
+    assert [(g.source, g.bypass_slot) for g in m.guards] == [("x", 1)]
+    assert m.inputs[0].through == ("Where",)
+
+
+def test_a_bypass_besides_the_guard_is_still_ambiguous():
+    m = map_node(_guarded(bypass_also_added=True), "Softplus", "", ["x"])
+    assert not m.guards
+    assert "without passing through the Softplus node" in m.inputs[0].problem
+
+
+def test_the_guard_note_says_whether_a_probe_point_took_the_bypass():
+    """x > 20 selects x itself: no element of [0, 1, 2] does, one of [0, 1, 25] does."""
+    import numpy as np
+    from torch_prover.engine.guard import bypass_taken
+    model = _guarded()
+    (guard,) = map_node(model, "Softplus", "", ["x"]).guards
+    below = {"x": np.array([0.0, 1.0, 2.0], dtype=np.float32)}
+    above = {"x": np.array([0.0, 1.0, 25.0], dtype=np.float32)}
+    assert bypass_taken(model, guard, [below]) is False
+    assert bypass_taken(model, guard, [below, above]) is True

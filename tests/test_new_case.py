@@ -185,3 +185,15 @@ def test_every_ops_scaffold_is_a_module_the_reference_machinery_accepts():
     assert int(count) == len([s for s in onnx.defs.get_all_schemas() if s.domain == ""
                               and not s.deprecated])
     assert bad == [], bad
+
+
+def test_next_lines_say_where_a_case_must_live_and_to_commit_its_evidence(tmp_path, capsys):
+    """Outside a checkout's torch_prover/cases/ the scaffold is no case yet: the next lines
+    say to move it there (issue 34: they named a case that did not exist), and always to
+    regenerate and commit models/."""
+    from torch_prover import cli
+    assert cli.main(["new-case", "Softplus", "-o", str(tmp_path / "sp.py")]) == 0
+    out = capsys.readouterr().out
+    assert "move it there first" in out
+    assert "verify-all --versions all && torch-prover verify-all" in out
+    assert "models/" in out

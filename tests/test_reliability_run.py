@@ -66,7 +66,7 @@ def test_a_setsid_daemon_dies_with_the_script_and_the_caller_does_not_hang(tmp_p
                                                                             extra):
     body = DAEMON + (RELU_METHOD1 if ending == "normal" else "    while True:\n        pass\n")
     script = write(tmp_path, "daemon.py", body)
-    proc = subprocess.Popen([str(TOOL), "run", str(script), "--no-write", "--no-numeric",
+    proc = subprocess.Popen([str(TOOL), "run", str(script), "--no-numeric",
                              *extra], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

@@ -114,7 +114,7 @@ def test_run_shows_its_stages_on_a_terminal_and_erases_them(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    assert cli.main(["run", "tanh.py", "--no-write"]) == 0
+    assert cli.main(["run", "tanh.py"]) == 0
     err = terminal.getvalue()
     for stage in ("starting the script's process", "running tanh.py in its own process",
                   "tanh.py finished after", "proving Tanh (dynamo exporter, opset 18)"):
@@ -131,3 +131,13 @@ def test_run_prints_no_stage_lines_into_a_pipe(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "torch-prover run: starting" not in err
     assert err.strip().splitlines()[-1].startswith("torch-prover run: the script never calls")
+
+
+def test_run_has_no_no_write_option(capsys):
+    """run writes no evidence unless --out is given: a --no-write would do what the default
+    does (issue 34), so run does not offer it; prove and verify-all keep theirs."""
+    assert cli.main(["run", "s.py", "--no-write"]) == 2
+    assert "unrecognized arguments: --no-write" in capsys.readouterr().err
+    assert cli.main(["run", "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert "--out" in shown and "--no-write" not in shown

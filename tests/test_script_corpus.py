@@ -68,6 +68,27 @@ EXPECTED: dict[str, tuple[int, dict[tuple[str, int], str]]] = {
     "hardswish_in_model.py": (0, {("input", 0): A, ("output", 0): A}),
     # Tanh-13 of x and y assembled by glue: their gradients reach Tanh unchanged
     "tanh_after_glue.py": (0, {("input", 0): A, ("output", 0): A}),
+    # issue 34: the ways torch 2.x steers people to write a proof.
+    # torch.export.export (a dynamic batch dimension) then torch.onnx.export of the
+    # ExportedProgram: Tanh-13's input and output are differentiable, tanh' = 1 - tanh^2 > 0
+    "tanh_exported_program_dynamic.py": (0, {("input", 0): A, ("output", 0): A}),
+    # ep.module() exported: Sigmoid-13, sigmoid' = s (1 - s) > 0
+    "sigmoid_ep_module.py": (0, {("input", 0): A, ("output", 0): A}),
+    # two torch.where (a two-sided clamp): two Where-16 nodes, each proved; on both the
+    # condition is bool (non-differentiable by type), X and Y each pass through where
+    # selected (derivative 1), the output is differentiable: the same verdicts on each node
+    "where_twice_clamp.py": (0, {("input", 0): A, ("input", 1): A, ("input", 2): A,
+                                 ("output", 0): A}),
+    # Softplus-1 in bfloat16 (torch.autograd.grad): X and Y differentiable, softplus' =
+    # sigmoid > 0; the dynamo exporter's Where(x > threshold, x, ...) guard around the node
+    "softplus_bfloat16_grad.py": (0, {("input", 0): A, ("output", 0): A}),
+    # the same in float32: dynamo's F.softplus, the guard around the node
+    "softplus_dynamo_float32.py": (0, {("input", 0): A, ("output", 0): A}),
+    # RotaryEmbedding-23 (new in 23, every tag unknown) through torch.onnx.ops under
+    # torch.onnx.is_in_onnx_export(): X, cos_cache, sin_cache and Y move smoothly (rotations
+    # by cos/sin products); position_ids is int64 (non-differentiable by type)
+    "rotary_onnx_ops_in_export.py": (0, {("input", 0): P, ("input", 1): P, ("input", 2): P,
+                                         ("input", 3): P, ("output", 0): P}),
 }
 
 
@@ -121,7 +142,7 @@ def test_script_in_every_format(name, tmp_path, monkeypatch, capsys, run_once):
     code_want, verdicts = EXPECTED[name]
     outputs, codes = {}, {}
     for fmt in ("json", "text", "markdown"):
-        codes[fmt] = cli.main(["run", name, "--format", fmt, "--no-write"])
+        codes[fmt] = cli.main(["run", name, "--format", fmt])
         out = capsys.readouterr()
         assert "internal error" not in out.err, (fmt, out.err)
         outputs[fmt] = out.out
@@ -136,6 +157,11 @@ def test_script_in_every_format(name, tmp_path, monkeypatch, capsys, run_once):
     assert _markdown_verdicts(outputs["markdown"]) == verdicts, outputs["markdown"]
     assert f"**Status: {rec['status']}" in outputs["markdown"]
     _particular(name, rec, tmp_path, outputs)
+
+
+def _graph_ops(where: Path, name: str) -> list[str]:
+    import onnx
+    return [n.op_type for n in onnx.load(str(where / name), load_external_data=False).graph.node]
 
 
 def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> None:
@@ -178,6 +204,31 @@ def _particular(name: str, rec: dict, where: Path, outputs: dict[str, str]) -> N
             assert "Transpose, Concat, Slice only move values" in text
         assert {o["op"]: o["moves_values"] for o in rec["script"]["other_ops"]} == {
             "Transpose": True, "Concat": True, "Slice": True}
+    if name in ("tanh_exported_program_dynamic.py", "sigmoid_ep_module.py"):
+        # the module crossed as the program's own graph, no train() called on it
+        assert rec["script"]["isolation"]["module"] == "torch.export"
+        assert "ExportedProgram's module" in rec["script"]["isolation"]["module_how"]
+    if name == "where_twice_clamp.py":
+        nodes = rec["script"]["nodes"]
+        where = [i for i, n in enumerate(_graph_ops(where, "clamp.onnx")) if n == "Where"]
+        assert nodes["op"] == "Where" and nodes["nodes"] == where and len(where) == 2
+        assert all(p["verdict"] is not None and not p["per_node"] for p in nodes["parameters"])
+        assert "Where is used by 2 nodes" in outputs["text"]
+        assert "numeric check: off" not in outputs["text"]
+        assert len(json.loads(outputs["json"])["cases"]) == 2      # one record per node
+    if name.startswith("softplus_"):
+        guard = [n for n in rec["notes"] if "exporter's guard" in n]
+        assert len(guard) == 1 and "selected the bypass" in guard[0], rec["notes"]
+        x = next(p for p in rec["parameters"] if p["io"] == "input")
+        assert x["rule"] == "numeric witness only"
+    if name == "softplus_bfloat16_grad.py":
+        assert any("float32 copy of the bfloat16 model" in n for n in rec["notes"])
+    if name == "rotary_onnx_ops_in_export.py":
+        # one line saying where the node came from, not advice to keep ops the eager
+        # branch computes; the autograd witness is the module's computation, not onnx.X's
+        (line,) = rec["script"]["missing_ops"]
+        assert "written by torch.onnx.ops" in line and "to keep it" not in line
+        assert "pytorch operator onnx." not in outputs["text"]
     if name == "hardswish_in_model.py":
         assert rec["op"] == "HardSwish"
         assert "--op Gemm" in outputs["text"]

@@ -39,7 +39,7 @@ def test_script_reproduces_prove(name, proof_of, tmp_path, monkeypatch, capsys):
     assert "torch_prover" not in text            # standalone: torch, onnx (onnxscript)
     assert f"# torch-prover: op={case.op}" in text
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", "json", "--no-write"])
+    code = cli.main(["run", str(script), "--format", "json"])
     out = capsys.readouterr()
     ran = json.loads(out.out)["cases"][0]
     proved = proof_of(name).record()

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", fmt, "--no-write", *extra])
+    code = cli.main(["run", str(script), "--format", fmt, *extra])
     out = capsys.readouterr()
     rec = json.loads(out.out)["cases"][0] if fmt == "json" and code in (0, 1) else None
     return code, rec, out
@@ -104,7 +104,7 @@ def test_script_dies_with_the_prover(tmp_path):
     script = write(tmp_path, "loop.py", LOOPS_FOREVER)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     prover = subprocess.Popen([sys.executable, "-m", "torch_prover", "run", str(script),
-                               "--no-write", "--timeout", "600"], cwd=tmp_path, env=env,
+                               "--timeout", "600"], cwd=tmp_path, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -28,8 +28,7 @@ OPERATORS_MD = Path("/work/shared/onnx-docs/Operators.md")
 def run(tmp_path, monkeypatch, capsys, script, *extra, fmt="json"):
     """cli.main(["run", ...]) from tmp_path (where the script writes its model)."""
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", fmt, *extra] +
-                    ([] if "--out" in extra else ["--no-write"]))
+    code = cli.main(["run", str(script), "--format", fmt, *extra])
     out = capsys.readouterr()
     rec = json.loads(out.out)["cases"][0] if fmt == "json" and code in (0, 1) else None
     return code, rec, out
@@ -382,11 +381,16 @@ def test_the_op_the_module_calls_is_the_target_not_the_exporters_wrapper(tmp_pat
     ends with Where, whose X the condition never selects at the script's points (flat: a
     false 'disagree' when Where was the target). The module calls one op by name, softplus,
     whose ai.onnx op is in the graph: that is the target. x reaching the output through
-    Where's X branch too makes the proof invalid -- an honest 'cannot attribute', never a
-    verdict about Where."""
+    Where's X branch is the exporter's guard around it, not an ambiguity: the node's own
+    witness decides X and Y (issue 34), and the record says whether a probe point took the
+    bypass -- never a verdict about Where."""
     code, rec, out = run(tmp_path, monkeypatch, capsys, write(tmp_path, "softplus.py",
                                                                   SOFTPLUS))
     assert rec["op"] == "Softplus", out.err
     assert rec["script"]["op_from"] == "the module's ATen op"
     assert rec["script"]["op_inferred"] == "Where"
     assert all(p["verdict"] != "disagree" for p in rec["parameters"])
+    assert rec["invalid"] is None and code == 0
+    assert {p["io"]: p["rule"] for p in rec["parameters"]} == {
+        "input": "numeric witness only", "output": "numeric witness only"}
+    assert any("exporter's guard" in n for n in rec["notes"])

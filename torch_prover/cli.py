@@ -35,7 +35,8 @@ def _proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
         "none is written)" if checkout_default else
         "write the evidence here (default: none is written, so running a script inside "
         "another checkout leaves no stray ./models)"))
-    parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
+    if checkout_default:    # run writes nothing without --out: a --no-write would be the default
+        parser.add_argument("--no-write", action="store_true", help="do not write evidence files")
     parser.add_argument("--no-numeric", action="store_true", help="skip the onnxruntime check")
     parser.add_argument("--tags-from", metavar="DOCS_MD", help=(
         "read tags from ONNX's docs instead of the installed onnx: an Operators.md (each op's "
@@ -162,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--op", help="target ONNX op (default: inferred from the exported graph)")
     r.add_argument("--all-ops", action="store_true",
                    help="also prove every other computing node of the script's graph")
+    r.add_argument("--node", type=int, metavar="N",
+                   help="when the target op has several nodes, prove node N (its index in the "
+                        "graph) only (default: each one)")
     r.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")
@@ -665,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         return _fail(args.command, Outcome.BUG, EXIT_BUG,
-                     f"internal error (this is a bug in torch-prover, please report it): "
+                     f"internal error (a bug in torch-prover, not in your input): "
                      f"{type(exc).__name__}: {first_line(exc)} "
                      "(rerun with --debug for the traceback)", as_json)
     finally:

@@ -22,7 +22,7 @@ plain ``verify-all`` in that project would silently become PR mode.
 from __future__ import annotations
 
 import difflib
-import tomllib
+from .compat import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping

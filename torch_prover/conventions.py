@@ -19,7 +19,7 @@ This module sits beside ``vocab`` (the lowest layer), so a case can name a conve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from .compat import StrEnum
 
 from .vocab import Tag
 

@@ -15,7 +15,7 @@ torch-prover: one line, the traceback with ``--debug``); 130 interrupted.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from .compat import StrEnum
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 

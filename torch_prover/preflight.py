@@ -92,7 +92,7 @@ def in_checkout(cwd: Path) -> bool:
     """``cwd`` is the root of a torch_prover checkout: its pyproject.toml is this package's
     and it holds the committed evidence (models/). Where ``prove`` and ``verify-all`` write
     ./models by default."""
-    import tomllib
+    from .compat import tomllib
     try:
         name = tomllib.loads(read_text(cwd / "pyproject.toml", Bound.TOML)).get(
             "project", {}).get("name")

@@ -6,7 +6,7 @@ holds, so ``json.dumps`` writes the word and a record read back compares equal.
 """
 from __future__ import annotations
 
-from enum import StrEnum
+from .compat import StrEnum
 
 
 class Tag(StrEnum):

@@ -13,15 +13,15 @@ with the failure). Nothing here reads a message's text: the kinds come from reco
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ..compat import StrEnum
 from ..engine.verdict import Rule
 from .summary import fails
 
 
-class Kind(enum.StrEnum):
+class Kind(StrEnum):
     """Why a variant failed: the ``kind`` of a ``failed_variants`` entry."""
 
     EXPORT = "no model"               # the case did not export / pass onnx.checker

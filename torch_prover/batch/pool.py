@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from enum import StrEnum
+from ..compat import StrEnum
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence

@@ -16,7 +16,7 @@ case (if given) must be one of the op's catalogue cases -- with a "did you mean"
 from __future__ import annotations
 
 import difflib
-import tomllib
+from ..compat import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable

@@ -108,11 +108,15 @@ CASES = [Case(op_name, name, fn, (spec,), ("x",)) for op_name, name, fn, spec in
          notes="ONNX Celu accepts tensor(float) only: in float64 the exporter wraps it in "
                "Cast nodes and the op would compute in float32 anyway, so the case is float32."),
     Case("Softplus", "softplus_basic", softplus, (Float(3, 4),), ("x",), exporter="torchscript",
-         notes="dynamo exports softplus as Where(x > threshold, x, Softplus(x)): x then reaches "
-               "the output around Softplus (ambiguous); the TorchScript exporter emits Softplus "
-               "alone. Without TorchScript: dynamo with optimize=False emits Softplus alone "
-               "(the Where is the optimizer's)",
+         notes="the TorchScript exporter emits Softplus alone (dynamo's guard around it: "
+               "softplus_dynamo_guard). Without TorchScript: dynamo with optimize=False emits "
+               "Softplus alone (the Where is the optimizer's)",
          without_torchscript={"export_options": {"optimize": False}}),
+    Case("Softplus", "softplus_dynamo_guard", softplus, (Float(3, 4),), ("x",),
+         notes="the default (dynamo) exporter writes F.softplus as Where(x * beta > threshold, "
+               "x, Softplus(x)): x reaches the output around Softplus only through that guard, "
+               "so the node's own witness decides X and Y (engine/guard.py) and the record "
+               "says whether a probe point took the bypass (none: randn stays below 20)"),
     Case("Swish", "swish_silu", silu, (Float(3, 4),), ("x",), kind="reference",
          translation={torch.ops.aten.silu.default: swish_translation},
          notes="Both exporters decompose F.silu into Sigmoid and Mul at opset 25 (Swish is new "

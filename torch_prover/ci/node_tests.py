@@ -44,7 +44,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from pathlib import Path
 from typing import Any, Callable
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from typing import Any, Iterable
 
 from ..batch.summary import fails

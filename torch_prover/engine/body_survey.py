@@ -13,7 +13,7 @@ Each parameter's outcome is then checked against its declared tag (``BodyCheck``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from ..compat import StrEnum
 
 import onnx
 import onnx.defs

@@ -27,7 +27,7 @@ its declaration. The verdict itself is ``verdict.by_type_decision`` for both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from typing import Any
 
 from ..conventions import Convention

@@ -17,7 +17,6 @@ shape", or "unidirectional broadcasting").
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -26,10 +25,11 @@ import onnx.defs
 import onnx.helper
 import onnx.shape_inference
 
+from ..compat import StrEnum
 from .runtimes import model_opset
 
 
-class Problem(enum.StrEnum):
+class Problem(StrEnum):
     """Why a run is not a run of its schema version (a record field: never parsed)."""
 
     ATTRIBUTE = "attribute the version lacks"

@@ -20,6 +20,11 @@ sequences, optionals, maps), initializers, sparse initializers, attribute tensor
 ``to``, the random ops' ``dtype``, the normalizations' ``stash_type``...), in subgraphs
 (If, Loop, Scan) and function bodies alike. A model it cannot copy faithfully (a
 ``BitCast``: float32 has other bits than float64) raises ``CopyError``.
+
+The same copy widens a float16 or bfloat16 model (``widened_copy``): numpy has no bfloat16,
+so those values cross to the runtimes as float32 (which holds each exactly), and a finite
+difference at float16's resolution cannot tell a derivative from rounding; the node's own
+witness runs on the float32 copy, and the record says so (``engine/prove.py``).
 """
 from __future__ import annotations
 
@@ -142,17 +147,39 @@ def has_float64(model: onnx.ModelProto) -> bool:
 
 
 # ----------------------------------------------------------------------------- the copy
-def float32_copy(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` with every float64 tensor made float32 (module docstring)."""
+WIDE = frozenset({TensorProto.DOUBLE})
+NARROW = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
+"""The element types each copy makes float32: float64 (``float32_copy``), and the types
+narrower than float32 that a runtime computes in (``widened_copy``)."""
+NARROW_NAMES = {TensorProto.FLOAT16: "float16", TensorProto.BFLOAT16: "bfloat16"}
+
+
+def float32_copy(model: onnx.ModelProto, sources: frozenset[int] = WIDE) -> onnx.ModelProto:
+    """A copy of ``model`` with every float64 tensor (every ``sources`` tensor) made float32
+    (module docstring)."""
     out = _copy.deepcopy(model)
-    _copy_model(out, dry=False)
+    _copy_model(out, dry=False, sources=sources)
     return out
 
 
-def _copy_model(model: onnx.ModelProto, dry: bool) -> bool:
-    """Whether ``model`` holds float64 (``dry``: changed in nothing), made float32 if not
-    ``dry``."""
-    c = _Copier(dry)
+def narrow_types(model: onnx.ModelProto) -> tuple[str, ...]:
+    """The float types narrower than float32 the model's graph inputs, outputs and
+    initializers hold (``float16``, ``bfloat16``), sorted: what ``widened_copy`` widens."""
+    g = model.graph
+    elems = {vi.type.tensor_type.elem_type for vi in list(g.input) + list(g.output)
+             if vi.type.HasField("tensor_type")} | {t.data_type for t in g.initializer}
+    return tuple(sorted(NARROW_NAMES[e] for e in elems & NARROW))
+
+
+def widened_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A float32 copy of a float16 / bfloat16 model (module docstring)."""
+    return float32_copy(model, NARROW)
+
+
+def _copy_model(model: onnx.ModelProto, dry: bool, sources: frozenset[int] = WIDE) -> bool:
+    """Whether ``model`` holds float64 (``sources``; ``dry``: changed in nothing), made
+    float32 if not ``dry``."""
+    c = _Copier(dry, sources)
     c.graph(model.graph)
     for f in model.functions:
         c.function(f)
@@ -160,11 +187,11 @@ def _copy_model(model: onnx.ModelProto, dry: bool) -> bool:
 
 
 class _Copier:
-    def __init__(self, dry: bool):
-        self.dry, self.changed = dry, False
+    def __init__(self, dry: bool, sources: frozenset[int] = WIDE):
+        self.dry, self.changed, self.sources = dry, False, sources
 
     def elem(self, t: int) -> int:
-        if t == TensorProto.DOUBLE:
+        if t in self.sources:
             self.changed = True
             return t if self.dry else TensorProto.FLOAT
         return t
@@ -183,7 +210,7 @@ class _Copier:
             self.type_proto(tp.map_type.value_type)
 
     def tensor(self, t: TensorProto) -> None:
-        if t.data_type != TensorProto.DOUBLE:
+        if t.data_type not in self.sources:
             return
         self.changed = True
         if self.dry:

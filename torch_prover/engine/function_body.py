@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from typing import Sequence
 
 import onnx

@@ -77,6 +77,26 @@ class Attribution:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """An exporter's guard around the target: ``Where(cond, a, b)`` with one value branch
+    computed from the target node's output and the other the node's input ``source`` itself
+    (through glue only) -- the dynamo exporter writes ``F.softplus`` as ``Where(x * beta > threshold, x,
+    Softplus(x))``. The bypass does not make the case invalid: the node's own witness decides
+    its parameters (``engine/guard.py`` says whether a probe point selected the bypass)."""
+
+    where: int              # the Where node's index in graph.node
+    source: str             # the tensor the bypass carries
+    bypass_slot: int        # 1: the bypass is taken where cond is true; 2: where it is false
+
+    @property
+    def text(self) -> str:
+        taken = "true" if self.bypass_slot == 1 else "false"
+        return (f"{self.source} also reaches the output around the node, through an exporter's "
+                f"guard (Where node #{self.where}: {self.source} itself where its condition is "
+                f"{taken}): the node's own witness decides its parameters")
+
+
+@dataclass(frozen=True)
 class NodeMapping:
     node_name: str
     inputs: tuple[Attribution, ...]
@@ -84,6 +104,7 @@ class NodeMapping:
     invalid: str | None = None    # whole-case problem (no / several target nodes)
     node_index: int | None = None  # the target node's index in graph.node
     others: tuple[str, ...] = ()   # helper nodes of the same type, not the target
+    guards: tuple[Guard, ...] = ()  # exporter guards around the node (not ambiguities)
 
     @property
     def shared_notes(self) -> list[str]:
@@ -233,10 +254,28 @@ class _Graph:
         t = self.types.get(value)
         return t is None or t == "unknown" or is_float_dtype(t)
 
+    def guard(self, src: str, t: int) -> Guard | None:
+        """The Where whose value branches are the target's output and ``src``, each through
+        glue only, when it is ``src``'s only way to the outputs around node ``t``."""
+        made = {o for o in self.graph.node[t].output if o}
+        for w, n in enumerate(self.graph.node):
+            if n.op_type != "Where" or n.domain not in ("", "ai.onnx") or len(n.input) != 3:
+                continue
+            # the bypass carries src itself; the node's branch may compute on its output
+            # (bfloat16's Div by beta)
+            found = [self.roots(n.input[k], {src} | made, {}) for k in (1, 2)]
+            kinds = [next(iter(r)) if len(r) == 1 and (not c or r <= made) else None
+                     for r, _, c in found]
+            if (src in kinds and any(k in made for k in kinds)
+                    and not self.reachable_outputs([src], t, True, also_skip=w)):
+                return Guard(w, src, 1 + kinds.index(src))
+        return None
+
     def reachable_outputs(self, start: Iterable[str], skip_node: int | None,
-                          float_only: bool = False) -> set[str]:
+                          float_only: bool = False, also_skip: int | None = None) -> set[str]:
         """Graph outputs reachable from ``start`` values without going through ``skip_node``
-        (``float_only``: along floating values only, the paths a gradient can take)."""
+        (or ``also_skip``; ``float_only``: along floating values only, the paths a gradient
+        can take)."""
         seen: set[str] = set()
         stack = list(start)
         while stack:
@@ -245,9 +284,36 @@ class _Graph:
                 continue
             seen.add(v)
             for c in self.consumers.get(v, []):
-                if c != skip_node:
+                if c not in (skip_node, also_skip):
                     stack.extend(o for o in self.graph.node[c].output if o)
         return {o for o in self.outputs if o in seen}
+
+
+def _domains(domain: str) -> set[str]:
+    return {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
+
+
+def _targets(g: _Graph, op: str, domain: str) -> tuple[list[int], tuple[str, ...]]:
+    """The ``op`` nodes a proof is about, and the same-type helper nodes set aside."""
+    targets = [i for i, n in enumerate(g.graph.node)
+               if n.op_type == op and n.domain in _domains(domain)]
+    helpers: tuple[str, ...] = ()
+    if len(targets) > 1:
+        # an exporter may add a helper node of the same type (MaxPool's indices come from a
+        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
+        main = [i for i in targets if g.reachable_outputs(
+            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
+        if len(main) == 1:
+            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
+            targets = main
+    return targets, helpers
+
+
+def target_nodes(model: onnx.ModelProto, op: str, domain: str = "") -> tuple[int, ...]:
+    """The indices of the ``op`` nodes a proof of ``model`` is about, once same-type helper
+    nodes are set aside: several when the script uses the op more than once (``run`` then
+    proves each one)."""
+    return tuple(_targets(_Graph(model), op, domain)[0])
 
 
 def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str],
@@ -260,19 +326,11 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     feeds the node is a constant.
     """
     g = _Graph(model)
-    domains = {domain, "ai.onnx"} if domain in ("", "ai.onnx") else {domain}
-    targets = [i for i, n in enumerate(g.graph.node) if n.op_type == op and n.domain in domains]
-    helpers: tuple[str, ...] = ()
+    targets, helpers = _targets(g, op, domain)
     if node is not None:
-        targets = [node] if node in targets else []
-    if len(targets) > 1:
-        # an exporter may add a helper node of the same type (MaxPool's indices come from a
-        # second, 1x1 MaxPool): the target is the one whose floating outputs reach the graph
-        main = [i for i in targets if g.reachable_outputs(
-            [o for o in g.graph.node[i].output if o and g.is_float(o)], None, float_only=True)]
-        if len(main) == 1:
-            helpers = tuple(g.graph.node[i].name or f"{op}#{i}" for i in targets if i != main[0])
-            targets = main
+        every = [i for i, n in enumerate(g.graph.node) if n.op_type == op
+                 and n.domain in _domains(domain)]
+        targets, helpers = ([node] if node in every else []), ()
     if len(targets) != 1:
         ops = sorted({n.op_type for n in g.graph.node})
         what = "no" if not targets else f"{len(targets)}"
@@ -328,9 +386,18 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
     by_index = {a.index: a for a in inputs}
     problems: dict[int, str] = {}
     shared: dict[int, tuple[str, tuple[int, ...]]] = {}
+    guards: list[Guard] = []
     for src, idxs in feeding.items():
         bypass = g.reachable_outputs([src], skip_node=t, float_only=True)
-        if bypass:
+        guard = g.guard(src, t) if bypass else None
+        if guard is not None:
+            # its gradient mixes the node's with the bypass's: autograd says nothing about
+            # the node alone, so each input it feeds is decided by the numeric witness
+            guards.append(guard)
+            inputs = [dataclasses.replace(a, through=a.through + ("Where",))
+                      if a.index in idxs else a for a in inputs]
+            by_index = {a.index: a for a in inputs}
+        elif bypass:
             for i in idxs:
                 if not by_index[i].through:
                     problems.setdefault(i, f"{src} reaches graph output "
@@ -373,4 +440,4 @@ def map_node(model: onnx.ModelProto, op: str, domain: str, tracked: Iterable[str
         outputs.append(Attribution("output", j, TENSOR, reached[0], dtype, (), problem,
                                    through=after))
     return NodeMapping(node.name or f"{op}#{t}", tuple(inputs), tuple(outputs), node_index=t,
-                   others=helpers)
+                   others=helpers, guards=tuple(guards))

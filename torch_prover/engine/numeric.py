@@ -178,11 +178,17 @@ def _seeded(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def _np(t: torch.Tensor) -> np.ndarray:
+def as_numpy(t: torch.Tensor, widen: bool = False) -> np.ndarray:
+    """A tensor's values as numpy: bfloat16 (which numpy lacks) through float32, which holds
+    each value exactly; with ``widen``, float16 too (the feeds of a widened copy of the
+    model, ``float32_copy.widened_copy``)."""
     t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:   # numpy has no bfloat16; float32 holds each value exactly
+    if t.dtype == torch.bfloat16 or (widen and t.dtype == torch.float16):
         t = t.float()
     return t.numpy()
+
+
+_np = as_numpy
 
 
 def _forward_error(got: list, want: list[torch.Tensor], drawn: Mapping[int, str] = {}

@@ -18,7 +18,9 @@ from . import numeric as numeric_mod
 from ..case import Case, FunctionModule, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
+from .float32_copy import CopyError, narrow_types, widened_copy
 from .folding import folded_parameters
+from .guard import guard_note
 from .mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
@@ -90,12 +92,31 @@ def _witness_stage(pr: ProbeResult, exported: Exported, mapping: NodeMapping,
                  for run, run_feeds in zip(pr.runs, feeds))
 
 
-def _feeds(case: Case, pr: ProbeResult, exported: Exported) -> list[dict[str, Any]]:
+def _feeds(case: Case, pr: ProbeResult, exported: Exported, widen: bool = False
+           ) -> list[dict[str, Any]]:
     """Each probe seed's inputs by graph input name, as the runtimes take them: what both
-    numeric stages run the exported model on."""
+    numeric stages run the exported model on (``widen``: its float32 copy)."""
     names = [i.name for i in exported.model.graph.input]
     by_seed = [dict(zip(case.names, run.inputs)) for run in pr.runs]
-    return [{n: by_name[n].detach().numpy() for n in names} for by_name in by_seed]
+    return [{n: numeric_mod.as_numpy(by_name[n], widen) for n in names} for by_name in by_seed]
+
+
+def _widened(exported: Exported) -> tuple[Exported, str | None]:
+    """The model the numeric stages run: a float32 copy of a float16 / bfloat16 model
+    (``float32_copy.widened_copy``: numpy has no bfloat16, and float16's resolution cannot
+    tell a derivative from rounding), with the note the record carries; else the model."""
+    narrow = narrow_types(exported.model)
+    if not narrow:
+        return exported, None
+    try:
+        widened = widened_copy(exported.model)
+    except CopyError:   # a BitCast: its float32 copy reinterprets other bits; measured as is
+        return exported, None
+    kinds = " and ".join(narrow)
+    return dataclasses.replace(exported, model=widened), (
+        f"the numeric witnesses ran on a float32 copy of the {kinds} model (its values "
+        f"crossed to numpy through float32, which holds each exactly); PyTorch's {kinds} "
+        f"outputs and gradients were compared with it at {kinds}'s tolerances")
 
 
 _PRECISION = {torch.float64: 3, torch.complex128: 3, torch.float32: 2, torch.complex64: 2,
@@ -154,11 +175,16 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                      f"{case.op}/{case.name}: {mapping.invalid}", pr, gin, gout, tag_source,
                      route_note=exported.route_note, adaptations=exported.adaptations)
     numeric_res, witness, off = None, None, "numeric checks off (--no-numeric)"
+    measured, widened = _widened(exported)
     if numeric:
-        feeds = _feeds(case, pr, exported)
-        numeric_res = _numeric_stage(case, pr, exported, mapping, evidence_of, feeds)
-        witness = _witness_stage(pr, exported, mapping, feeds)
+        feeds = _feeds(case, pr, measured, widen=widened is not None)
+        numeric_res = _numeric_stage(case, pr, measured, mapping, evidence_of, feeds)
+        witness = _witness_stage(pr, measured, mapping, feeds)
         off = None
+        guarded = tuple(guard_note(measured.model, g, feeds, [r.seed for r in pr.runs])
+                        for g in mapping.guards)
+    else:
+        guarded = tuple(g.text for g in mapping.guards)
     keep = ("do_constant_folding=False" if exported.exporter == "torchscript"
             else "optimize=False")
     body = (None if mapping.node_index is None
@@ -188,7 +214,9 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                  latest.since_version, params, numeric_res, exported.model, invalid, pr, gin,
                  gout, tag_source, witness=witness, helper_nodes=mapping.others, body=body,
                  route_note=exported.route_note, adaptations=exported.adaptations,
-                 notes=tuple(mapping.shared_notes), node=mapping.node_index,
+                 notes=tuple(mapping.shared_notes) + guarded + ((widened,) if widened and numeric
+                                                               else ()),
+                 node=mapping.node_index,
                  fidelity=faithful)
 
 

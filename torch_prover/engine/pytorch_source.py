@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,10 +47,23 @@ def aten_target(node: onnx.NodeProto | None) -> tuple[str, str] | None:
     return (t[1], t[2]) if t is not None and t[0] == "aten" else None
 
 
+def from_torch_onnx_ops(node: onnx.NodeProto | None) -> str | None:
+    """``onnx.X`` when the dynamo exporter wrote ``node`` from ``torch.onnx.ops`` (a script
+    that calls them under ``torch.onnx.is_in_onnx_export()``, an eager computation
+    otherwise): its gradient is not an ATen operator's, but the module's own computation."""
+    target = _target(node)
+    return f"onnx.{target[1]}" if target is not None and target[0] == "onnx" else None
+
+
 def autograd_source(kind: str, exporter: str, node: onnx.NodeProto | None) -> str:
     """Whose autograd the autograd witness reports, in a reviewer's words."""
     if kind == "reference":
         return REFERENCE
+    written = from_torch_onnx_ops(node)
+    if written is not None:
+        return (f"the module's own PyTorch computation (the node is {written}, written by "
+                "torch.onnx.ops at export; autograd differentiated what the module computes "
+                "eagerly)")
     target = _target(node)
     if target is not None:
         return f"pytorch operator {target[0]}.{target[1]}"

@@ -46,7 +46,7 @@ witnesses in conflict), which stays inconclusive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 
 from ..conventions import Applies, decides
 from ..vocab import AutogradOutcome as A

@@ -26,7 +26,8 @@ not write it, so a refutation of it does not fail the gate (``judge.py``, docs/p
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
+
+from ..compat import StrEnum
 
 from ..tags.changelog_md import ChangelogMd
 from ..tags.markdown import DocsTags, MissingFromDocs

@@ -22,7 +22,7 @@ the others, the not-exercised ones last: the reproduce command is the first one'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ..compat import StrEnum
 from typing import Any, Sequence
 
 from ..batch.waivers import waiver_key

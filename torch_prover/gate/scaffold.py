@@ -286,6 +286,7 @@ def command(op: str, output: str | None, cwd: Path, stdout,
             trees: Sequence[tuple[str, str | Path | None]] = ()) -> int:
     """``new-case OP [-o FILE]``: the scaffold to its file (or stdout), and what next;
     ``trees``: directories ``-o`` must not be in (the cache)."""
+    from .. import preflight
     from ..tags.schema import canonical_op
     op = canonical_op(op)
     path = target(output, cwd, op, trees)
@@ -295,12 +296,23 @@ def command(op: str, output: str | None, cwd: Path, stdout,
         return 0
     write_new(path, text)
     version = onnx.defs.get_schema(op).since_version
+    # the catalogue is discovered from a checkout's torch_prover/cases/ only: a scaffold
+    # written anywhere else is no case until it is moved there
+    cases = path.resolve().parent
+    in_catalogue = cases.name == "cases" and cases.parent.name == "torch_prover" and \
+        preflight.in_checkout(cases.parent.parent)
     if path.is_absolute() and path.is_relative_to(cwd):
         path = path.relative_to(cwd)
     stdout.write(f"wrote {path}: a case scaffold for {op}-{version} (case {case})\n"
-                 "next: write its reference and inputs (the TODOs), delete its SCAFFOLD line, "
-                 "then run\n"
+                 + ("" if in_catalogue else
+                    "it is not in a checkout's torch_prover/cases/, where the catalogue is "
+                    "found: move it there first\n")
+                 + "next: write its reference and inputs (the TODOs), delete its SCAFFOLD "
+                 "line, then run\n"
                  f"  pytest -k {case}\n"
                  f"  torch-prover prove {op} --case {case}\n"
-                 "until then the catalogue refuses the module in one line\n")
+                 "  torch-prover verify-all --versions all && torch-prover verify-all\n"
+                 "and commit the evidence it writes under models/ (a commit of its own); "
+                 "until the TODOs are done the catalogue refuses the module in one line\n")
     return 0
+

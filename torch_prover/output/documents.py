@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import EXIT_OK, Outcome
+from ..errors import EXIT_OK, EXIT_USAGE, Outcome
 from ..tags.schema import SchemaTags
 from ..vocab import DocKind
 
@@ -49,6 +49,9 @@ def proofs_doc(kind: DocKind, records: list[dict[str, Any]], code: int) -> dict[
     one shape whatever the flags."""
     if code == EXIT_OK:
         reason = "no undeclared disagreement or failed check: " + "; ".join(
+            _case_line(r) for r in records)
+    elif code == EXIT_USAGE:    # run: an invalid case (pr/runner.py)
+        reason = "the script's model cannot be proved: " + "; ".join(
             _case_line(r) for r in records)
     else:
         reason = "a finding: " + "; ".join(_case_line(r) for r in records)

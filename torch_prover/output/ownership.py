@@ -13,7 +13,7 @@ your notes, an ONNX checkout's README, a report of another tool -- is refused.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from ..compat import StrEnum
 from pathlib import Path
 
 HEAD_BYTES = 4096

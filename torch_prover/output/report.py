@@ -132,6 +132,8 @@ def _stacked(rows: list[list[str]], header: list[str], width: int, flex: int,
 
 def numeric_line(rec: dict[str, Any]) -> str:
     n = rec.get("numeric")
+    if n is None and rec.get("invalid"):
+        return "numeric check: not run (the case is invalid)"
     if n is None:
         return "numeric check: off (--no-numeric)"
     if n["runtime"] is None:

@@ -51,6 +51,8 @@ class ExportCall:
     sink: Sink = Sink.NONE                     # where the export went (``target``: its file)
     returned: Any = None                       # what torch.onnx.export returned (ONNXProgram.save)
     training: bool = False                     # exported in training mode (Dropout draws)
+    move_to: int | None = None                 # the opset the script asked for, which the
+    # dynamo export (TorchScript unavailable) did not build: the prover relabels to it
 
 
 @dataclass

@@ -14,19 +14,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import onnx
 import torch
 
 from ..case import Case, Spec
-from ..errors import describe
-from ..engine.export import Exported, initializers_apart, strip_stack_traces
+from ..errors import CaseError, describe, first_line
+from ..engine.export import Exported, check, initializers_apart, strip_stack_traces
+from ..engine.next_opset import relabel_opset
 from ..engine.runtimes import model_opset
 from ..engine.mapping import VALUE_SLOTS, subgraphs
 from .directives import Directives
 from .folded import module_ops
 from .wire import Capture, ModuleFormat, dtype_of
+from ..vocab import ExportRoute
 
 GLUE_OPS = frozenset({"Cast", "CastLike", "Reshape", "Shape", "Squeeze", "Unsqueeze",
                       "Identity", "Constant"})
@@ -186,9 +188,9 @@ class Prepared:
     notes: list[str]
     computing: tuple[tuple[int, str], ...] = ()   # (node index, op) of every computing node
 
-    def others(self, proved: int | None) -> list[tuple[int, str]]:
-        """The computing nodes besides the proved one (ai.onnx only: what --op can name)."""
-        return [(i, op) for i, op in self.computing if i != proved and "::" not in op]
+    def others(self, proved: Collection[int | None]) -> list[tuple[int, str]]:
+        """The computing nodes besides the proved ones (ai.onnx only: what --op can name)."""
+        return [(i, op) for i, op in self.computing if i not in proved and "::" not in op]
 
     def case_for(self, index: int, op: str) -> Case:
         """The script's case, aimed at another node (``--all-ops``): same module, inputs and
@@ -298,6 +300,41 @@ def _names(cap: Capture, gin: list[str], existing: set[str]) -> tuple[list[str],
     return names, which
 
 
+@dataclass(frozen=True)
+class Moved:
+    """The script's dynamo model moved to the opset it asked for (``ExportInfo.move_to``),
+    or why it is judged where the exporter left it; ``note``: the one line that says which."""
+
+    model: onnx.ModelProto
+    note: str | None = None
+    route: ExportRoute = ExportRoute.DIRECT
+    route_note: str = ""
+    adaptations: tuple = ()
+
+
+def _moved(model: onnx.ModelProto, opset: int, target: int | None, op: str) -> Moved:
+    """Relabel ``model`` (ai.onnx ``opset``) to ``target`` with the tool's checked version
+    adapters, as ``verify-all --no-torchscript`` does (``engine/next_opset.relabel_opset``):
+    every node whose schema differs is adapted where both versions compute the same, or the
+    move is refused and the model judged at ``opset``."""
+    if target is None or target == opset:
+        return Moved(model)
+    try:
+        out, glue, adapted = relabel_opset(model, opset, target, op=op)
+        check(out)
+    except CaseError as exc:   # AdaptError included: a typed refusal, one line
+        return Moved(model, f"judged at opset {opset}, where the dynamo exporter left it: it "
+                            f"cannot be moved to opset {target} ({first_line(exc)})")
+    how = "; ".join([f"glue whose schema differs there: {', '.join(glue)}"] * bool(glue)
+                    + [a.text() for a in adapted])
+    return Moved(out, f"moved from opset {opset} to opset {target}, the one the script asked "
+                      f"for, by torch-prover's checked version adapters" + (
+                          f" ({how})" if how else " (no node's schema differs)"),
+                 ExportRoute.RELABELLED, f"exported at opset {opset} by the dynamo exporter "
+                 f"(the TorchScript exporter is unavailable) and moved to opset {target}",
+                 adapted)
+
+
 def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
             declared: Directives) -> Prepared:
     """Turn the script's last successful export (a usable capture) into a Case whose model is
@@ -358,6 +395,9 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
     except Exception as exc:
         raise UsageError(f"onnx.checker rejects the script's model: {describe(exc)}") from exc
     opset = model_opset(model)
+    moved = _moved(model, opset, info.move_to, op)
+    if moved.model is not model:
+        model, opset = moved.model, info.move_to
     case = Case(op, _case_name(path), (lambda m: lambda: m)(module), specs,
                 input_names=tuple(names), exporter=info.exporter, opset=opset,
                 float_dtype=dtype_of(cap.float_dtype),
@@ -367,6 +407,8 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
                            for k in declared.surrogate or ()},
                 notes=f"from the proof script {path.name}")
     exported = Exported(model, info.exporter, opset, tuple(names),
-                        tuple(f"y{j}" for j in range(len(gout))))
+                        tuple(f"y{j}" for j in range(len(gout))), route=moved.route,
+                        route_note=moved.route_note, adaptations=moved.adaptations)
     return Prepared(case, exported, tuple(names), renamed, candidates, inferred, op_from,
-                    notes + list(info.notes), tuple(computing_nodes(model, tracked)))
+                    notes + list(info.notes) + [moved.note] * bool(moved.note),
+                    tuple(computing_nodes(model, tracked)))

@@ -177,9 +177,12 @@ def collect(run: ScriptRun, where: Path) -> Capture:
         return Capture(run.ended, **base)     # the prover says what is missing
     call = done[-1]
     module = call.module
+    if isinstance(module, torch.export.ExportedProgram):
+        module = module.module()    # proved like the module it was exported from (docs/run.md)
     if not isinstance(module, torch.nn.Module):
-        return Capture(Outcome.UNUSABLE, problem=f"the script exports a {type(module).__name__}; "
-                       "torch-prover proves an exported torch.nn.Module", **base)
+        return Capture(Outcome.UNUSABLE, problem=f"the script exports a {type(module).__name__!r} "
+                       "object; torch-prover proves an exported torch.nn.Module or "
+                       "torch.export.ExportedProgram: export the module itself", **base)
     args, kwargs = _split_args(call.args, call.kwargs)
     leaves = tensor_leaves((args, kwargs))
     flat = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
@@ -203,7 +206,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
                       bool(call.options.get("custom_translation_table")), tuple(call.copy),
-                      call.sink, call.training)
+                      call.sink, call.training, call.move_to)
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),
         requires=tuple(requires), swapped=tuple(swapped), probing_all=probing_all,

@@ -79,10 +79,16 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     def as_dynamo(opts: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in opts.items() if k not in _TORCHSCRIPT_ONLY} | {"dynamo": True}
 
+    # without TorchScript (removed, or raising), an opset below the dynamo exporter's
+    # oldest is built at that oldest and relabelled by the prover (ExportCall.move_to)
+    at_oldest = (as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET},
+                 f"exported with the dynamo exporter at opset {DYNAMO_MIN_OPSET} (the oldest it "
+                 f"builds) for the prover to move to opset {opset}")
     if asked_dynamo:
         if opset is not None and opset < DYNAMO_MIN_OPSET:
             return [(as_torchscript(options),
-                     f"exported with the TorchScript exporter (dynamo=False) at opset {opset}")]
+                     f"exported with the TorchScript exporter (dynamo=False) at opset {opset}"),
+                    at_oldest]
         if opset is not None and opset > DEFAULT_OPSET:
             return [(options | {"opset_version": DEFAULT_OPSET},
                      f"torch {torch.__version__.split('+')[0]}'s exporter cannot produce opset "
@@ -99,7 +105,18 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     plans = [(options, None)]
     if opset is None or DYNAMO_MIN_OPSET <= opset <= DEFAULT_OPSET:
         plans.append((as_dynamo(options), "exported with the dynamo exporter instead"))
+    elif opset < DYNAMO_MIN_OPSET:
+        plans.append(at_oldest)
     return plans
+
+
+def _below_dynamo(asked: int | None, got: int | None, exporter: str) -> int | None:
+    """The opset the prover must move a dynamo model to (``ExportCall.move_to``): the one
+    the script asked for, when it is below what the dynamo exporter builds and the model is
+    not at it (the TorchScript exporter, which builds it, being unavailable)."""
+    if exporter == "dynamo" and asked is not None and asked < DYNAMO_MIN_OPSET and got != asked:
+        return asked
+    return None
 
 
 def shown_path(path: str) -> str:
@@ -295,6 +312,8 @@ def wrap_export(run: ScriptRun, real: Callable, default_dynamo: bool = True) -> 
                     call.notes.append(f"the evidence copy ({'; '.join(call.copy)}) failed "
                                       f"({describe(exc)}): proving the script's model as is")
                     call.copy.clear()
+                    call.move_to = _below_dynamo(written.get("opset_version"),
+                                                 model_opset(made), call.exporter)
                 else:
                     call.options = copy
                     call.exporter = "dynamo" if copy.get("dynamo", True) else "torchscript"
@@ -339,6 +358,7 @@ def _recover(run: ScriptRun, real: Callable, accepted: set[str], model: Any, arg
         asked = opts.get("opset_version")
         if asked is not None and got != asked:
             call.notes.append(f"asked for opset {asked}, the exporter produced opset {got}")
+        call.move_to = _below_dynamo(options.get("opset_version"), got, call.exporter)
         shown = shown_path(call.target) if call.target else None
         if shown and not any(shown in n for n in call.notes):
             call.notes.append(f"wrote that model to {shown_path(call.target)} so the script "

@@ -13,11 +13,12 @@ compared, and the record says nothing then (``folded`` empty, ``compared`` false
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
 import onnx
+
+from ..compat import StrEnum
 
 ONNX_OF: dict[str, str] = {
     "abs": "Abs", "acos": "Acos", "acosh": "Acosh", "asin": "Asin", "asinh": "Asinh",
@@ -35,7 +36,7 @@ ATen op the exporter legitimately writes as another ONNX op (``mm`` as Gemm, ``s
 ReduceSum, ``clamp`` as Max/Min) is left out, so a name here never misreports."""
 
 
-class Lost(enum.StrEnum):
+class Lost(StrEnum):
     FOLDED = "folded"           # computed from parameters and constants only: a constant now
     REWRITTEN = "rewritten"     # computed on the inputs, written with other ops
 

@@ -36,6 +36,7 @@ import torch
 from ..errors import ProverError, describe
 from ..engine.export import quiet
 from .capture import refill
+from .sink import mode_fixed
 from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
@@ -51,7 +52,8 @@ class ModuleLoadError(ProverError, ValueError):
 
 class Bound(torch.nn.Module):
     """``inner(*args, **kwargs)`` with the script's non-tensor arguments filled back in:
-    ``forward`` takes only the tensors, in the order the export arguments hold them."""
+    ``forward`` takes only the tensors, in the order the export arguments hold them, and
+    returns a structseq (``torch.return_types.topk``) as a plain tuple."""
 
     def __init__(self, inner: torch.nn.Module, template: tuple[tuple, dict]):
         super().__init__()
@@ -60,7 +62,8 @@ class Bound(torch.nn.Module):
 
     def forward(self, *tensors: torch.Tensor) -> Any:
         args, kwargs = refill(self.template, iter(tensors))
-        return self.inner(*args, **kwargs)
+        out = self.inner(*args, **kwargs)
+        return tuple(out) if isinstance(out, tuple) and type(out) is not tuple else out
 
 
 class Loaded(torch.nn.Module):
@@ -112,36 +115,43 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
                 training: bool = False) -> ModuleFile:
     """Serialize ``module`` (called on ``leaves``, those flagged in ``requires`` requiring
     grad, as the probe will call it) into ``where``, in training mode when the script's
-    export ran it so; never raises."""
-    module.train(training)
-    mode = "training" if training else "eval"
+    export ran it so (an ExportedProgram's module keeps the mode its graph fixed); never
+    raises."""
+    if mode_fixed(module):
+        mode = "the mode its graph fixed (an ExportedProgram's module refuses train() and eval())"
+    else:
+        module.train(training)
+        mode = "training mode" if training else "eval mode"
     target = module if flat else Bound(module, template)
     prefix = "" if flat else PREFIX
     example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
     wanted = param_table(target, prefix)
     why = ""
-    if not isinstance(module, torch.jit.ScriptModule):
+    # a flat module is tried wrapped too: Bound returns a plain tuple, where torch.export
+    # cannot serialize a structseq output (torch.return_types.topk) and TorchScript may be gone
+    ways = [(target, prefix)] + ([(Bound(module, template), PREFIX)] if flat else [])
+    for candidate, pre in ways if not isinstance(module, torch.jit.ScriptModule) else ():
         try:
             with quiet():
-                program = torch.export.export(target, example)
+                program = torch.export.export(candidate, example)
             foreign = _foreign_ops(program)
             if foreign:
                 raise ModuleLoadError(f"its graph calls {', '.join(foreign)}, defined only in "
                                       "the script's process")
             torch.export.save(program, where / PROGRAM_FILE)
-            done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, prefix,
-                              f"torch.export.export of the module in {mode} mode")
-            load_module(where, done, wanted)        # the round trip the prover will make
+            done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, pre,
+                              f"torch.export.export of the module in {mode}")
+            load_module(where, done, param_table(candidate, pre))   # the prover's round trip
             return done
         except Exception as exc:  # torch.export raises many types; the fallback decides
-            why = f"torch.export: {describe(exc)}"
+            why = why or f"torch.export: {describe(exc)}"
     try:
         if isinstance(target, torch.jit.ScriptModule):
             scripted, how = target, "the scripted module, saved as is"
         else:
             with quiet():
                 scripted = torch.jit.trace(target, example, check_trace=False, strict=False)
-            how = f"torch.jit.trace of the module in {mode} mode"
+            how = f"torch.jit.trace of the module in {mode}"
         torch.jit.save(scripted, str(where / TORCHSCRIPT_FILE))
         done = ModuleFile(ModuleFormat.TORCHSCRIPT, TORCHSCRIPT_FILE, prefix, how, why)
         load_module(where, done, wanted)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ..engine import numeric
 from ..engine.mapping import VALUE_SLOTS
+from ..engine.pytorch_source import from_torch_onnx_ops
 from .case import MODULE_OPS
 from .export import shown_path
+from .nodes import node_lines
 from .wire import Capture, Grad, GradSeen, Sink
 
 
@@ -55,13 +57,24 @@ def _missing(module: Any, cap: Capture, prep: Any) -> list[str] | None:
     graph = getattr(module, "graph", None)
     if cap.module.format is not ModuleFormat.EXPORTED_PROGRAM or graph is None:
         return None
-    return [m.line() for m in missing_ops(graph, prep.exported.model, prep.exported.exporter,
-                                          prep.exported.opset)]
+    missing = missing_ops(graph, prep.exported.model, prep.exported.exporter,
+                          prep.exported.opset)
+    written = [w for w in map(from_torch_onnx_ops, prep.exported.model.graph.node) if w]
+    if written and missing:
+        # not folded or lost: the script computes the op eagerly and switches to
+        # torch.onnx.ops under torch.onnx.is_in_onnx_export(); one line, no advice to follow
+        return [f"the graph's {', '.join(dict.fromkeys(written))} node was written by "
+                f"torch.onnx.ops at export; the module computes it eagerly with "
+                f"{', '.join(m.op for m in missing)} ({', '.join(m.aten for m in missing)}), "
+                "which is what the autograd witness differentiated"]
+    return [m.line() for m in missing]
 
 
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
                   declared: dict[str, Any], output: Any, timeout: float, module: Any = None,
-                  all_ops: bool = False) -> dict[str, Any]:
+                  all_ops: bool = False, proved: Collection[int | None] = ()
+                  ) -> dict[str, Any]:
+    """The ``script`` section (``proved``: the target op's nodes proved, when several)."""
     info = cap.export
     grads = gradients(prep.names, cap)
     return {
@@ -79,7 +92,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
         "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
-                      for i, op in prep.others(proof.node)],
+                      for i, op in prep.others(set(proved) | {proof.node})],
         "all_ops": all_ops,
         "runner_notes": prep.notes,
         "renamed": prep.renamed,
@@ -135,6 +148,7 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
         lines.append(f"  target op {rec['op']}: from {s['op_from']}" + (
             f" (the graph alone says {s['op_inferred']})" if s["op_inferred"] not in
             (None, rec["op"]) else ""))
+    lines += node_lines(s.get("nodes"))
     lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")

@@ -41,6 +41,7 @@ from ..preflight import positive_seconds
 from .child import run_script  # noqa: F401 - the in-process capture, for its tests
 from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
 from .script_file import ScriptFileError, script_text
+from .nodes import over_nodes
 from .report import script_lines, script_markdown, script_record, shown_output
 
 
@@ -114,12 +115,16 @@ SILENT = Stages()
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
                  echo: TextIO | None = None, debug: bool = False,
-                 all_ops: bool = False, say: Stages = SILENT) -> ScriptProof:
+                 all_ops: bool = False, say: Stages = SILENT, node: int | None = None
+                 ) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
     prove; the script's (capped) output goes to ``echo`` either way. ``all_ops``: prove
-    every other computing node of the graph too, in context (``ScriptProof.more``). ``say``
+    every other computing node of the graph too, in context (``ScriptProof.more``). The
+    target op used by several nodes: each is proved (the first is ``proof``, the others lead
+    ``more``; ``record["script"]["nodes"]`` holds the verdicts over them, :mod:`nodes`);
+    ``node``: prove that node of the op only. ``say``
     gets one line per stage (``run`` prints them on stderr: a first run waits seconds for the
     script's process to import torch, and a silent wait looks like a hang)."""
     from ..engine.prove import prove_case
@@ -156,20 +161,43 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     say(f"proving {prep.case.op} ({prep.exported.exporter} exporter, opset "
         f"{prep.exported.opset}): autograd probe, graph mapping"
         + (", numeric witnesses" if numeric else ""))
+    nodes = _target_nodes(prep, node)
     try:
-        proof = prove_case(prep.case, exported=prep.exported, numeric=numeric, tags=tags,
-                           tag_source=tag_source)
-        more = tuple(prove_case(prep.case_for(i, other), exported=prep.exported,
-                                numeric=numeric, tags=tags, tag_source=tag_source, node=i)
-                     for i, other in (prep.others(proof.node) if all_ops else ()))
+        same = [prove_case(prep.case if len(nodes) == 1 else prep.case_for(i, prep.case.op),
+                           exported=prep.exported, numeric=numeric, tags=tags,
+                           tag_source=tag_source, node=i) for i in nodes]
+        proof = same[0]
+        more = tuple(same[1:]) + tuple(
+            prove_case(prep.case_for(i, other), exported=prep.exported, numeric=numeric,
+                       tags=tags, tag_source=tag_source, node=i)
+            for i, other in (prep.others({p.node for p in same}) if all_ops else ()))
     except CaseError as exc:
         raise _usage(f"cannot prove the script's export: {exc}") from exc
     rec = proof.record()
     rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
                                   declared=declared.set(), output=child.output,
-                                  timeout=timeout, module=module, all_ops=all_ops)
+                                  timeout=timeout, module=module, all_ops=all_ops,
+                                  proved={p.node for p in same})
+    rec["script"]["nodes"] = over_nodes(prep.case.op, [(p.node, p.record()) for p in same]) \
+        if len(same) > 1 else None
     rec["script"]["export"]["file_changed"] = file_changed(cap.export)
     return ScriptProof(source, cap, prep, proof, rec, child.output, more)
+
+
+def _target_nodes(prep: Any, node: int | None) -> list[int | None]:
+    """The target op's nodes to prove: ``node`` alone when given (UsageError, one line, when
+    it is not a node of that op), else every node of the op (``engine/mapping.py:
+    target_nodes``; [None] when there is at most one: the mapping says what it found)."""
+    from ..engine.mapping import target_nodes
+    op = prep.case.op
+    every = [i for i, n in enumerate(prep.exported.model.graph.node) if n.op_type == op]
+    if node is not None:
+        if node not in every:
+            raise _usage(f"--node {node}: not a {op} node of the script's graph (its {op} "
+                         f"nodes: {', '.join(f'#{i}' for i in every) or 'none'})")
+        return [node]
+    nodes = list(target_nodes(prep.exported.model, op, prep.case.domain))
+    return nodes if len(nodes) > 1 else [None]
 
 
 def file_changed(info) -> str | None:
@@ -223,9 +251,10 @@ class StageLine(Stages):
 
 
 def cmd_run(args) -> int:
-    """``torch-prover run SCRIPT.py``: run, prove, report; exit 0 / 1 (finding) / 2 (usage)."""
+    """``torch-prover run SCRIPT.py``: run, prove, report; exit 0 / 1 (a disagreement or a
+    failed check) / 2 (the script cannot be proved: it failed, or its case is invalid)."""
     from ..output import report
-    from ..errors import EXIT_FINDING, EXIT_OK
+    from ..errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE
     check_arguments(args.script, args.op, args.timeout)
     say = StageLine(sys.stderr)
     say("starting the script's process (it imports torch and warms the exporter once)")
@@ -236,13 +265,14 @@ def cmd_run(args) -> int:
     all_ops = getattr(args, "all_ops", False)
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
-                        debug=getattr(args, "debug", False), all_ops=all_ops, say=say)
+                        debug=getattr(args, "debug", False), all_ops=all_ops, say=say,
+                        node=getattr(args, "node", None))
     say.done()
     rec = done.record
     more = [p.record() for p in done.more]
     if rec["script"]["export"]["file_changed"]:
         print(f"warning: {rec['script']['export']['file_changed']}", file=sys.stderr)
-    if args.out is not None and not args.no_write:
+    if args.out is not None:
         from ..output.evidence import write_proof
         for proof in done.proofs:
             where = write_proof(Path(args.out), proof)
@@ -252,7 +282,9 @@ def cmd_run(args) -> int:
               "proof.json)", file=sys.stderr)
     file_sha = rec["script"]["export"]["file_sha256"]
     model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
-    code = EXIT_FINDING if done.failed else EXIT_OK
+    # an invalid case is a script that cannot be proved as it is (docs/run.md, exit codes)
+    code = (EXIT_USAGE if any(p.invalid for p in done.proofs)
+            else EXIT_FINDING if done.failed else EXIT_OK)
     if fmt == "json":
         from ..output.documents import proofs_doc
         from ..vocab import DocKind

@@ -10,7 +10,8 @@ back from it is the one proved.
 
 The training mode matters to random ops: Dropout exported in training mode draws a mask,
 and the autograd probe must run the module in that mode too, or the PyTorch side of the
-proof is the identity (:func:`exported_training`).
+proof is the identity (:func:`exported_training`). An ExportedProgram's module has no mode
+to set: its graph fixed it (:func:`mode_fixed`).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def exported_training(module: Any, was_training: bool, options: dict[str, Any]) 
     """Whether the export ran the module in training mode: the dynamo exporter exports the
     module in the mode it is in; the TorchScript exporter follows ``training=`` (EVAL by
     default, PRESERVE keeps the module's mode)."""
-    if not isinstance(module, torch.nn.Module):
+    if not isinstance(module, torch.nn.Module) or mode_fixed(module):
         return False
     if options.get("dynamo", True):
         return was_training
@@ -54,6 +55,20 @@ def exported_training(module: Any, was_training: bool, options: dict[str, Any]) 
     if mode == modes.TRAINING:
         return True
     return was_training
+
+
+def mode_fixed(module: Any) -> bool:
+    """Whether ``module`` is an ExportedProgram's module (``ep.module()``): its mode was fixed
+    when ``torch.export.export`` traced it, and it refuses ``train()`` and ``eval()``
+    (NotImplementedError). Its ``training`` flag says nothing about the graph, so the runner
+    neither reads nor sets it."""
+    if not isinstance(module, torch.fx.GraphModule):
+        return False
+    try:
+        module.train(module.training)
+    except NotImplementedError:
+        return True
+    return False
 
 
 def _saved_bytes(destination: Any) -> bytes | None:

@@ -111,6 +111,8 @@ class ExportInfo:
     # model, and why (empty: the script's own model is proved)
     sink: Sink = Sink.NONE        # where the export went (``target``: the file, if any)
     training: bool = False        # the module was exported in training mode
+    move_to: int | None = None    # the opset to relabel the model to (pr/export.py: the
+    # TorchScript exporter unavailable, dynamo built opset 18 for an older asked opset)
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,9 @@ def _export_info(d: Any) -> ExportInfo | None:
                       _strs(d["notes"], "export.notes"), _strs(d["input_names"], "input_names"),
                       _check(d["custom_translation"], bool, "export.custom_translation"),
                       _strs(d["copy"], "export.copy"), Sink(d["sink"]),
-                      _check(d["training"], bool, "export.training"))
+                      _check(d["training"], bool, "export.training"),
+                      None if d.get("move_to") is None
+                      else _check(d["move_to"], int, "export.move_to"))
 
 
 def _param(p: Any) -> tuple[str, tuple[int, ...], str, bool]:

@@ -12,7 +12,7 @@ index, a zero bias), so that is shown but contradicts nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from ...compat import StrEnum
 from typing import Iterable, Sequence
 
 from ...vocab import BodyOutcome, NumericOutcome, PointsState, Tag
