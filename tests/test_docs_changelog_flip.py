@@ -89,8 +89,11 @@ def test_flips_in_the_version_in_force_are_reported(tmp_path, capsys, seed):
                      "--no-write", "--no-cache", "--format", "json", "--jobs", "1"])
     report = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert sorted(r["case"] for r in report["cases"]) == sorted(CASES.values())
-    reported = {(r["op"], p["io"], p["name"]) for r in report["cases"]
+    # the named cases only: another case of the same op (softplus_dynamo_guard) may sit at
+    # another opset, where another version is in force
+    named = [r for r in report["cases"] if r["case"] in CASES.values()]
+    assert sorted(r["case"] for r in named) == sorted(CASES.values())
+    reported = {(r["op"], p["io"], p["name"]) for r in named
                 for p in r["parameters"] if p["verdict"] == "disagree"}
     assert reported == flipped
     assert report["summary"]["tags_path"] == str(path)

@@ -509,7 +509,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .pr.runner import cmd_run
-    if args.out is not None and not args.no_write:
+    if args.out is not None:   # run writes evidence only with --out (it has no --no-write)
         preflight.outputs_checked([preflight.Output("--out", args.out, None)],
                                   [("SCRIPT", args.script), ("--tags-from", args.tags_from)])
     return cmd_run(args)
