@@ -273,3 +273,27 @@ def test_pr_mode_falls_back_to_onnx_tests_for_an_op_no_case_reaches(tmp_path, mo
     assert {p["verdict"] for p in by_op["Shrink"]["parameters"]} == {"not proved"}
     assert all("torch-prover new-case Shrink" in p["why"]
                for p in by_op["Shrink"]["parameters"])
+
+
+def test_pr_mode_case_free_judges_the_prs_docs_tags(tmp_path, monkeypatch, capsys):
+    """--case-free with --tags-from: the PR's docs retag Relu-14's X non-differentiable;
+    ONNX's node tests show Relu smooth off zero, so the PR's tag is refuted (judged against
+    the installed onnx's tag it would be 'confirmed': the PR's change would pass unseen)."""
+    from gate_fixture import generate_docs, retag
+    from json_contract import validate_text
+    docs = generate_docs(tmp_path / "gen")
+    text = (docs / "Changelog.md").read_text(encoding="utf-8")
+    (tmp_path / "base.md").write_text(text, encoding="utf-8")
+    (tmp_path / "pr.md").write_text(retag(text, "Relu-14", "X", "non-differentiable"),
+                                    encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
+                     "--case-free", "--no-write", "--format", "json",
+                     "--cache-dir", str(tmp_path / "cache")])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 1
+    (change,) = doc["changes"]
+    x = next(p for p in change["parameters"] if p["name"] == "X")
+    assert (change["op"], change["version"]) == ("Relu", 14)
+    assert x["verdict"] == "refuted" and x["supports"] == "differentiable", x
+    assert x["witnesses"][0]["case"] == "case-free"

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from ..batch.case_free import cells
 from ..batch.onnx_points import PointsRun
-from ..tags.schema import schema_tags
+from .changes import PrTags
 from .judge import GateVerdict, Judged, Witness
 from .select import Proving
 
@@ -44,12 +44,14 @@ def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str]) -> Judged
 
 
 def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
-            run: PointsRun) -> list[tuple[Judged, ...]]:
-    """``judged`` with each parameter the PR has decided case-free (a removed one stays)."""
+            run: PointsRun, pr: PrTags) -> list[tuple[Judged, ...]]:
+    """``judged`` with each parameter the PR has decided case-free (a removed one stays),
+    against the PR's tags (``pr``: its docs with ``--tags-from``, else the installed onnx's)."""
     out = []
     for p, js in zip(provings, judged):
         change = p.change
-        found = {(c["io"], c["name"]): c for c in cells(run, schema_tags(change.op, change.version))}
+        tags = pr.tags(change.op, change.version)
+        found = {(c["io"], c["name"]): c for c in (cells(run, tags) if tags is not None else ())}
         tests = run.used(change.op, change.version)
         out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests)
                          if j.param.pr is not None else j for j in js))
@@ -63,7 +65,7 @@ def needs_fallback(p: Proving) -> bool:
 
 
 def fallback(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
-             run: PointsRun) -> list[tuple[Judged, ...]]:
+             run: PointsRun, pr: PrTags) -> list[tuple[Judged, ...]]:
     """``judged`` with each ``not proved`` parameter of a version no case reaches decided
     case-free where ONNX's node tests decide it; every other parameter as it was."""
     out = []
@@ -71,7 +73,7 @@ def fallback(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
         if not needs_fallback(p):
             out.append(tuple(js))
             continue
-        redo = rejudge([p], [js], run)[0]
+        redo = rejudge([p], [js], run, pr)[0]
         out.append(tuple(n if j.verdict is GateVerdict.NOT_PROVED
                          and n.verdict is not GateVerdict.NOT_PROVED else j
                          for j, n in zip(js, redo)))

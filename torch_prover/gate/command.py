@@ -163,7 +163,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
                          and any(needs_fallback(p) for p in prepared.provings)):
         from ..batch.onnx_points import measured
         points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True)
-        judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points)
+        judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
+                                                          PrTags(prepared.pr_docs))
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
