@@ -1,0 +1,70 @@
+"""The pinned versions (constraints.txt), and what may differ when torch is not the pinned one.
+
+models/ and the docs' examples are made with the pinned torch, onnx, onnxruntime and
+onnxscript, and CI installs exactly those. torch-prover supports other torch releases too
+(pyproject's ``torch>=2.13,<2.16``), and a compatibility run of the suite on one of them
+(say torch 2.15.0 in its own venv) must still hold the tool to its evidence: the same
+models, records, verdicts and printed reports, except for the torch version each records
+and prints, and the digests over files that hold it (``model.onnx`` carries the exporter's
+``producer_version``). These helpers mask exactly that, and only when torch alone differs
+from the pins: another onnx, onnxruntime or onnxscript makes other evidence, so it still
+fails, with the versions named.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EVIDENCE_DISTRIBUTIONS = ("torch", "onnx", "onnxruntime", "onnxscript")
+
+_DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def _base(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13.0``: the local build label (CPU or CUDA wheel) is no release."""
+    return version.split("+", 1)[0]
+
+
+@cache
+def pinned() -> dict[str, str]:
+    """constraints.txt's ``name==version`` lines for the packages evidence records."""
+    found = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        name, sep, version = line.partition("==")
+        if sep and name.strip() in EVIDENCE_DISTRIBUTIONS:
+            found[name.strip()] = version.strip()
+    return found
+
+
+@cache
+def installed() -> dict[str, str]:
+    return {d: importlib.metadata.version(d) for d in EVIDENCE_DISTRIBUTIONS}
+
+
+@cache
+def other_torch() -> str | None:
+    """The installed torch's version when torch alone differs from the pins, else None
+    (the pinned install, or another onnx/onnxruntime/onnxscript, where nothing is masked)."""
+    have, pins = installed(), pinned()
+    if any(_base(have[d]) != pins[d] for d in EVIDENCE_DISTRIBUTIONS if d != "torch"):
+        return None
+    return have["torch"] if _base(have["torch"]) != pins["torch"] else None
+
+
+def _torch_versions() -> list[str]:
+    """Every spelling a record or a report may hold for the installed or the pinned torch,
+    longest first (``2.15.0+cu132`` before ``2.15.0``)."""
+    spellings = {installed()["torch"], _base(installed()["torch"]), pinned()["torch"]}
+    return sorted(spellings, key=len, reverse=True)
+
+
+def mask_text(text: str) -> str:
+    """Printed output with the torch version and every sha256 digest masked and the
+    whitespace folded (a longer version string wraps a line elsewhere). Only for
+    ``other_torch()``; on the pinned install the texts are compared as they are."""
+    for v in _torch_versions():
+        text = text.replace(v, "<torch version>")
+    return " ".join(_DIGEST.sub("<sha256>", text).split())
