@@ -54,17 +54,16 @@ def other_torch() -> str | None:
     return have["torch"] if _base(have["torch"]) != pins["torch"] else None
 
 
-def _torch_versions() -> list[str]:
+def _torch_version() -> re.Pattern[str]:
     """Every spelling a record or a report may hold for the installed or the pinned torch,
-    longest first (``2.15.0+cu132`` before ``2.15.0``)."""
-    spellings = {installed()["torch"], _base(installed()["torch"]), pinned()["torch"]}
-    return sorted(spellings, key=len, reverse=True)
+    with or without its local build label (``2.13.0+cpu``, ``2.15.0+cu132``, ``2.15.0``)."""
+    bases = sorted({_base(installed()["torch"]), pinned()["torch"]}, key=len, reverse=True)
+    return re.compile("(?:" + "|".join(map(re.escape, bases)) + r")(?:\+[0-9A-Za-z.]+)?")
 
 
 def mask_text(text: str) -> str:
     """Printed output with the torch version and every sha256 digest masked and the
     whitespace folded (a longer version string wraps a line elsewhere). Only for
     ``other_torch()``; on the pinned install the texts are compared as they are."""
-    for v in _torch_versions():
-        text = text.replace(v, "<torch version>")
+    text = _torch_version().sub("<torch version>", text)
     return " ".join(_DIGEST.sub("<sha256>", text).split())
