@@ -1,8 +1,10 @@
-"""One module per command, as pip's ``commands/``: each holds ``NAME``, ``add_parser(sub)``
+"""One module per command: each holds ``NAME``, ``add_parser(sub)``
 (its options, as its ``--help`` shows them) and ``handle(args) -> int`` (the arguments handed
 to the library, the result rendered, the exit code returned). ``cli/__init__.py`` composes
 them; a command module imports the library and cli's shared modules (options, settings,
-outputs), never another command (tests/test_layout.py).
+outputs), never another command (tests/test_layout.py). A new command is a module here,
+named after it, listed in ``ALL``, with its ``--help`` recorded in tests/data/help/
+(``TORCH_PROVER_UPDATE_HELP=1``, tests/test_cli_help.py).
 
 A handler imports the library it calls inside its body: the parser is built before any
 command runs, so ``--help`` and a bad argument never wait for torch's import, and a Ctrl-C
