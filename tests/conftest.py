@@ -17,7 +17,7 @@ from torch_prover.pr.reap import processes
 from torch_prover.engine.prove import Proof, prove_case
 
 
-# Text is wrapped to the terminal's width, COLUMNS first (cli._terminal_width): every
+# Text is wrapped to the terminal's width, COLUMNS first (cli/outputs.terminal_width): every
 # command the suite runs, in process or as a subprocess, prints at the width the docs'
 # examples show, whatever shell ran pytest.
 os.environ["COLUMNS"] = "100"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from torch_prover.compat import tomllib
+
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_prover"
 
 LAYERS = [
@@ -39,8 +41,6 @@ LONG = {
     "batch/pool.py": "the worker pool and its isolation (pipes, parent-death signal, "
                      "timeouts, worker recycling, reaping) beside the cache that must not "
                      "change a verdict",
-    "cli.py": "the argument parser of 12 commands, whose help strings are the users' "
-              "documentation, and the one place errors become exit codes",
 }
 """Modules allowed over MAX_LINES, each with its reason."""
 MAX_LINES = 450
@@ -156,3 +156,51 @@ def test_case_imports_only_the_lowest_layer():
     assert {t for t, _, _ in _imports("torch_prover.case")} <= {"torch_prover.vocab",
                                                                  "torch_prover.errors",
                                                                  "torch_prover.conventions"}
+
+
+def test_nothing_imports_the_command_line():
+    """cli/ is the top of the house: it may import the library, and only ``__main__`` and
+    the console script (``[project.scripts]``) import it -- a library module that reached
+    into cli would make the library depend on argparse's Namespace."""
+    bad = [f"{name}:{line} imports {target}"
+           for name in MODULES if not (name == "torch_prover.__main__" or _in_cli(name))
+           for target, _, line in _imports(name) if _in_cli(target)]
+    assert not bad, "\n".join(bad)
+    scripts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    assert {entry.partition(":")[0] for entry in scripts.values()} == {"torch_prover.cli"}
+
+
+def _in_cli(name: str) -> bool:
+    return name == "torch_prover.cli" or name.startswith("torch_prover.cli.")
+
+
+COMMAND_PACKAGE = "torch_prover.cli.commands"
+
+
+def test_cli_is_one_module_per_command():
+    """A command module (cli/commands/) imports the library and cli's shared modules, never
+    another command nor the composition in cli/__init__.py; a shared module imports no
+    command; only the composition, through commands/__init__.py, knows every command."""
+    commands = {n for n in MODULES if n.startswith(COMMAND_PACKAGE + ".")}
+    shared = {n for n in MODULES if _in_cli(n) and n != "torch_prover.cli"
+              and n != COMMAND_PACKAGE and n not in commands}
+    assert commands and shared
+    names = {n: _assigned(n, "NAME") for n in commands}
+    misnamed = {n: v for n, v in names.items() if n.rpartition(".")[2] != str(v).replace("-", "_")}
+    assert not misnamed, f"a command module is named after its command: {misnamed}"
+    bad = [f"{name}:{line} imports {target}"
+           for name in commands for target, _, line in _imports(name)
+           if target in commands or target in ("torch_prover.cli", COMMAND_PACKAGE)]
+    bad += [f"{name}:{line} imports {target}"
+            for name in shared for target, _, line in _imports(name)
+            if target in commands or target in ("torch_prover.cli", COMMAND_PACKAGE)]
+    assert not bad, "\n".join(bad)
+
+
+def _assigned(name: str, variable: str):
+    """The literal a module assigns to a top-level name (None when it assigns none)."""
+    for node in ast.parse(MODULES[name].read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable
+                                                for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None

@@ -1,7 +1,7 @@
 """verify-all as one library call: ``prepare(request)`` then ``run(prepared) -> report``.
 
 The batch is the layer that grows (versions, shards, conventions), so it lives here and
-not in the CLI: ``cli.py`` parses arguments, calls ``prepare`` (every check that can fail
+not in the CLI: ``cli/`` parses arguments, calls ``prepare`` (every check that can fail
 without work: the selection, the waivers, the docs file, the output locations), then
 ``run``, and renders the report it returns. ``fix-tags`` without ``--report`` calls the
 same two functions, so the two commands cannot prove different things.

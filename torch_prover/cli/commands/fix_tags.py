@@ -1,0 +1,36 @@
+"""``torch-prover fix-tags``: disagreements and proposals turned into a checked patch against
+ONNX's C++ sources, with its PR text (fix/command.py)."""
+from __future__ import annotations
+
+import argparse
+
+from ..settings import cache_dir
+
+NAME = "fix-tags"
+
+
+def add_parser(sub) -> None:
+    x = sub.add_parser("fix-tags", help="turn disagreements and proposals into a checked patch "
+                                        "against ONNX's C++ sources, with its PR text")
+    x.add_argument("--onnx-src", required=True, metavar="DIR", help="root of an ONNX checkout")
+    x.add_argument("--report", metavar="FILE", help="verify-all's JSON report (default: run "
+                                                    "verify-all on the catalogue, cache used)")
+    x.add_argument("-o", "--output", default="fix.patch",
+                   help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
+    x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
+    x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
+    x.add_argument("--include-conventions", action="store_true",
+                   help="also edit parameters a named convention decides (left out by "
+                        "default; the PR text labels them in their own section)")
+    x.add_argument("--jobs", type=int, help="workers when running verify-all (default: 2, or "
+                                            "[tool.torch-prover] jobs in pyproject.toml)")
+    x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
+                   help="without --report: the schema versions verify-all proves (default: "
+                        "latest); with --report, the report's own")
+    x.add_argument("--format", choices=("text", "json"), default="text",
+                   help="the summary on stdout as text or as one JSON object")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ...fix.command import cmd_fix_tags
+    return cmd_fix_tags(args, cache_dir(args))
