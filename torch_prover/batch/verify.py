@@ -260,7 +260,8 @@ def run(prepared: Prepared) -> Outcome:
     vanished cases and regenerate the index."""
     from ..output.evidence import prune, write_index, write_versions
     from . import provenance
-    from .pool import BatchOptions, run_batch
+    from .one_case import BatchOptions
+    from .pool import run_batch
     from .summary import case_less
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
@@ -322,7 +323,7 @@ def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str
     Hardmax-13's axis to Hardmax-1)."""
     from ..cases import all_cases
     from ..vocab import DocKind
-    from .pool import Failure
+    from .one_case import Failure
     from .versions import Selection, plan
     cases = list(all_cases())
     gone = {(r["op"], r["case"]) for r in records

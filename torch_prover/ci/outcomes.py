@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..batch.summary import fails
 from ..fix.pr_text import reproduce as prove_command
-from ..output.report import MISSING, NO_TAGS, by_type_command
+from ..output.batch_report import MISSING, NO_TAGS, by_type_command
 
 
 class Grain(StrEnum):

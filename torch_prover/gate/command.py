@@ -138,7 +138,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     import onnx
 
     from ..batch import waivers as waivers_mod
-    from ..batch.pool import BatchOptions, run_batch
+    from ..batch.one_case import BatchOptions
+    from ..batch.pool import run_batch
     from .document import build
     from .case_free import fallback, needs_fallback, rejudge
     from .judge import also_found, judge

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..output.markdown_limit import PR_BODY_LIMIT
-from ..output.report import DEFAULT_WIDTH, md_cell, md_row, table, wrap_line
+from ..output.report import md_cell, md_row
+from ..output.text_table import DEFAULT_WIDTH, table, wrap_line
 from .judge import GateVerdict
 
 ORDER = (GateVerdict.REFUTED, GateVerdict.INHERITED, GateVerdict.WAIVED,
