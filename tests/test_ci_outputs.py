@@ -213,3 +213,28 @@ def test_docs_annotation_example(failing_run):
     rep["summary"]["tags_path"] = failing_run["tags"].name   # the docs show a relative path
     lines = annotations(all_tests(rep), Locator(SRC, workspace=str(SRC)))
     assert_example("github-annotation", "\n".join(lines))
+
+
+def _failed_test(k: int):
+    from torch_prover.ci.outcomes import Grain, Test
+    return Test(Grain.PARAMETER, f"Op{k}", "", 1, "input", 0, "x", Result.FAILED,
+                Why.DISAGREE, f"reason {k} " + "x" * 400, (f"case{k}",),
+                f"torch-prover prove Op{k} --case case{k}")
+
+
+def test_the_step_summary_keeps_to_a_comments_limit_through_the_one_splitter():
+    """The step summary keeps to GitHub's 65,536-character limit for a comment's body
+    (output/markdown_limit.py, the one place that limit is written and kept): every failed
+    test's row while they fit, in order, then how many more; the whole list when it fits."""
+    from torch_prover.ci.github import summary_markdown
+    from torch_prover.output.markdown_limit import PR_BODY_LIMIT
+    report = {"status": "failed", "reason": "1000 failed tests"}
+    many = [_failed_test(k) for k in range(1000)]
+    md = summary_markdown(many, report, "torch-prover verify-all")
+    assert len(md) <= PR_BODY_LIMIT < sum(len(t.message) for t in many)
+    shown = [k for k in range(1000) if f"| `Op{k}-1 input 0 (x)` |" in md]
+    assert shown == list(range(len(shown))) and 100 < len(shown) < 1000
+    assert f"... and {1000 - len(shown)} more failed tests" in md
+    assert "65,536-character limit" in md and md.endswith("the JUnit XML lists every test.\n")
+    few = summary_markdown(many[:3], report, "torch-prover verify-all")
+    assert all(f"| `Op{k}-1 input 0 (x)` |" in few for k in range(3)) and "more failed" not in few
