@@ -24,9 +24,9 @@ from typing import Any, Sequence
 import onnx
 import onnx.defs
 import onnx.helper
-import onnx.shape_inference
 
 from ..compat import StrEnum
+from .graph_values import inferred_shapes
 from .runtimes import model_opset
 
 
@@ -200,20 +200,8 @@ def unidirectional(src: Sequence[int], dst: Sequence[int]) -> bool:
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Every value of the main graph whose shape is known and static."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:   # inference itself failing leaves what the model declares
-        inferred = model
-    g = inferred.graph
-    out: dict[str, tuple[int, ...]] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        t = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and t.HasField("shape") and all(
-                d.HasField("dim_value") for d in t.shape.dim):
-            out[vi.name] = tuple(d.dim_value for d in t.shape.dim)
-    for init in g.initializer:
-        out[init.name] = tuple(init.dims)
-    return out
+    return {name: tuple(shape) for name, shape in inferred_shapes(model).items()
+            if None not in shape}
 
 
 def check(model: onnx.ModelProto, node_index: int | None, op: str, runtime_gap: str | None
