@@ -191,6 +191,7 @@ def test_outputs_are_checked_before_any_work(tmp_path, no_work, capsys):
         (["--tags-from", str(tags), "--junit", str(tags)], "is the --tags-from file"),
         (["--cache-dir", str(cache), "--junit", str(cache / "j.xml")], "is inside --cache-dir"),
         (["--junit", str(tmp_path)], "is a directory"),
+        (["--junit", ""], "--junit: empty path"),
         (["--report", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.json")],
          "is also --report"),
         (["--onnx-src", str(SRC), "--no-github"], "give it with --github"),
@@ -238,3 +239,20 @@ def test_the_step_summary_keeps_to_a_comments_limit_through_the_one_splitter():
     assert "65,536-character limit" in md and md.endswith("the JUnit XML lists every test.\n")
     few = summary_markdown(many[:3], report, "torch-prover verify-all")
     assert all(f"| `Op{k}-1 input 0 (x)` |" in few for k in range(3)) and "more failed" not in few
+
+
+def test_the_ci_outputs_are_checked_once_with_the_others(tmp_path, no_work, capsys,
+                                                         monkeypatch):
+    """--junit and $GITHUB_STEP_SUMMARY are checked by the output rule with every other
+    output (preflight.outputs_checked), once each: ci/options checked them a second time."""
+    from torch_prover import preflight
+    real, seen = preflight.writable_file, []
+    monkeypatch.setattr(preflight, "writable_file",
+                        lambda path, what: seen.append(what) or real(path, what))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    notes = tmp_path / "notes.md"   # read after every output is checked: refused there
+    notes.write_text("# notes\n")
+    code = cli.main(["verify-all", "--ops", "Relu", "--no-write", "--github",
+                     "--junit", str(tmp_path / "j.xml"), "--tags-from", str(notes)])
+    assert code == 2 and "neither an Operators.md" in capsys.readouterr().err
+    assert seen.count("--junit") == 1 and seen.count("$GITHUB_STEP_SUMMARY") == 1
