@@ -383,3 +383,25 @@ def test_a_full_run_removes_the_evidence_of_a_case_that_no_longer_exports(tmp_pa
     crashed = error_record(variant, "worker died", Failure.CRASH)
     key = (variant.op, variant.name)
     assert key in _evidence_kept([crashed]) and key not in _evidence_kept([refused])
+
+
+def test_every_failure_kind_of_a_failed_case_is_its_variants_kind():
+    """A failed case's ``failure`` (one_case.Failure) decides its variant's kind
+    (failures.Kind, whose comments say which): keyed on the enum, so a failure renamed in
+    one place cannot fall through to "error" in the other. failures.py reads it without
+    loading the engine."""
+    import subprocess
+    import sys
+    from torch_prover.batch.failures import Kind, failure_of
+    from torch_prover.batch.one_case import Failure, error_record
+    from torch_prover.cases import find_case
+    case = find_case("Relu", "relu_basic")
+    want = {Failure.CASE: Kind.EXPORT, Failure.CRASH: Kind.CRASH, Failure.TIMEOUT: Kind.TIMEOUT,
+            Failure.NO_TAGS: Kind.NO_TAGS, Failure.EVIDENCE: Kind.ERROR, Failure.BUG: Kind.ERROR}
+    assert set(want) == set(Failure)
+    for failure, kind in want.items():
+        assert failure_of(error_record(case, "why", failure)) == (kind, "why"), failure
+    loaded = subprocess.run([sys.executable, "-c", "import sys, torch_prover.batch.failures; "
+                             "print('torch_prover.engine.prove' in sys.modules)"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "False"

@@ -6,14 +6,16 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..case import Case
 from ..compat import StrEnum
-from ..engine.prove import TagSource
 from ..errors import CaseError, OutputError, first_line
 from ..tags.schema import UnknownOpError
 from ..vocab import DocKind
+
+if TYPE_CHECKING:   # the engine loads when a case is proved, not when a failure is read
+    from ..engine.prove import TagSource
 
 
 @dataclass(frozen=True)
