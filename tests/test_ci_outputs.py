@@ -256,3 +256,18 @@ def test_the_ci_outputs_are_checked_once_with_the_others(tmp_path, no_work, caps
                      "--junit", str(tmp_path / "j.xml"), "--tags-from", str(notes)])
     assert code == 2 and "neither an Operators.md" in capsys.readouterr().err
     assert seen.count("--junit") == 1 and seen.count("$GITHUB_STEP_SUMMARY") == 1
+
+
+def test_a_tests_reproduce_command_is_the_one_the_report_prints(failing_run):
+    """Every CI test's reproduce command is the report's own (batch_report.prove_command:
+    the case, its opset, the report's --tags-from), not a copy that adds the flag again."""
+    from torch_prover.output.batch_report import reproduce
+    rep = failing_run["report"]
+    records = {r["case"]: r for r in rep["cases"] + rep["versions"]["cases"]}
+    checked = 0
+    for t in all_tests(rep):
+        if t.reproduce and t.cases and all(c in records for c in t.cases):
+            assert t.reproduce in {reproduce(rep, records[c]) for c in t.cases}, t
+            assert t.reproduce.endswith(f" --tags-from {rep['summary']['tags_path']}")
+            checked += 1
+    assert checked > 10
