@@ -270,4 +270,4 @@ def test_a_tests_reproduce_command_is_the_one_the_report_prints(failing_run):
             assert t.reproduce in {reproduce(rep, records[c]) for c in t.cases}, t
             assert t.reproduce.endswith(f" --tags-from {rep['summary']['tags_path']}")
             checked += 1
-    assert checked > 10
+    assert checked == 2   # Softmax-13 input and output: the run's two tests
