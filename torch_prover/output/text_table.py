@@ -56,9 +56,10 @@ def _lines(cells: list[str], widths: list[int]) -> list[str]:
             for k in range(max(len(col) for col in wrapped))]
 
 
-def _table(rows: list[list[str]], header: list[str], width: int | None = None,
-           flex: int | None = None) -> list[str]:
-    """A plain-text table, every line at most ``width`` long (None: no limit).
+def table(rows: list[list[str]], header: list[str], width: int | None = None,
+          flex: int | None = None) -> list[str]:
+    """The plain-text table every text rendering uses, every line at most ``width`` long
+    (None: no limit).
 
     Column ``flex`` (the long reason) takes what the others leave and wraps under itself;
     where that would be narrower than _FLEX_MIN it goes on lines of its own under its row
@@ -85,15 +86,9 @@ def _table(rows: list[list[str]], header: list[str], width: int | None = None,
     return out
 
 
-def table(rows: list[list[str]], header: list[str], width: int | None = None,
-          flex: int | None = None) -> list[str]:
-    """The plain-text table every text rendering uses (see ``_table``)."""
-    return _table(rows, header, width, flex)
-
-
 def _stacked(rows: list[list[str]], header: list[str], width: int, flex: int,
              natural: list[int], minimum: list[int]) -> list[str]:
-    """The narrow layout of _table: column ``flex`` on lines of its own under each row."""
+    """The narrow layout of ``table``: column ``flex`` on lines of its own under each row."""
     keep = [i for i in range(len(header)) if i != flex]
     widths = _fit([natural[i] for i in keep], [minimum[i] for i in keep],
                   width - len(_GAP) * (len(keep) - 1))
