@@ -78,7 +78,8 @@ def main() -> int:
     rep = json.loads((work / "report.json").read_text())
     n_cases = rep["summary"]["cases"]
     # per-case figures: rerun the batch in-process without cache to read worker timings
-    from torch_prover.batch.pool import BatchOptions, run_batch
+    from torch_prover.batch.one_case import BatchOptions
+    from torch_prover.batch.pool import run_batch
     from torch_prover.cases import all_cases
     t0 = time.perf_counter()
     res = run_batch(list(all_cases()), BatchOptions(jobs=args.jobs, out=work / "m2"))
@@ -223,7 +224,8 @@ def _all_versions(work: Path, jobs: int) -> None:
     warm, _ = _timed(cmd)
     rep = json.loads((work / "versions.json").read_text())
     bands = rep["versions"]["summary"]["by_band"]
-    from torch_prover.batch.pool import BatchOptions, run_batch
+    from torch_prover.batch.one_case import BatchOptions
+    from torch_prover.batch.pool import run_batch
     from torch_prover.batch.versions import Selection, plan
     from torch_prover.cases import all_cases
     variants = [p.case for p in plan(list(all_cases()), Selection("all")) if p.case]

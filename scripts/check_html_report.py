@@ -277,7 +277,7 @@ def check_versions(probe: dict | None, report: dict) -> list[str]:
 def present_status(report: dict) -> str:
     """The most urgent op status the report holds: the filter is checked on it (a report
     whose every disagreement is declared has no 'disagrees' op to filter on)."""
-    from torch_prover.output.report import OP_STATUSES
+    from torch_prover.output.batch_report import OP_STATUSES
     held = {o["status"] for o in report["ops"]}
     return next(s for s in OP_STATUSES if s in held)
 

@@ -8,9 +8,10 @@ import torch
 import pytest
 
 from torch_prover.batch import summary
-from torch_prover.batch import pool as batch, waivers
-from torch_prover.output import report
-from torch_prover.batch.pool import BatchOptions, run_batch
+from torch_prover.batch import cache, waivers
+from torch_prover.output import batch_report
+from torch_prover.batch.one_case import BatchOptions
+from torch_prover.batch.pool import run_batch
 from torch_prover.case import Case, Float
 from torch_prover.cases import find_case
 from torch_prover.output.coverage import coverage
@@ -36,8 +37,8 @@ def _bad(name, fn):
 @pytest.fixture(autouse=True)
 def _known_modules(monkeypatch):
     """Ad-hoc cases are not in a catalogue module; fingerprint them by this file."""
-    real = batch.module_of
-    monkeypatch.setattr(batch, "module_of",
+    real = cache.module_of
+    monkeypatch.setattr(cache, "module_of",
                         lambda c: __name__ if c.name.startswith("bad_") else real(c))
 
 
@@ -137,7 +138,7 @@ def test_batch_report_shape_and_markdown_order():
     assert rep["format"] == 1 and len(rep["ops"]) == 203
     assert {o["op"]: o["status"] for o in rep["ops"]}["Mod"] == "disagrees"
     assert rep["summary"]["unwaived_disagreements"] == 1
-    md = report.batch_markdown(rep)
+    md = batch_report.batch_markdown(rep)
     assert md.index("## Disagreements") < md.index("## Proposed tags") < md.index("## Per-op")
     assert "torch-prover prove Mod --case mod_x" in md
     assert "`OpSchema::Differentiable`" in md
@@ -185,7 +186,7 @@ def test_a_cache_that_cannot_be_written_is_a_warning(tmp_path, monkeypatch):
 def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
     opts = BatchOptions(jobs=1, cache_dir=tmp_path, numeric=False)
     case = find_case("Floor")
-    (tmp_path / f"{batch.cache_key(case, opts)}.json").write_text(junk)
+    (tmp_path / f"{cache.cache_key(case, opts)}.json").write_text(junk)
     res = run_batch([case], opts)
     assert res.cache_hits == 0 and res.records[0]["status"] == "proved"
     again = run_batch([case], opts)      # the entry was rewritten with a real record
@@ -195,12 +196,12 @@ def test_a_damaged_cache_entry_is_a_miss(tmp_path, junk):
 def test_the_cache_key_covers_every_source_a_verdict_depends_on():
     """Editing a shared catalogue helper (reference_ops.py, imported by other case modules)
     or the engine must invalidate cached verdicts: both are in the digest."""
-    names = {p.relative_to(batch.PACKAGE_DIR).as_posix() for p in batch.source_files()}
+    names = {p.relative_to(cache.PACKAGE_DIR).as_posix() for p in cache.source_files()}
     assert {"cases/reference_ops.py", "cases/__init__.py", "cases/reference.py", "case.py",
             "engine/verdict.py", "engine/node_witness.py", "engine/isolate.py",
-            "engine/measure.py", "tags/schema.py", "batch/pool.py"} <= names
-    assert names == {p.relative_to(batch.PACKAGE_DIR).as_posix()
-                     for p in batch.PACKAGE_DIR.rglob("*.py")}   # every source file
+            "engine/measure.py", "tags/schema.py", "batch/pool.py", "batch/cache.py"} <= names
+    assert names == {p.relative_to(cache.PACKAGE_DIR).as_posix()
+                     for p in cache.PACKAGE_DIR.rglob("*.py")}   # every source file
 
 
 def test_verify_all_is_one_library_call(tmp_path):
@@ -371,8 +372,8 @@ def test_a_broken_case_is_cached_a_timeout_is_not(tmp_path):
 def test_a_full_run_removes_the_evidence_of_a_case_that_no_longer_exports(tmp_path):
     """A variant whose export is now refused (a case error: the same every time) keeps no
     older evidence: a proof directory there would claim what the run no longer finds. A
-    crash or a timeout (transient) is not a case error (batch/pool.Failure)."""
-    from torch_prover.batch.pool import Failure, error_record
+    crash or a timeout (transient) is not a case error (batch/one_case.Failure)."""
+    from torch_prover.batch.one_case import Failure, error_record
     from torch_prover.batch.verify import _evidence_kept
     from torch_prover.batch.versions import Selection, plan
     from torch_prover.cases import find_case
@@ -382,3 +383,25 @@ def test_a_full_run_removes_the_evidence_of_a_case_that_no_longer_exports(tmp_pa
     crashed = error_record(variant, "worker died", Failure.CRASH)
     key = (variant.op, variant.name)
     assert key in _evidence_kept([crashed]) and key not in _evidence_kept([refused])
+
+
+def test_every_failure_kind_of_a_failed_case_is_its_variants_kind():
+    """A failed case's ``failure`` (one_case.Failure) decides its variant's kind
+    (failures.Kind, whose comments say which): keyed on the enum, so a failure renamed in
+    one place cannot fall through to "error" in the other. failures.py reads it without
+    loading the engine."""
+    import subprocess
+    import sys
+    from torch_prover.batch.failures import Kind, failure_of
+    from torch_prover.batch.one_case import Failure, error_record
+    from torch_prover.cases import find_case
+    case = find_case("Relu", "relu_basic")
+    want = {Failure.CASE: Kind.EXPORT, Failure.CRASH: Kind.CRASH, Failure.TIMEOUT: Kind.TIMEOUT,
+            Failure.NO_TAGS: Kind.NO_TAGS, Failure.EVIDENCE: Kind.ERROR, Failure.BUG: Kind.ERROR}
+    assert set(want) == set(Failure)
+    for failure, kind in want.items():
+        assert failure_of(error_record(case, "why", failure)) == (kind, "why"), failure
+    loaded = subprocess.run([sys.executable, "-c", "import sys, torch_prover.batch.failures; "
+                             "print('torch_prover.engine.prove' in sys.modules)"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "False"

@@ -191,6 +191,7 @@ def test_outputs_are_checked_before_any_work(tmp_path, no_work, capsys):
         (["--tags-from", str(tags), "--junit", str(tags)], "is the --tags-from file"),
         (["--cache-dir", str(cache), "--junit", str(cache / "j.xml")], "is inside --cache-dir"),
         (["--junit", str(tmp_path)], "is a directory"),
+        (["--junit", ""], "--junit: empty path"),
         (["--report", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.json")],
          "is also --report"),
         (["--onnx-src", str(SRC), "--no-github"], "give it with --github"),
@@ -213,3 +214,60 @@ def test_docs_annotation_example(failing_run):
     rep["summary"]["tags_path"] = failing_run["tags"].name   # the docs show a relative path
     lines = annotations(all_tests(rep), Locator(SRC, workspace=str(SRC)))
     assert_example("github-annotation", "\n".join(lines))
+
+
+def _failed_test(k: int):
+    from torch_prover.ci.outcomes import Grain, Test
+    return Test(Grain.PARAMETER, f"Op{k}", "", 1, "input", 0, "x", Result.FAILED,
+                Why.DISAGREE, f"reason {k} " + "x" * 400, (f"case{k}",),
+                f"torch-prover prove Op{k} --case case{k}")
+
+
+def test_the_step_summary_keeps_to_a_comments_limit_through_the_one_splitter():
+    """The step summary keeps to GitHub's 65,536-character limit for a comment's body
+    (output/markdown_limit.py, the one place that limit is written and kept): every failed
+    test's row while they fit, in order, then how many more; the whole list when it fits."""
+    from torch_prover.ci.github import summary_markdown
+    from torch_prover.output.markdown_limit import PR_BODY_LIMIT
+    report = {"status": "failed", "reason": "1000 failed tests"}
+    many = [_failed_test(k) for k in range(1000)]
+    md = summary_markdown(many, report, "torch-prover verify-all")
+    assert len(md) <= PR_BODY_LIMIT < sum(len(t.message) for t in many)
+    shown = [k for k in range(1000) if f"| `Op{k}-1 input 0 (x)` |" in md]
+    assert shown == list(range(len(shown))) and 100 < len(shown) < 1000
+    assert f"... and {1000 - len(shown)} more failed tests" in md
+    assert "65,536-character limit" in md and md.endswith("the JUnit XML lists every test.\n")
+    few = summary_markdown(many[:3], report, "torch-prover verify-all")
+    assert all(f"| `Op{k}-1 input 0 (x)` |" in few for k in range(3)) and "more failed" not in few
+
+
+def test_the_ci_outputs_are_checked_once_with_the_others(tmp_path, no_work, capsys,
+                                                         monkeypatch):
+    """--junit and $GITHUB_STEP_SUMMARY are checked by the output rule with every other
+    output (preflight.outputs_checked), once each: ci/options checked them a second time."""
+    from torch_prover import preflight
+    real, seen = preflight.writable_file, []
+    monkeypatch.setattr(preflight, "writable_file",
+                        lambda path, what: seen.append(what) or real(path, what))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    notes = tmp_path / "notes.md"   # read after every output is checked: refused there
+    notes.write_text("# notes\n")
+    code = cli.main(["verify-all", "--ops", "Relu", "--no-write", "--github",
+                     "--junit", str(tmp_path / "j.xml"), "--tags-from", str(notes)])
+    assert code == 2 and "neither an Operators.md" in capsys.readouterr().err
+    assert seen.count("--junit") == 1 and seen.count("$GITHUB_STEP_SUMMARY") == 1
+
+
+def test_a_tests_reproduce_command_is_the_one_the_report_prints(failing_run):
+    """Every CI test's reproduce command is the report's own (batch_report.prove_command:
+    the case, its opset, the report's --tags-from), not a copy that adds the flag again."""
+    from torch_prover.output.batch_report import reproduce
+    rep = failing_run["report"]
+    records = {r["case"]: r for r in rep["cases"] + rep["versions"]["cases"]}
+    checked = 0
+    for t in all_tests(rep):
+        if t.reproduce and t.cases and all(c in records for c in t.cases):
+            assert t.reproduce in {reproduce(rep, records[c]) for c in t.cases}, t
+            assert t.reproduce.endswith(f" --tags-from {rep['summary']['tags_path']}")
+            checked += 1
+    assert checked == 2   # Softmax-13 input and output: the run's two tests

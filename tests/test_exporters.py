@@ -128,3 +128,31 @@ def test_prove_without_torchscript_takes_the_dynamo_way(monkeypatch, capsys):
     assert cli.main(["prove", "Loop", "--case", "loop_scripted_for", "--no-write"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "loop_scripted_for" in err and "TorchScript" in err
+
+
+def test_an_undecided_cell_says_the_other_reports_typed_failure():
+    """Why the TorchScript-free report left a cell undecided comes from its own typed
+    failures (``failed_variants``: case, kind, reason), or the cases it left out; a failure
+    of a case that does not decide the cell is not its reason."""
+    def cell(case):
+        return {"io": "input", "index": 0, "verdict": "agree", "supports": "differentiable",
+                "cases": [case]}
+    base = {"versions": {"ops": [{"op": "Softmax", "versions": [
+        {"version": 1, "cells": [cell("softmax_axis1@10")]},
+        {"version": 11, "cells": [cell("softmax_ts@12")]},
+        {"version": 13, "cells": [cell("softmax_basic")]}]}]}}
+    other = {"exporters": {"torchscript": False, "left_out": ["softmax_ts"]},
+             "versions": {"ops": [{"op": "Softmax", "versions": [
+                 {"version": v, "cells": []} for v in (1, 11, 13)]}],
+                 "summary": {"failed_variants": [
+                     {"case": "softmax_axis1@10", "op": "Softmax", "version": 1,
+                      "kind": "not a run of its version", "reason": "Softmax-1 coerces to 2-D",
+                      "declared": None},
+                     {"case": "softmax_other@13", "op": "Softmax", "version": 13,
+                      "kind": "no model", "reason": "refused", "declared": None}]}}}
+    why = dict(compare(base, other).undecided)
+    assert why == {
+        ("Softmax", 1, "input", 0): "softmax_axis1@10: not a run of its version: "
+                                    "Softmax-1 coerces to 2-D",
+        ("Softmax", 11, "input", 0): "TorchScript case left out (no dynamo way): softmax_ts",
+        ("Softmax", 13, "input", 0): "no variant of it decided it"}

@@ -109,14 +109,21 @@ def test_pad_wrap_from_19_and_the_other_modes_before_it_are_valid():
         assert _problems(_node_model("Pad", 13, [[2, 3, 4]], {"mode": mode}, [PADS]))[1] == []
 
 
-def test_an_attribute_the_version_lacks_and_a_mode_it_does_not_define():
-    """DepthToSpace-1 has no mode (from -11); Resize-10 has no cubic mode (from -11)."""
-    _, problems, _ = _problems(_node_model("DepthToSpace", 10, [[1, 8, 2, 3]],
-                                           {"blocksize": 2, "mode": "CRD"}))
-    assert problems == [Problem.ATTRIBUTE]
+def test_an_attribute_the_version_lacks_is_the_checkers_and_a_mode_it_does_not_define_ours():
+    """DepthToSpace-1 has no mode (from -11): onnx.checker refuses the node, as every model a
+    proof runs passed it (export.check), so fidelity does not check names again; Resize-10
+    has no cubic mode (from -11), a value the checker lets pass: fidelity's."""
+    from torch_prover.errors import CaseError
+    from torch_prover.engine.export import check
+    lacks = _node_model("DepthToSpace", 10, [[1, 8, 2, 3]], {"blocksize": 2, "mode": "CRD"})
+    lacks.graph.output[0].CopyFrom(oh.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                             [1, 2, 4, 6]))
+    with pytest.raises(CaseError, match="Unrecognized attribute: mode"):
+        check(lacks)
+    assert _problems(lacks)[1] == []
     scales = ("s", np.array([1, 1, 2, 2], np.float32))
-    _, problems, _ = _problems(_node_model("Resize", 10, [[1, 1, 2, 3]], {"mode": "cubic"},
-                                           [scales]))
+    cubic = _node_model("Resize", 10, [[1, 1, 2, 3]], {"mode": "cubic"}, [scales])
+    _, problems, _ = _problems(cubic)
     assert problems == [Problem.ATTRIBUTE_VALUE]
 
 

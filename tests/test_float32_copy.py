@@ -610,3 +610,23 @@ def test_a_failed_forward_that_the_runtime_reproduces_is_a_finding():
     assert _recorded_forward({"numeric": {"forward_ok": True}}, 1,
                              ["output_0.pb: max abs error 2"], found) == 1
     assert found.problems == ["output_0.pb: max abs error 2"]
+
+
+def test_a_run_with_overrides_copies_the_model_once_and_runs_the_overridden_copy(monkeypatch):
+    """Runner.run with initializer overrides on a float32 copy: the overridden model's values
+    (Conv is computed by _conv_ref), from one copy of the model per run (it deep-copied the
+    float64 model, then float32_copy deep-copied that again)."""
+    import copy
+    node = oh.make_node("Conv", ["x", "w", "b"], ["y"], name="conv")
+    m = _model([node], [_io("x", D, (1, 2, 5, 5))], [_io("y", D, (1, 3, 3, 3))], opset=11,
+               initializer=[nh.from_array(CONV_FEEDS["w"], "w"),
+                            nh.from_array(CONV_FEEDS["b"], "b")])
+    runner = numeric.Runner(m, "onnxruntime", KernelGap("Conv", 11))
+    w2 = CONV_FEEDS["w"] * -0.5
+    real, copies = copy.deepcopy, []
+    monkeypatch.setattr(copy, "deepcopy", lambda *a, **k: copies.append(1) or real(*a, **k))
+    got = runner.run({"x": CONV_FEEDS["x"]}, {"w": w2})
+    assert len(copies) == 1
+    assert got[0].dtype == np.float64
+    _close(got[0], _conv_ref(CONV_FEEDS["x"], w2, CONV_FEEDS["b"]))
+    _close(runner.run({"x": CONV_FEEDS["x"]})[0], _conv_ref(**CONV_FEEDS))

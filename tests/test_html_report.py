@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from torch_prover.output import html_report, report as report_mod
+from torch_prover.output import batch_report as report_mod, html_report
 from torch_prover.output.html_report import diagram_svg, render_html
 
 EVIL = "<script>alert('x')</script>"

@@ -208,3 +208,18 @@ def test_docs_example(tmp_path, capsys, monkeypatch):
     assert code == 0
     assert_example("node-tests", "$ torch-prover node-tests models -o node-tests --run\n"
                    + capsys.readouterr().out)
+
+
+def test_judging_a_directory_parses_its_model_once(monkeypatch):
+    """A float32-copy directory takes every check judge makes (sha256, record re-check, test
+    data, the copy's bound): all of them read the one parse of the sha256-checked bytes."""
+    import onnx
+    d = next(d for d in sorted(p.parent for p in MODELS.glob("*/*/proof.json"))
+             if (_record(d).get("test_data") or {}).get("copy") == "float32"
+             and all(o["check"] == "compare" for o in _record(d)["test_data"]["outputs"]))
+    real, parsed = onnx.load_model_from_string, []
+    monkeypatch.setattr(onnx, "load_model_from_string",
+                        lambda *a, **k: parsed.append(1) or real(*a, **k))
+    entry = nt.judge(d, MODELS, _record(d))
+    assert entry.status is nt.Status.WRITTEN and entry.atol is not None, entry
+    assert len(parsed) == 1

@@ -130,7 +130,8 @@ def recheck_calls(monkeypatch):
 
 
 def test_the_cache_rechecks_its_entry(recheck_calls, proof_of):
-    from torch_prover.batch.pool import BatchOptions, cache_check
+    from torch_prover.batch.cache import cache_check
+    from torch_prover.batch.one_case import BatchOptions
     from torch_prover.cases import find_case
     rec = proof_of("relu_basic").record()
     assert cache_check({"record": rec, "files": None}, find_case("Relu"),

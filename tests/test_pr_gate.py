@@ -317,17 +317,25 @@ def test_a_base_that_is_not_onnx_docs_is_refused(tmp_path, content, says, no_wor
 
 
 def test_a_comment_past_githubs_limit_keeps_the_table(pr_run):
-    """Many changed versions: the details go, the table and headline stay, under 65,536."""
-    from torch_prover.gate.comment import COMMENT_LIMIT, markdown
+    """Many changed versions: the details go, the table and headline stay, under 65,536;
+    past that too, the table's rows are kept while they fit (output/markdown_limit.py, the
+    one splitter), in order, and the comment says how many more JSON has."""
+    from torch_prover.gate.comment import markdown
+    from torch_prover.output.markdown_limit import PR_BODY_LIMIT
     doc = dict(pr_run["doc"])
     doc["changes"] = doc["changes"] * 60
     md = markdown(doc)
-    assert len(md) <= COMMENT_LIMIT < len(markdown({**doc, "changes": doc["changes"][:3]})) * 60
+    assert len(md) <= PR_BODY_LIMIT < len(markdown({**doc, "changes": doc["changes"][:3]})) * 60
     assert "The proofs behind each verdict are left out" in md
     assert md.count("| Clip-13 | changed tags | input 1 (min) |") == 60
+    rows = md.count("\n| ") - 2          # every table line but the header's two
     doc["changes"] = doc["changes"] * 20
     md = markdown(doc)
-    assert len(md) <= COMMENT_LIMIT and md.rstrip().endswith("`--format json` has every row)")
+    kept = md.count("\n| ") - 2
+    assert len(md) <= PR_BODY_LIMIT and rows < kept < rows * 20
+    assert md.startswith("## torch-prover: the differentiability tags this PR changes")
+    assert f"... and {rows * 20 - kept} more changed parameters: `--format json` has every row" in md
+    assert "The proofs behind each verdict are left out" in md
 
 
 def test_pr_mode_speaks_ci(pr_run, cache, tmp_path):

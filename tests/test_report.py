@@ -7,7 +7,7 @@ import re
 import pytest
 
 from torch_prover.batch import summary
-from torch_prover.output import report
+from torch_prover.output import batch_report, report
 from torch_prover.engine.verdict import VERDICTS
 
 PIPE_REASON = ("x received a nonzero gradient (max |grad| 2.01); finite differences agree in "
@@ -75,7 +75,7 @@ def test_every_verdict_word_is_rendered_as_is():
 def test_batch_text_fits_and_collapses_ops_not_run():
     rep = two_op_batch()
     for width in (80, 120):
-        text = report.batch_text(rep, width)
+        text = batch_report.batch_text(rep, width)
         assert max(len(line) for line in text.splitlines()) <= width
         rows = {line.split()[0] for line in text.splitlines() if line[:1].isalpha()}
         assert {"Floor", "Reshape"} <= rows and not {"Abs", "Add", "Tanh"} & rows
@@ -93,7 +93,7 @@ def test_markdown_escapes_pipes_and_keeps_the_cell_count():
 
 
 def test_batch_markdown_collapses_ops_not_run():
-    md = report.batch_markdown(two_op_batch())
+    md = batch_report.batch_markdown(two_op_batch())
     table = [line for line in md.splitlines() if line.startswith("| `")]
     assert [re.split(r"(?<!\\)\|", r)[1].strip() for r in table] == [
         "`Floor`", "`Reshape`", "`StringConcat`"]
@@ -109,7 +109,7 @@ def test_full_catalogue_two_op_batch_has_one_not_run_line():
     rep = summary.batch_report([record(), record("Floor", "floor_basic")], entries, 1.0)
     # a batch that decides no case-less op leaves the by-type ones "not run" too
     covered = sum(e["status"] in ("covered", "by type") for e in entries)
-    md, text = report.batch_markdown(rep), report.batch_text(rep, 100)
+    md, text = batch_report.batch_markdown(rep), batch_report.batch_text(rep, 100)
     assert f"{covered - 2} ops not run in this batch: Abs, " in md
     assert f"{covered - 2} ops not run in this batch (`torch-prover coverage OP`" in text
     assert "| not run |" not in md and " not run " not in text.replace("ops not run in", "")
@@ -138,4 +138,4 @@ def test_every_op_status_is_in_the_one_list():
     rep = summary.batch_report([], entries, 1.0,
                                case_less_ops=summary.case_less(entries, {"StringSplit"}))
     statuses |= {o["status"] for o in rep["ops"]}
-    assert statuses == set(report.OP_STATUSES)
+    assert statuses == set(batch_report.OP_STATUSES)

@@ -83,7 +83,7 @@ def test_a_cache_entry_edited_into_a_settled_error_is_not_trusted(tmp_path):
     """A proved case's cache entry hand-edited into a 'settled' error (a broken case is
     cached as one) was trusted: the case went from proved to error while its proof was
     still in --out. It must be proved again."""
-    from torch_prover.batch.pool import error_record
+    from torch_prover.batch.one_case import error_record
     from torch_prover.cases import find_case
     out, cache = tmp_path / "out", tmp_path / "cache"
 
@@ -112,7 +112,8 @@ def test_a_cache_entry_edited_into_a_settled_error_is_not_trusted(tmp_path):
 def test_a_settled_error_of_another_case_shape_is_a_miss(proof_of):
     """Without evidence to compare, a settled error must still be exactly the failed-case
     record of this very case (its exporter, opset, kind)."""
-    from torch_prover.batch.pool import BatchOptions, cache_check, error_record
+    from torch_prover.batch.cache import cache_check
+    from torch_prover.batch.one_case import BatchOptions, error_record
     from torch_prover.cases import find_case
     case = find_case("Reshape", "reshape_basic")
     good = error_record(case, "Reshape/reshape_basic: broken")

@@ -19,7 +19,7 @@ from torch_prover.cases import all_cases
 from torch_prover.engine.mapping import map_node
 from torch_prover.engine.pytorch_source import REFERENCE
 from torch_prover.engine.verdict import Rule, Witness, decide
-from torch_prover.output import report
+from torch_prover.output import batch_report
 from torch_prover.output.explain import explain, explain_text
 from torch_prover.output.html_report import render_html
 from torch_prover.tags.schema import schema_tags
@@ -49,7 +49,7 @@ def test_proved_only_when_every_parameter_is_decided():
     assert summary.op_status([_case("a", ["agree", "agree"])])[0] == "proved"
     status, reason = summary.op_status([_case("a", ["agree", "inconclusive"]),
                                         _case("b", ["agree", "inconclusive"])])
-    assert status == report.PARTLY and reason.startswith("partly decided (1 inconclusive)")
+    assert status == batch_report.PARTLY and reason.startswith("partly decided (1 inconclusive)")
     assert "input 1 (p1)" in reason
     # another case deciding it makes the op proved
     assert summary.op_status([_case("a", ["agree", "inconclusive"]),
@@ -59,7 +59,7 @@ def test_proved_only_when_every_parameter_is_decided():
 def test_index_says_partly_decided_for_bitcast_and_dropout():
     ops = {o["op"]: o for o in json.loads((MODELS / "index.json").read_text())["ops"]}
     for op in ("BitCast", "Dropout"):   # some parameter inconclusive in every case
-        assert ops[op]["status"] == report.PARTLY, ops[op]
+        assert ops[op]["status"] == batch_report.PARTLY, ops[op]
 
 
 # ----------------------------------------------------------------------------- rules
@@ -128,13 +128,13 @@ def test_counts_name_their_units_the_same_everywhere():
     units = rep["summary"]["disagreement_units"]
     assert units["math"] == {"case_results": 1, "parameters": 1, "cases": 1, "ops": 1}
     assert units["convention"]["case_results"] == 1
-    text = report.batch_text(rep, None)
+    text = batch_report.batch_text(rep, None)
     assert "case results: 0 agree" not in text and "case results: 2 agree, 2 disagree" in text
     assert "1 parameter (1 case result, in 1 op) by the math" in text
     assert "1 parameter (1 case result, in 1 op) decided by a convention" in text
     dis = [line for line in text.splitlines() if line.startswith("  disagree (")]
     assert "convention" not in dis[0] and "convention: piecewise-constant" in dis[1]
-    md = report.batch_markdown(rep)
+    md = batch_report.batch_markdown(rep)
     assert "## Disagreements (1 parameter (1 case result, in 1 op))" in md
     assert "## Disagreements decided by a convention (1 parameter" in md
     html = render_html(rep)

@@ -1,1 +1,1 @@
-"""verify-all: the forked worker pool and its cache (``pool``), waivers."""
+"""verify-all: the forked worker pool (``pool``), its cache (``cache``), waivers."""

@@ -67,11 +67,12 @@ def compare(base: dict[str, Any], other: dict[str, Any]) -> Comparison:
 
 
 def _reasons(base: dict[str, Any], other: dict[str, Any]) -> dict[tuple[str, int], str]:
-    """(op, version) -> why the other report's variants left it undecided: the first error
-    of a variant proving it, or the cases left out."""
+    """(op, version) -> why the other report left it undecided: the cases left out, or the
+    first of the cases that decide it in ``base`` that failed in ``other`` -- its typed
+    failure as the other report gives it (``failed_variants``: case, kind, reason)."""
     left_out = set(other.get("exporters", {}).get("left_out", []))
-    errors = {r["case"]: (r.get("error") or r.get("invalid") or r.get("status", ""))
-              for r in other.get("cases", []) + other.get("versions", {}).get("cases", [])}
+    failed = {f["case"]: f for f in
+              other.get("versions", {}).get("summary", {}).get("failed_variants", [])}
     out: dict[tuple[str, int], str] = {}
     for op in base.get("versions", {}).get("ops", []):
         for v in op["versions"]:
@@ -81,12 +82,11 @@ def _reasons(base: dict[str, Any], other: dict[str, Any]) -> dict[tuple[str, int
                 continue
             cases = {n for c in v["cells"] for n in c.get("cases", [])}
             gone = sorted({n.split("@")[0] for n in cases} & left_out)
-            failed = sorted(n for n in cases if n in errors and errors[n] not in ("proved",
-                                                                                   "disagree"))
+            broken = sorted(cases & set(failed))
             if gone:
                 out[(op["op"], v["version"])] = (f"TorchScript case left out (no dynamo way): "
                                                   f"{', '.join(gone)}")
-            elif failed:
-                msg = errors[failed[0]].split(": ", 1)[-1]
-                out[(op["op"], v["version"])] = f"{failed[0]}: {msg[:160]}"
+            elif broken:
+                f = failed[broken[0]]
+                out[(op["op"], v["version"])] = f"{f['case']}: {f['kind']}: {f['reason'][:160]}"
     return out

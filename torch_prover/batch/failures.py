@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from ..compat import StrEnum
 from ..engine.verdict import Rule
+from .one_case import Failure
 from .summary import fails
 
 
@@ -35,8 +36,11 @@ class Kind(StrEnum):
     CHECK = "a check failed"          # VJP, witnesses in conflict or disagreeing
 
 
-_FROM_FAILURE = {"case error": Kind.EXPORT, "worker died": Kind.CRASH,
-                 "timed out": Kind.TIMEOUT, "no tags": Kind.NO_TAGS}
+_FROM_FAILURE = {Failure.CASE: Kind.EXPORT, Failure.CRASH: Kind.CRASH,
+                 Failure.TIMEOUT: Kind.TIMEOUT, Failure.NO_TAGS: Kind.NO_TAGS}
+"""A failed-case record's ``failure`` (``one_case.Failure``, a StrEnum: the record's string
+finds its member) -> its variant's kind; the others (evidence not written, an internal
+error) are ``Kind.ERROR``."""
 
 
 @dataclass(frozen=True)

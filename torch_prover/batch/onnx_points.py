@@ -79,7 +79,7 @@ def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], pe
 
 
 def _cache_path(cache_dir: Path, per_version: int, body: bool) -> Path:
-    from .pool import engine_digest
+    from .cache import engine_digest
     key = json.dumps({"format": FORMAT, "engine": engine_digest(), "tests": generators_digest(),
                       "versions": installed_versions(), "per_version": per_version,
                       "body": body},

@@ -26,7 +26,7 @@ def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: flo
     ``torchscript``: whether the TorchScript exporter was used, ``--no-torchscript``)."""
     from ..engine.prove import versions as package_versions
     from ..version import __version__
-    from .pool import engine_digest
+    from .cache import engine_digest
     return {"format": PROVENANCE_FORMAT,
             "torch_prover": {"version": __version__, "source": engine_digest()},
             "versions": package_versions(),
@@ -55,7 +55,7 @@ def this_tool_problem(prov: dict[str, Any]) -> str | None:
     the report says they are."""
     from ..engine.prove import versions as package_versions
     from ..version import __version__
-    from .pool import engine_digest
+    from .cache import engine_digest
     tool = prov["torch_prover"]
     if (tool["version"], tool["source"]) != (__version__, engine_digest()):
         same = "its source differs" if tool["version"] == __version__ else \

@@ -11,8 +11,9 @@ from typing import Any
 from ..engine.verdict import VERDICTS, Rule, is_failure
 from ..output.coverage import COVERED, case_less_entry
 from ..output.documents import head
-from ..output.report import (BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, PARTLY, count,
-                             disagreement_tally, expected_of)
+from ..output.batch_report import (BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, PARTLY,
+                                   disagreement_tally, expected_of)
+from ..output.units import count
 from ..tags.schema import UnknownOpError, schema_tags
 from ..vocab import DocKind, Verdict
 from .waivers import waiver_key

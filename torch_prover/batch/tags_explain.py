@@ -16,7 +16,8 @@ def explain_tags(op: str, tags: Any, opset: int | None, fmt: str, width: int,
     from ..engine.by_type import decide_op, row_record
     from ..output.explain import explain, explain_text
     from ..output.report import to_json
-    from .pool import BatchOptions, run_batch
+    from .one_case import BatchOptions
+    from .pool import run_batch
     cases = cases_for(op) if opset is None else reaching(op, opset)
     records, cached, by_type = [], 0, None
     if cases:

@@ -167,14 +167,15 @@ def selection_of(text: str):
         raise UsageError(f"--versions {exc}") from None
 
 
-def _own_trees(out: Path | None, cases: Sequence[Case], request: Request
-               ) -> list[tuple[str, Path | str | None]]:
-    """What the run writes as a whole: each op directory of the evidence, the index files
-    of a full run, the cache."""
-    trees: list[tuple[str, Path | str | None]] = [("--cache-dir", request.cache_dir)]
+def own_trees(out: Path | None, cases: Sequence[Case], cache_dir: str | Path | None,
+              full: bool) -> list[tuple[str, Path | str | None]]:
+    """What a run of ``cases`` writes as a whole (``preflight.outputs_checked``'s trees):
+    the cache, each op directory of the evidence, and the index files of a ``full`` run
+    (verify-all without --ops; PR mode proves a selection)."""
+    trees: list[tuple[str, Path | str | None]] = [("--cache-dir", cache_dir)]
     if out is not None:
         trees += [("--out", out / op) for op in sorted({c.op for c in cases})]
-        if request.ops is None:
+        if full:
             trees += [("--out", out / "index.json"), ("--out", out / "README.md"),
                       ("--out", out / "versions.json")]
     return trees
@@ -217,7 +218,7 @@ def prepare(request: Request) -> Prepared:
     outputs += list(request.outputs)
     preflight.outputs_checked(
         outputs, [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
-        _own_trees(out, cases, request))
+        own_trees(out, cases, request.cache_dir, request.ops is None))
     doc = preflight.load_docs(request.tags_from)
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out, (cache_warning,) if cache_warning else (), selection, planned,
@@ -260,7 +261,8 @@ def run(prepared: Prepared) -> Outcome:
     vanished cases and regenerate the index."""
     from ..output.evidence import prune, write_index, write_versions
     from . import provenance
-    from .pool import BatchOptions, run_batch
+    from .one_case import BatchOptions
+    from .pool import run_batch
     from .summary import case_less
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
@@ -322,7 +324,7 @@ def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str
     Hardmax-13's axis to Hardmax-1)."""
     from ..cases import all_cases
     from ..vocab import DocKind
-    from .pool import Failure
+    from .one_case import Failure
     from .versions import Selection, plan
     cases = list(all_cases())
     gone = {(r["op"], r["case"]) for r in records

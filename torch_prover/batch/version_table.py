@@ -143,6 +143,14 @@ def _by_type_cell(t: SchemaTags, f: Formal, case_less: bool) -> dict[str, Any] |
             **({"convention": str(why.convention)} if why.convention else {})}
 
 
+def _fill_by_type(t: SchemaTags, cells: dict[tuple[str, int], dict], case_less: bool) -> None:
+    """Every parameter of ``t`` no other cell decides, decided by the schema's types where
+    they decide it (``_by_type_cell``): after the proofs, and after an equivalence."""
+    for f in _formals(t):
+        if (f.io, f.position) not in cells and (c := _by_type_cell(t, f, case_less)) is not None:
+            cells[(f.io, f.position)] = c
+
+
 def _same_parameter(f: Formal, g: Formal) -> bool:
     """``f`` (an old version's) is ``g`` (the version's at opset 7) for differentiability:
     same io, position, name and option, and every type ``f`` allows is allowed by ``g``
@@ -317,10 +325,7 @@ def table(records: Sequence[dict[str, Any]], gaps: Sequence[Planned], selection:
             cells = _proof_cells(t, recs, fails, unexercised)
             # the types decide a parameter case or no case, so a failed variant that would
             # have exercised it leaves it decided (Scatter-11's int64 indices)
-            for f in _formals(t):
-                if (f.io, f.position) not in cells and (
-                        c := _by_type_cell(t, f, op in case_less)) is not None:
-                    cells[(f.io, f.position)] = c
+            _fill_by_type(t, cells, op in case_less)
             _failed_cells(t, cells, here, decl, bases)
             cells_of[v.version] = cells
             undeclared = [fv for fv in here if not fv.declared]
@@ -394,10 +399,7 @@ def _equivalence(op: str, v: SchemaVersion, t: SchemaTags, tags: Callable[..., S
             if cell is not None:
                 cells[(f.io, f.position)] = cell
     basis = label if cells else None
-    for f in _formals(t):
-        if (f.io, f.position) not in cells and (
-                c := _by_type_cell(t, f, op in case_less)) is not None:
-            cells[(f.io, f.position)] = c
+    _fill_by_type(t, cells, op in case_less)
     return cells, basis
 
 

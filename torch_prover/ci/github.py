@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import OutputError
+from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit, limit_words
 from ..output.report import md_row
 from .outcomes import WARNED, Grain, Result, Test, counts
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's limit on one step's summary (bytes): a larger one is not shown at all."""
-SUMMARY_BUDGET = 65536
-"""What our compact summary may take (characters): far under the step limit, and small
-enough to paste as a PR comment (GitHub's limit on a comment's body)."""
 
 
 def escape_data(text: str) -> str:
@@ -119,10 +117,11 @@ def annotations(found: Iterable[Test], locator: Locator) -> list[str]:
 
 
 def summary_markdown(found: list[Test], report: dict[str, Any], command_line: str,
-                     budget: int = SUMMARY_BUDGET) -> str:
+                     limit: int = PR_BODY_LIMIT) -> str:
     """The step summary: the status, the test counts, and every failed test while the
-    budget lasts (then how many more, and where they are). Compact by design: the full
-    Markdown report is the ``--report`` artifact."""
+    limit lasts (then how many more, and where they are). Compact by design: the full
+    Markdown report is the ``--report`` artifact. It keeps to a comment's limit
+    (``markdown_limit.fit``, far under the step summary's), so it can be pasted as one."""
     n = counts(found)
     failed = [t for t in found if t.result is Result.FAILED]
     skipped = [t for t in found if t.result is Result.SKIPPED]
@@ -133,26 +132,18 @@ def summary_markdown(found: list[Test], report: dict[str, Any], command_line: st
             f"{n['skipped']} skipped (accepted without a decision: "
             + ", ".join(f"{k} {v}" for k, v in _by_why(skipped)) + ")." if skipped else
             f"{n['tests']} tests: **{n['failed']} failed**, {n['passed']} passed.", ""]
-    tail = ["", "The full report (every verdict with its evidence) is the `--report` "
-                "artifact; the JUnit XML lists every test."]
-    out = list(head)
+    tail = ("", "The full report (every verdict with its evidence) is the `--report` "
+                "artifact; the JUnit XML lists every test.")
     if failed:
-        out += [f"### Failed ({len(failed)})", "", "| test | why | detail | reproduce |",
-                "|---|---|---|---|"]
-        size = sum(len(x) + 1 for x in out + tail) + 200
-        shown = 0
-        for t in failed:
-            row = md_row(f"`{t.label}`", t.why, t.message,
-                         f"`{t.reproduce}`" if t.reproduce else "")
-            if size + len(row) + 1 > budget:
-                break
-            out.append(row)
-            size += len(row) + 1
-            shown += 1
-        if shown < len(failed):
-            out += ["", f"... and {len(failed) - shown} more failed tests (the summary "
-                        f"keeps under {budget} characters): see the JUnit XML or the report."]
-    return "\n".join(out + tail) + "\n"
+        head += [f"### Failed ({len(failed)})", "", "| test | why | detail | reproduce |",
+                 "|---|---|---|---|"]
+    rows = tuple(md_row(f"`{t.label}`", t.why, t.message,
+                        f"`{t.reproduce}`" if t.reproduce else "") for t in failed)
+    more = ("\n... and {n} more failed tests (the summary keeps to "
+            f"{limit_words(limit)}): see the JUnit XML or the report.")
+    block = Block(tuple(head), rows, more, tail)
+    # the trailing newline counts too: the body may take one character less
+    return fit("\n".join(head + list(rows) + list(tail)), [block], "", "", limit - 1).body + "\n"
 
 
 def _by_why(found: list[Test]) -> list[tuple[str, int]]:

@@ -145,7 +145,8 @@ def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
         return entry(Status.REFUSED, "model.onnx is missing, not a regular file, or its "
                                      "sha256 is not the record's", Why.MODEL_MISMATCH,
                      record=rec)
-    why = evidence_record_problem(rec, onnx.load_model_from_string(model_bytes))
+    proto = onnx.load_model_from_string(model_bytes)   # parsed once: every check below reads it
+    why = evidence_record_problem(rec, proto)
     if why is not None and not why.startswith(NOT_RECHECKED):
         return entry(Status.REFUSED, f"proof.json: {why}", Why.RECORD, record=rec)
     data = rec["test_data"]
@@ -161,14 +162,14 @@ def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
         ran = "onnxruntime's float32 copy" if data.get("copy") else data["runtime"]
         return entry(Status.EXPLAINED, f"forward mismatch in {ran}: "
                                        f"{num.get('forward_detail')}", Why.FORWARD, record=rec)
-    problem = _data_problem(d, model, len(data["outputs"]))
+    problem = _data_problem(d, proto.graph, len(data["outputs"]))
     if problem:
         return entry(Status.REFUSED, problem, Why.DATA, record=rec)
     runtime = Runtime(data["runtime"])
     detail = data.get("why") or f"the record's runtime: {runtime}"
     atol = None
     if data.get("copy") == "float32":
-        atol = _copy_bound(d, data)
+        atol = _copy_bound(d, data, proto)
         if atol is None:
             return entry(Status.REFUSED, "no float32 copy of model.onnx runs in onnxruntime",
                          Why.NO_COPY, record=rec)
@@ -178,26 +179,25 @@ def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
                  name=test_name(rec["case"]), record=rec, atol=atol)
 
 
-def _copy_bound(d: Path, data: dict[str, Any]) -> float | None:
-    """The record's forward bound over its compared outputs, when model.onnx has a float32
-    copy (None: it has none -- a record claiming one for a model that cannot)."""
-    import onnx
+def _copy_bound(d: Path, data: dict[str, Any], model: Any) -> float | None:
+    """The record's forward bound over its compared outputs, when ``model`` (d's
+    model.onnx, parsed) has a float32 copy (None: it has none -- a record claiming one for a
+    model that cannot)."""
     from ..engine.float32_copy import CopyError, float32_copy
     from ..engine.numeric import forward_bound
     from ..output.evidence import load_pb
     try:
-        float32_copy(onnx.load_model_from_string((d / "model.onnx").read_bytes()))
-    except CopyError:   # model.onnx is the record's (its sha256 was checked): it loads
+        float32_copy(model)
+    except CopyError:
         return None
     outputs = [load_pb(d / "test_data_set_0" / o["file"]) for o in data["outputs"]]
     return forward_bound(float(data.get("fwd_tol") or 0.0), outputs)
 
 
-def _data_problem(d: Path, model: Path, outputs: int) -> str | None:
-    """Why the test data cannot make a test (None: one input file per graph input, one
-    output file per output the record checks, every one a regular file)."""
-    import onnx
-    graph = onnx.load_model_from_string(model.read_bytes()).graph
+def _data_problem(d: Path, graph: Any, outputs: int) -> str | None:
+    """Why the test data cannot make a test (None: one input file per graph input of
+    ``graph``, d's model's, one output file per output the record checks, every one a
+    regular file)."""
     files = d / "test_data_set_0"
     want = ([test_data.input_file(j) for j in range(len(graph.input))]
             + [test_data.output_file(j) for j in range(outputs)])

@@ -91,7 +91,7 @@ def _ran(r: Any) -> dict[str, Any] | None:
 
 
 def text(doc: dict[str, Any], width: int | None) -> str:
-    from ..output.report import wrap_line
+    from ..output.text_table import wrap_line
     lines = []
     for d in doc["directories"]:
         if d["status"] != nt.Status.WRITTEN:

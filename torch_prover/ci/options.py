@@ -35,10 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class Plan:
-    """The CI outputs of one command, checked."""
+    """The CI outputs of one command. Its files are checked with the command's other
+    outputs and inputs (``outputs()``, through ``preflight.outputs_checked``), once."""
     github: bool = False
-    junit: Path | None = None
-    step_summary: Path | None = None
+    junit: str | None = None
+    step_summary: str | None = None
     onnx_src: Path | None = None
     command_line: str = "torch-prover"
     suite: str = "torch-prover"      # the JUnit suite's name: verb and selection, no path
@@ -49,20 +50,22 @@ class Plan:
         wrote it; the step summary is GitHub's file, appended to."""
         from ..output.ownership import Holds
         from ..preflight import Output
-        return ([Output("--junit", str(self.junit), Holds.JUNIT)] if self.junit else []) + (
-            [Output("$GITHUB_STEP_SUMMARY", str(self.step_summary), Holds.STEP_SUMMARY)]
-            if self.step_summary else [])
+        return ([Output("--junit", self.junit, Holds.JUNIT)] if self.junit is not None
+                else []) + ([Output("$GITHUB_STEP_SUMMARY", self.step_summary,
+                                    Holds.STEP_SUMMARY)] if self.step_summary is not None
+                            else [])
 
 
 def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
-    """Check the CI options (before any work): UsageError, one line, otherwise."""
+    """Check the CI options (before any work): UsageError, one line, otherwise. The files
+    they name are the output rule's to check (``Plan.outputs``)."""
     from .. import preflight
     from ..errors import UsageError
     github = args.github if args.github is not None else (
         os.environ.get("GITHUB_ACTIONS") == "true")
-    junit = preflight.writable_file(args.junit, "--junit") if args.junit is not None else None
+    junit = args.junit
     onnx_src = None
-    if args.onnx_src is not None and (github or junit):
+    if args.onnx_src is not None and (github or junit is not None):
         onnx_src = preflight.onnx_source(args.onnx_src)
     elif args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src):
         raise UsageError("--onnx-src places GitHub annotations and JUnit testcases: give it "
@@ -72,9 +75,7 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
     summary = None
     if github and os.environ.get("GITHUB_STEP_SUMMARY"):
         from ..inputs import utf8_name
-        summary = preflight.writable_file(
-            utf8_name(os.environ["GITHUB_STEP_SUMMARY"], "$GITHUB_STEP_SUMMARY"),
-            "$GITHUB_STEP_SUMMARY")
+        summary = utf8_name(os.environ["GITHUB_STEP_SUMMARY"], "$GITHUB_STEP_SUMMARY")
     line = "torch-prover " + " ".join(shlex.quote(a) for a in (argv or [args.command]))
     return Plan(github, junit, summary, onnx_src, line, suite_name(args))
 
@@ -99,7 +100,7 @@ def suite_name(args: argparse.Namespace) -> str:
 def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
     """After the report: the JUnit file, the annotations (on stdout, or on stderr when
     stdout carries a JSON document: GitHub reads workflow commands on both), the summary."""
-    if not (p.github or p.junit):
+    if not (p.github or p.junit is not None):
         return
     from .outcomes import all_tests
     found = all_tests(report)

@@ -20,8 +20,8 @@ from ..compat import StrEnum
 from typing import Any, Iterable
 
 from ..batch.summary import fails
-from ..fix.pr_text import reproduce as prove_command
-from ..output.report import MISSING, NO_TAGS, by_type_command
+from ..fix.pr_text import reproduce
+from ..output.batch_report import MISSING, NO_TAGS, by_type_command
 
 
 class Grain(StrEnum):
@@ -103,9 +103,9 @@ def _waived(report: dict[str, Any]) -> dict[tuple[str, str | None, str], str]:
             for w in report["summary"].get("waived", ())}
 
 
-def _with_tags(report: dict[str, Any], command: str | None) -> str | None:
-    path = report["summary"].get("tags_path")
-    return f"{command} --tags-from {path}" if command and path else command
+def _reproduce(report: dict[str, Any], op: str, case: str) -> str | None:
+    """The command that reproduces ``case``'s verdicts from the report's tag source."""
+    return reproduce(op, case, report["summary"].get("tags_path"))
 
 
 def _fold(key: Key, hits: list[tuple[dict, dict]], waived: dict, report: dict) -> Test:
@@ -123,11 +123,11 @@ def _fold(key: Key, hits: list[tuple[dict, dict]], waived: dict, report: dict) -
 
     r0, p0 = hits[0]
     command = (by_type_command(report, op) if r0.get("case") is None
-               else _with_tags(report, prove_command(op, r0["case"])))
+               else _reproduce(report, op, r0["case"]))
 
     def test(result: Result, why: Why | None, message: str, r=r0) -> Test:
         cmd = by_type_command(report, op) if r.get("case") is None else \
-            _with_tags(report, prove_command(op, r["case"]))
+            _reproduce(report, op, r["case"])
         return Test(Grain.PARAMETER, op, domain, version, io, index, p0["name"], result, why,
                     message, cases, cmd or command)
 
@@ -207,7 +207,7 @@ def _cell_test(key: Key, c: dict, records: dict[str, dict], waived: dict,
     cases = tuple(c.get("cases") or ())
     found = [(records[n], p) for n in cases if n in records
              for p in records[n].get("parameters") or () if (p["io"], p["index"]) == (io, index)]
-    command = (_with_tags(report, prove_command(op, cases[0])) if cases
+    command = (_reproduce(report, op, cases[0]) if cases
                else by_type_command(report, op) if c.get("rule") == "by type" else None)
     head = (f"{c['verdict']}: tagged {c['tag']}"
             + (f", evidence supports {c['supports']}" if c.get("supports") else "")
@@ -247,7 +247,7 @@ def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
             "no-tags": (Result.SKIPPED, Why.NO_TAGS, r.get("error"))}[status]
         yield Test(Grain.CASE, r["op"], r.get("domain", ""), r.get("schema_version"), None,
                    None, None, result, why, f"{status}: {text}", (r["case"],),
-                   _with_tags(report, prove_command(r["op"], r["case"])), r.get("opset"))
+                   _reproduce(report, r["op"], r["case"]), r.get("opset"))
     section = report.get("versions") or {}
     by_name = {r["case"]: r for r in section.get("cases", ()) if r.get("case")}
     for f in section.get("summary", {}).get("failed_variants", ()):
@@ -258,7 +258,7 @@ def _case_tests(report: dict[str, Any]) -> Iterable[Test]:
         yield Test(Grain.VARIANT, f["op"], r.get("domain", ""), f["version"], None, None,
                    None, result, why,
                    text + (f"; declared: {f['declared']}" if f["declared"] else ""), (name,),
-                   _with_tags(report, prove_command(f["op"], name)), r.get("opset"))
+                   _reproduce(report, f["op"], name), r.get("opset"))
     for o in report["ops"]:
         if o["status"] == MISSING or (o["status"] == NO_TAGS and not o.get("parameters")
                                       and o["op"] not in {r["op"] for r in report["cases"]}):
@@ -292,7 +292,7 @@ def _gate_tests(doc: dict[str, Any]) -> Iterable[Test]:
     for f in doc.get("failed", ()):
         yield Test(Grain.CASE, f["op"], "", None, None, None, None, Result.FAILED,
                    Why.FAILED_CASE, f"{f['status']}: {f['error']}", (f["case"],),
-                   prove_command(f["op"], f["case"]))
+                   reproduce(f["op"], f["case"]))
 
 
 def all_tests(report: dict[str, Any]) -> list[Test]:

@@ -9,6 +9,7 @@ import onnx.helper
 import onnx.numpy_helper
 
 from .adapters import NodeEdit, Refusal
+from .graph_values import LIST_VALUES, attribute_value
 
 
 def batchnorm_training(edit: NodeEdit) -> None:
@@ -237,11 +238,10 @@ def constant_type(edit: NodeEdit) -> None:
 
 def constant_value(edit: NodeEdit) -> None:
     """Constant-12's value_float(s)/value_int(s) are the tensor ``value`` of Constant-11."""
-    for name, dtype in (("value_float", np.float32), ("value_floats", np.float32),
-                        ("value_int", np.int64), ("value_ints", np.int64)):
-        v = edit.value(name)
-        if v is not None:
+    for name in LIST_VALUES:
+        a = edit.attribute(name)
+        if a is not None:
+            arr = attribute_value(a)
             edit.drop_attribute(name)
-            arr = np.array(v, dtype=dtype)
             edit.set_attribute("value", onnx.numpy_helper.from_array(arr))
             edit.done.append(f"attribute {name} -> the equal tensor value")

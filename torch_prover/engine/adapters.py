@@ -36,6 +36,7 @@ import onnx.helper
 import onnx.numpy_helper
 
 from ..errors import CaseError
+from .graph_values import constant_value, inferred_shapes
 from .runtimes import version_at
 
 
@@ -103,7 +104,7 @@ class ModelView:
                     return onnx.numpy_helper.to_array(t)
             for n in g.node:
                 if n.op_type == "Constant" and list(n.output) == [name]:
-                    return _constant_value(n)
+                    return constant_value(n)
         return None
 
     def consumed(self, name: str) -> bool:
@@ -116,20 +117,8 @@ class ModelView:
 
     def shape(self, name: str) -> list[int | None] | None:
         """The static shape of ``name`` (onnx shape inference on the model as exported)."""
-        if self._shapes is None:
-            self._shapes = {}
-            try:
-                inferred = onnx.shape_inference.infer_shapes(self.model)
-            except Exception:   # inference is best effort: an unknown shape is refused
-                inferred = self.model
-            g = inferred.graph
-            for vi in list(g.input) + list(g.value_info) + list(g.output):
-                t = vi.type.tensor_type
-                if t.HasField("shape"):
-                    self._shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None
-                                             for d in t.shape.dim]
-            for t in g.initializer:
-                self._shapes[t.name] = list(t.dims)
+        if self._shapes is None:   # an unknown shape is refused by the adapter asking
+            self._shapes = inferred_shapes(self.model)
         return self._shapes.get(name)
 
     def add_initializer(self, hint: str, value: np.ndarray) -> str:
@@ -168,17 +157,6 @@ def _graphs(graph: onnx.GraphProto) -> Iterable[onnx.GraphProto]:
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for g in a.graphs:
                     yield from _graphs(g)
-
-
-def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
-    for a in node.attribute:
-        if a.name == "value":
-            return onnx.numpy_helper.to_array(a.t)
-        if a.name in ("value_float", "value_int"):
-            return np.array(onnx.helper.get_attribute_value(a))
-        if a.name in ("value_floats", "value_ints"):
-            return np.array(list(onnx.helper.get_attribute_value(a)))
-    return None
 
 
 # ----------------------------------------------------------------------------- one node

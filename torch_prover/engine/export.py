@@ -198,15 +198,22 @@ def export_case(case: Case, module: torch.nn.Module, args: Sequence[torch.Tensor
         why = first_line(direct).removeprefix(label)
     exporter, source = case.origin
     base = _base_export(case, exporter, source, module, args, n_outputs)
-    model, moved, adapted = relabel_opset(base.model, source, case.export_opset, op=case.op,
-                                          label=label)
+    return _relabelled(base, source, case.export_opset, case.op, label,
+                       f"exported at opset {source} by the {exporter} exporter and moved to "
+                       f"opset {case.export_opset}, because {why}")
+
+
+def _relabelled(exported: Exported, source: int, target: int, op: str, label: str, how: str,
+                lower: bool = False) -> Exported:
+    """``exported`` (made at opset ``source``) moved to opset ``target``
+    (``next_opset.relabel_opset``; ``lower``: its ``op`` node waits in the private domain),
+    checked, and recorded as relabelled: ``how``, then the glue and adaptations it took."""
+    model, moved, adapted = relabel_opset(exported.model, source, target, op=op, label=label,
+                                          lower=lower)
     check(model, label)
-    return dataclasses.replace(base, model=model, opset=case.export_opset,
+    return dataclasses.replace(exported, model=model, opset=target,
                                route=ExportRoute.RELABELLED, adaptations=adapted,
-                               route_note=f"exported at opset {source} by the {exporter} "
-                                          f"exporter and moved to opset "
-                                          f"{case.export_opset}, because {why}"
-                                          f"{_changes(moved, adapted)}")
+                               route_note=how + _changes(moved, adapted))
 
 
 def _changes(moved: Sequence[str], adapted: Sequence[Adaptation]) -> str:
@@ -261,16 +268,10 @@ def _export_at(case: Case, exporter: str, target: int, module: torch.nn.Module,
                              output_names=[output_name(j) for j in range(n_outputs)],
                              dynamic=case.dynamic, options=options, label=label)
     if way is ExportRoute.LOWERED:   # a deprecated op's node, private until moved down
-        model, moved, adapted = relabel_opset(exported.model, asked, target, op=case.op,
-                                              label=label, lower=True)
-        check(model, label)
-        return dataclasses.replace(
-            exported, model=model, opset=target, route=ExportRoute.RELABELLED,
-            adaptations=adapted,
-            route_note=f"exported at opset {asked} by the dynamo exporter with the "
-                       f"{case.op} node in {PRIVATE_DOMAIN} (the exporter builds no opset "
-                       f"{target}), then moved into ai.onnx at opset {target}"
-                       f"{_changes(moved, adapted)}")
+        return _relabelled(exported, asked, target, case.op, label,
+                           f"exported at opset {asked} by the dynamo exporter with the "
+                           f"{case.op} node in {PRIVATE_DOMAIN} (the exporter builds no opset "
+                           f"{target}), then moved into ai.onnx at opset {target}", lower=True)
     if not raised:
         waiting = private_nodes(exported.model)
         if waiting:

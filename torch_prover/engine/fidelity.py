@@ -1,16 +1,17 @@
 """Is this run a run of schema version V? The node checked against V itself, and its runtime.
 
-``onnx.checker`` checks a node's attribute names, its input and output counts and its
-types against the schema in force, but not an attribute's *value* (Pad-13 takes
-``mode='wrap'``, which exists only from Pad-19) nor its shapes (Sum-6 takes inputs of
-different shapes, which it does not broadcast), and a runtime may compute another
-version than the model's (``engine/runtimes.py``). A proof of V rests only on a node V
-accepts, run by a runtime that implements V; anything else is a ``Problem`` (typed), and
-the proof's verdicts become inconclusive (``verdict.Rule.UNFAITHFUL``).
+``onnx.checker`` checks a node's attribute names, its required attributes, its input and
+output counts and its types against the schema in force -- every model a proof runs has
+passed it (``export.check``, full check, on each route), so those are not checked again
+here -- but not an attribute's *value* (Pad-13 takes ``mode='wrap'``, which exists only
+from Pad-19) nor its shapes (Sum-6 takes inputs of different shapes, which it does not
+broadcast), and a runtime may compute another version than the model's
+(``engine/runtimes.py``). A proof of V rests only on a node V accepts, run by a runtime
+that implements V; anything else is a ``Problem`` (typed), and the proof's verdicts become
+inconclusive (``verdict.Rule.UNFAITHFUL``).
 
-What V accepts is data here, read from the schema where onnx.defs holds it (attribute
-names, required attributes, input and output counts) and otherwise written down from the
-schema's own text, each entry checked against that text by tests/test_fidelity.py:
+What V accepts beyond the checker is data here, written down from the schema's own text,
+each entry checked against that text by tests/test_fidelity.py:
 ``ATTRIBUTE_VALUES`` (the values an enumerated attribute's description lists) and
 ``SAME_SHAPE`` / ``UNIDIRECTIONAL`` (the versions whose doc says "must have the same
 shape", or "unidirectional broadcasting").
@@ -23,20 +24,16 @@ from typing import Any, Sequence
 import onnx
 import onnx.defs
 import onnx.helper
-import onnx.shape_inference
 
 from ..compat import StrEnum
+from .graph_values import inferred_shapes
 from .runtimes import model_opset
 
 
 class Problem(StrEnum):
     """Why a run is not a run of its schema version (a record field: never parsed)."""
 
-    ATTRIBUTE = "attribute the version lacks"
-    REQUIRED = "required attribute missing"
     ATTRIBUTE_VALUE = "attribute value the version does not define"
-    INPUTS = "inputs the version does not take"
-    OUTPUTS = "outputs the version does not have"
     SHAPES = "input shapes the version does not accept"
     NO_RUNTIME = "no runtime implements the version"
 
@@ -136,7 +133,8 @@ def allowed_values(op: str, attribute: str, version: int) -> tuple[str, ...] | N
 def node_findings(model: onnx.ModelProto, node: onnx.NodeProto) -> tuple[int | None,
                                                                          tuple[Finding, ...]]:
     """The schema version ``node`` is checked against (in force at the model's opset), and
-    what of the node that version does not accept."""
+    what of the node that version does not accept that onnx.checker lets pass (module
+    docstring): an attribute value it does not define, input shapes it does not take."""
     opset = model_opset(model, node.domain)
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain) if opset else None
@@ -147,14 +145,8 @@ def node_findings(model: onnx.ModelProto, node: onnx.NodeProto) -> tuple[int | N
     version = schema.since_version
     label = f"{node.op_type}-{version}"
     found: list[Finding] = []
-    given = {a.name: a for a in node.attribute}
-    for name in given:
-        if name not in schema.attributes:
-            found.append(Finding(Problem.ATTRIBUTE, f"{label} has no attribute {name!r}"))
-    for name, a in schema.attributes.items():
-        if a.required and name not in given:
-            found.append(Finding(Problem.REQUIRED, f"{label} requires attribute {name!r}"))
-    for name, a in given.items():
+    for a in node.attribute:
+        name = a.name
         allowed = allowed_values(node.op_type, name, version)
         if allowed is None or name not in schema.attributes:
             continue
@@ -166,19 +158,8 @@ def node_findings(model: onnx.ModelProto, node: onnx.NodeProto) -> tuple[int | N
                 found.append(Finding(Problem.ATTRIBUTE_VALUE,
                                      f"{name}={text!r}: {label} defines "
                                      f"{', '.join(allowed)}"))
-    n_in, n_out = len(node.input), len([o for o in node.output])
-    if not schema.min_input <= n_in <= schema.max_input:
-        found.append(Finding(Problem.INPUTS, f"{n_in} inputs; {label} takes "
-                                             f"{_range(schema.min_input, schema.max_input)}"))
-    if not schema.min_output <= n_out <= schema.max_output:
-        found.append(Finding(Problem.OUTPUTS, f"{n_out} outputs; {label} has "
-                                              f"{_range(schema.min_output, schema.max_output)}"))
     found.extend(_shape_findings(model, node, version, label))
     return version, tuple(found)
-
-
-def _range(lo: int, hi: int) -> str:
-    return str(lo) if lo == hi else f"{lo} to {hi}" if hi < 2**31 - 1 else f"{lo} or more"
 
 
 def _shape_findings(model: onnx.ModelProto, node: onnx.NodeProto, version: int,
@@ -219,20 +200,8 @@ def unidirectional(src: Sequence[int], dst: Sequence[int]) -> bool:
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Every value of the main graph whose shape is known and static."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:   # inference itself failing leaves what the model declares
-        inferred = model
-    g = inferred.graph
-    out: dict[str, tuple[int, ...]] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        t = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and t.HasField("shape") and all(
-                d.HasField("dim_value") for d in t.shape.dim):
-            out[vi.name] = tuple(d.dim_value for d in t.shape.dim)
-    for init in g.initializer:
-        out[init.name] = tuple(init.dims)
-    return out
+    return {name: tuple(shape) for name, shape in inferred_shapes(model).items()
+            if None not in shape}
 
 
 def check(model: onnx.ModelProto, node_index: int | None, op: str, runtime_gap: str | None

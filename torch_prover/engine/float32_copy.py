@@ -157,9 +157,14 @@ NARROW_NAMES = {TensorProto.FLOAT16: "float16", TensorProto.BFLOAT16: "bfloat16"
 def float32_copy(model: onnx.ModelProto, sources: frozenset[int] = WIDE) -> onnx.ModelProto:
     """A copy of ``model`` with every float64 tensor (every ``sources`` tensor) made float32
     (module docstring)."""
-    out = _copy.deepcopy(model)
-    _copy_model(out, dry=False, sources=sources)
-    return out
+    return make_float32(_copy.deepcopy(model), sources)
+
+
+def make_float32(model: onnx.ModelProto, sources: frozenset[int] = WIDE) -> onnx.ModelProto:
+    """``model`` itself made float32 (``float32_copy`` without the copy): for a caller that
+    already holds a copy of its own (``numeric.Runner.run``'s, with its overrides)."""
+    _copy_model(model, dry=False, sources=sources)
+    return model
 
 
 def narrow_types(model: onnx.ModelProto) -> tuple[str, ...]:

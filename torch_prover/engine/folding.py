@@ -16,6 +16,7 @@ import onnx
 import onnx.numpy_helper
 import torch
 
+from .graph_values import constant_value
 from .mapping import VALUE_SLOTS
 
 
@@ -23,9 +24,9 @@ def _constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant" and node.output:
-            for a in node.attribute:
-                if a.name == "value":
-                    values[node.output[0]] = onnx.numpy_helper.to_array(a.t)
+            value = constant_value(node)
+            if value is not None:
+                values[node.output[0]] = value
     return values
 
 

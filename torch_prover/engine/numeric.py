@@ -19,8 +19,8 @@ import torch
 
 from ..errors import describe
 from . import runtimes
-from .float32_copy import (KernelGap, float32_copy, float64_gap, float64_names, to_float32,
-                           to_float64)
+from .float32_copy import (KernelGap, float32_copy, float64_gap, float64_names, make_float32,
+                           to_float32, to_float64)
 from .precision import Given, Precision, model_precision, runtime_name
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
@@ -113,19 +113,19 @@ class Runner:
         self.given = None if copy is None else Given("float32", copy.short())
         self._float64 = float64_names(model) if copy is not None else frozenset()
         self._names = [o.name for o in model.graph.output]
-        self._base = self._session(model)
+        self._base = self._session(model if copy is None else float32_copy(model))
 
     def _session(self, model: onnx.ModelProto):
-        if self.copy is not None:
-            model = float32_copy(model)
-            run = self._plain_session(model)
+        """A session of ``model`` as it runs (for a copy: the float32 copy, already made)."""
+        run = self._plain_session(model)
+        if self.copy is None:
+            return run
 
-            def back(feeds):
-                got = run({k: to_float32(v) for k, v in feeds.items()})
-                return [to_float64(y) if n in self._float64 else y
-                        for n, y in zip(self._names, got)]
-            return back
-        return self._plain_session(model)
+        def back(feeds):
+            got = run({k: to_float32(v) for k, v in feeds.items()})
+            return [to_float64(y) if n in self._float64 else y
+                    for n, y in zip(self._names, got)]
+        return back
 
     def _plain_session(self, model: onnx.ModelProto):
         if self.kind == "onnxruntime":
@@ -154,11 +154,11 @@ class Runner:
     def run(self, feeds: dict[str, np.ndarray], overrides: dict[str, np.ndarray] | None = None):
         if not overrides:
             return self._base(feeds)
-        m = copy.deepcopy(self.model)
+        m = copy.deepcopy(self.model)   # the one copy a run makes: overridden, then made float32
         for t in m.graph.initializer:
             if t.name in overrides:
                 t.CopyFrom(onnx.numpy_helper.from_array(overrides[t.name], t.name))
-        return self._session(m)(feeds)
+        return self._session(m if self.copy is None else make_float32(m))(feeds)
 
 
 RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..output.batch_report import prove_command
 from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit, limit_words
 from ..output.ownership import PR_EVIDENCE_HEAD, PR_TEXT_HEAD
 from ..vocab import Verdict
@@ -22,14 +23,11 @@ python onnx/backend/test/stat_coverage.py     # docs/TestCoverage.md
 """
 
 
-def reproduce(op: str, case: str) -> str | None:
-    """The command that reproduces a case's verdict: a variant ``<case>@<opset>``
-    (``verify-all --versions``) is its case at that opset; a verdict decided by
-    equivalence (no case) has none."""
-    name, at, opset = case.partition("@")
-    if " " in case:
-        return None
-    return f"torch-prover prove {op} --case {name}" + (f" --opset {opset}" if at else "")
+def reproduce(op: str, case: str, tags_path: str | None = None) -> str | None:
+    """The command that reproduces a case's verdict (``batch_report.prove_command``: a
+    variant ``<case>@<opset>`` is its case at that opset, ``tags_path`` the tag source); a
+    verdict decided by equivalence (no case) has none."""
+    return None if " " in case else prove_command(op, case, tags_path)
 
 
 def _evidence(f: Finding) -> list[str]:

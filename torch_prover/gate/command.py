@@ -114,13 +114,11 @@ def prepare(req: Request) -> Prepared:
     pr = PrTags(pr_docs)
     found = diff(base, pr)
     mismatch.check(found, mismatch.installed_lacks(base) if pr_docs is not None else ())
-    from ..batch.verify import exporter_mode
+    from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
     provings = select(found.changes, torchscript=torchscript, pr=pr)
     todo = to_run(provings) if not req.case_free else []
-    trees: list[tuple[str, Any]] = [("--cache-dir", req.cache_dir)]
     if out is not None:
-        trees += [("--out", out / op) for op in sorted({c.op for c in todo})]
         preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
     from ..output.ownership import Holds
     preflight.outputs_checked(
@@ -128,7 +126,7 @@ def prepare(req: Request) -> Prepared:
          if req.report is not None else []) + list(req.outputs)
         + ([preflight.Output("--out", out, None)] if out is not None else []),
         [("--changed-from", req.changed_from), ("--tags-from", req.tags_from),
-         ("--waivers", req.waivers)], trees)
+         ("--waivers", req.waivers)], own_trees(out, todo, req.cache_dir, full=False))
     return Prepared(req, found, provings, tuple(todo), waivers, out,
                     (warning,) if warning else (), started, pr_docs)
 
@@ -138,7 +136,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     import onnx
 
     from ..batch import waivers as waivers_mod
-    from ..batch.pool import BatchOptions, run_batch
+    from ..batch.one_case import BatchOptions
+    from ..batch.pool import run_batch
     from .document import build
     from .case_free import fallback, needs_fallback, rejudge
     from .judge import also_found, judge

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..output.markdown_limit import PR_BODY_LIMIT
-from ..output.report import DEFAULT_WIDTH, md_cell, md_row, table, wrap_line
+from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit
+from ..output.report import md_cell, md_row
+from ..output.text_table import DEFAULT_WIDTH, table, wrap_line
 from .judge import GateVerdict
 
 ORDER = (GateVerdict.REFUTED, GateVerdict.INHERITED, GateVerdict.WAIVED,
@@ -147,47 +148,64 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 # ----------------------------------------------------------------------------- Markdown
-COMMENT_LIMIT = PR_BODY_LIMIT
-"""GitHub's limit on a comment's (and a PR body's) length, in characters."""
-
 OVER_LIMIT = ("The proofs behind each verdict are left out: with them this comment would pass "
               "GitHub's {limit:,}-character limit. `--format text` and `--format json` give "
               "them, each with the command that reproduces it.")
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The PR comment; past GitHub's limit, without the proofs' details, then with the
-    table cut to fit (every format but this one keeps everything)."""
-    full = _markdown(doc, details=True)
-    if len(full) <= COMMENT_LIMIT:
+    """The PR comment; past GitHub's limit, without the proofs' details, then with as many
+    of the table's rows and the notes' lines as fit (``markdown_limit.fit``, the one
+    splitter; every format but this one keeps everything)."""
+    full = _markdown(doc)
+    if len(full) <= PR_BODY_LIMIT:
         return full
-    short = _markdown(doc, details=False)
-    if len(short) <= COMMENT_LIMIT:
-        return short
-    cut = short[:COMMENT_LIMIT - 200].rsplit("\n", 1)[0]
-    return cut + f"\n\n(cut at GitHub's {COMMENT_LIMIT:,}-character limit: `--format json` " \
-                 "has every row)\n"
+    blocks = _short(doc)
+    short = "\n".join(x for b in blocks for x in (*b.lines, *b.rows, *b.after))
+    # the trailing newline counts too: the body may take one character less
+    return fit(short, blocks, "", "", PR_BODY_LIMIT - 1).body + "\n"
 
 
-def _markdown(doc: dict[str, Any], details: bool) -> str:
+def _head(doc: dict[str, Any]) -> list[str]:
+    """The comment's headline: the outcome, the reason and the tag sources."""
     out = ["## torch-prover: the differentiability tags this PR changes", "",
            f"**{_upper(_outcome(doc))}.** {_upper(doc['reason'])}.", "",
            _upper(_sources(doc)) + ".", ""]
-    if doc["base"]["latest_only"]:
-        out += [f"> {LATEST_ONLY}", ""]
-    if not doc["changes"]:
-        return "\n".join(out)
-    out += [md_row("schema version", "change", "parameter", "base tag", "PR tag", "verdict"),
-            md_row(*["---"] * 6)]
+    return out + ([f"> {LATEST_ONLY}", ""] if doc["base"]["latest_only"] else [])
+
+
+def _table(doc: dict[str, Any]) -> list[str]:
+    """One row per changed parameter, under its two header lines."""
+    out = [md_row("schema version", "change", "parameter", "base tag", "PR tag", "verdict"),
+           md_row(*["---"] * 6)]
     for c, p in _rows(doc):
         verdict = _verdict_cell(p)
         if p["verdict"] == GateVerdict.REFUTED:
             verdict = f"**{verdict}**"
         out.append(md_row(f"{c['op']}-{c['version']}", _change_cell(c, p), _param_cell(p),
                           p["base"] or "—", p["pr"] or "—", verdict))
-    if not details:
-        out += ["", OVER_LIMIT.format(limit=COMMENT_LIMIT)]
-    for verdict in ORDER if details else ():
+    return out
+
+
+def _short(doc: dict[str, Any]) -> list[Block]:
+    """The comment without the proofs' details, as ``markdown_limit.Block``s: the headline
+    and the table's head always, then its rows and each note's lines while they fit."""
+    table_ = _table(doc)
+    blocks = [Block(tuple(_head(doc) + table_[:2]), tuple(table_[2:]),
+                    "... and {n} more changed parameters: `--format json` has every row",
+                    ("", OVER_LIMIT.format(limit=PR_BODY_LIMIT)))]
+    return blocks + [Block(("", f"### {heading}", ""), tuple(f"- {line}" for line in lines),
+                           "- ... and {n} more: `--format json` has every one")
+                     for heading, lines in _notes(doc)]
+
+
+def _markdown(doc: dict[str, Any]) -> str:
+    """The whole comment: headline, table, each verdict with its proofs, the notes."""
+    out = _head(doc)
+    if not doc["changes"]:
+        return "\n".join(out)
+    out += _table(doc)
+    for verdict in ORDER:
         hits = [(c, p) for c, p in _rows(doc) if p["verdict"] == verdict]
         if not hits:
             continue

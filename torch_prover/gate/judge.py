@@ -26,7 +26,7 @@ from ..compat import StrEnum
 from typing import Any, Sequence
 
 from ..batch.waivers import waiver_key
-from ..output.report import prove_command
+from ..output.batch_report import prove_command
 from .changes import ParamChange
 from .select import Proving
 

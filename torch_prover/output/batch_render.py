@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import markdown_limit, points_report, report, versions_report
+from . import batch_report, markdown_limit, points_report, report, versions_report
+from .text_table import DEFAULT_WIDTH
 from .markdown_limit import PR_BODY_LIMIT
 from .run_totals import closing_line
 
@@ -29,7 +30,7 @@ class Rendering:
 def markdown_full(rep: dict[str, Any]) -> str:
     """The whole Markdown report, whatever its length."""
     section = rep.get("versions")
-    text = report.batch_markdown(rep)
+    text = batch_report.batch_markdown(rep)
     text += "\n" + versions_report.versions_markdown(section) if section else ""
     points, free = rep.get("onnx_points"), rep.get("case_free")
     text += "\n" + points_report.points_markdown(points) if points else ""
@@ -52,13 +53,13 @@ def render_batch(rep: dict[str, Any], fmt: str, width: int | None,
         from .html_report import render_html
         return Rendering(render_html(rep))
     section = rep.get("versions")
-    text = report.batch_text(rep, width)
+    text = batch_report.batch_text(rep, width)
     if section:
-        text += "\n" + versions_report.versions_text(section, width or report.DEFAULT_WIDTH)
+        text += "\n" + versions_report.versions_text(section, width or DEFAULT_WIDTH)
     if rep.get("onnx_points"):
-        text += "\n" + points_report.points_text(rep["onnx_points"], width or report.DEFAULT_WIDTH)
+        text += "\n" + points_report.points_text(rep["onnx_points"], width or DEFAULT_WIDTH)
     if rep.get("case_free"):
-        text += "\n" + points_report.case_free_text(rep["case_free"], width or report.DEFAULT_WIDTH)
+        text += "\n" + points_report.case_free_text(rep["case_free"], width or DEFAULT_WIDTH)
     return Rendering(text + closing_line(rep) + "\n")
 
 

@@ -388,7 +388,7 @@ def command(directory: str, fmt: str, width: int | None, recheck: Recheck | None
 
 
 def as_text(checks: list[DirCheck], width: int | None) -> str:
-    from .report import wrap_line
+    from .text_table import wrap_line
     lines = []
     for c in checks:
         lines += wrap_line(f"{c.path}: {c.status}"

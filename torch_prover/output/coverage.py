@@ -16,7 +16,9 @@ from ..cases import all_cases, all_missing
 from ..engine.by_type import TypeRow, decide_op, row_record, undecided_label
 from ..engine.next_opset import EXPORTER_MAX_OPSET, export_route
 from ..vocab import ExportRoute
-from .report import BY_TYPE, DEFAULT_WIDTH, MISSING, prove_command, route_note, wrap_line
+from .batch_report import BY_TYPE, MISSING, prove_command
+from .report import route_note
+from .text_table import DEFAULT_WIDTH, wrap_line
 from ..tags.schema import SchemaTags, all_ops, is_deprecated, schema_tags
 
 COVERED = "covered"

@@ -18,7 +18,7 @@ from ..vocab import DocKind
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 FORMAT = 1
 """The format of every kind but the proof record's (``engine/record.py: RECORD_FORMAT``)
-and a failed case's (``batch/pool.py``)."""
+and a failed case's (``batch/one_case.py``)."""
 
 
 def schema_path(kind: DocKind | str) -> Path:

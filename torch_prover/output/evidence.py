@@ -253,7 +253,7 @@ def same_evidence(old: Path, new: Path) -> bool:
 def evidence_digests(d: Path) -> dict[str, str]:
     """sha256 of every file of a case directory but proof.json (model.onnx and the data
     files), by relative path: what the cache stores beside a record, so evidence changed
-    on disk under a warm cache is noticed (batch/pool.py: cache_check)."""
+    on disk under a warm cache is noticed (batch/cache.py: cache_check)."""
     import hashlib
     d = Path(d)
     found = {}

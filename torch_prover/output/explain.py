@@ -13,7 +13,8 @@ from typing import Any
 
 from ..conventions import RULES, Convention
 from ..tags.schema import SchemaTags
-from .report import DEFAULT_WIDTH, count, table, wrap_line
+from .text_table import DEFAULT_WIDTH, table, wrap_line
+from .units import count
 
 
 def _witnesses(p: dict[str, Any]) -> dict[str, dict[str, str]]:

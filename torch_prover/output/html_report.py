@@ -3,9 +3,8 @@
 Why a separate module: the page is the artefact a maintainer opens from CI, so it must
 work offline and from a file (inline CSS, JS and SVG, no network asset), show what needs
 a decision first (disagreements, then broken cases), and let the reader find any op
-quickly (text + status filters). It is a pure function of the batch report dict
-(docs/design.md §3.2), like the other renderings in ``report.py``; every string from the report is
-data and is escaped.
+quickly (text + status filters). A pure function of the batch report dict (docs/design.md
+§3.2), like ``batch_report``'s renderings; every string from the report is data, escaped.
 
 Each covered op gets a small diagram: the op as a box, inputs on the left, outputs on
 the right; an arrow's style says what the evidence was (solid blue: a gradient flows;
@@ -19,9 +18,11 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
+from .batch_report import OP_STATUSES, disagreement_tally, tally_words
 from .body_text import body_summary
 from .html_versions import versions_card, versions_section
-from .report import OP_STATUSES, UNITS, count, disagreement_tally, numeric_line, tally_words
+from .report import numeric_line
+from .units import UNITS, count
 from .run_totals import cache_words, totals
 
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")

@@ -17,9 +17,10 @@ from typing import Any
 
 from . import versions_report
 from .markdown_limit import Block, fit, limit_words
-from .report import (BY_TYPE, DECLARED, MISSING, NOT_RUN, OP_STATUSES, by_type_command, by_type_mark,
-                     by_type_rows, convention_label, disagreement_tally, expected_of, md_row,
-                     param_key, proposals, reproduce, tally_words)
+from .batch_report import (BY_TYPE, DECLARED, MISSING, NOT_RUN, OP_STATUSES, by_type_command,
+                           by_type_mark, by_type_rows, convention_label, disagreement_tally,
+                           expected_of, param_key, proposals, reproduce, tally_words)
+from .report import md_row
 from .units import count
 
 # statuses the body counts without a row: plain, or (declared) whose rows are the disagreements'

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocab import PointsState
-from .report import wrap_line
+from .text_table import wrap_line
 
 
 def _cell(e: dict[str, Any]) -> str:
