@@ -1,4 +1,4 @@
-"""The adapters that need the whole node (engine/adapter_table.py lists when each runs):
+"""The adapters that need the whole node (engine/versions/adapter_table.py lists when each runs):
 each docstring says why its change computes what the newer version computed."""
 from __future__ import annotations
 

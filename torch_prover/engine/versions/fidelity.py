@@ -4,7 +4,7 @@
 types against the schema in force, but not an attribute's *value* (Pad-13 takes
 ``mode='wrap'``, which exists only from Pad-19) nor its shapes (Sum-6 takes inputs of
 different shapes, which it does not broadcast), and a runtime may compute another
-version than the model's (``engine/runtimes.py``). A proof of V rests only on a node V
+version than the model's (``engine/versions/runtimes.py``). A proof of V rests only on a node V
 accepts, run by a runtime that implements V; anything else is a ``Problem`` (typed), and
 the proof's verdicts become inconclusive (``verdict.Rule.UNFAITHFUL``).
 
@@ -25,7 +25,7 @@ import onnx.defs
 import onnx.helper
 import onnx.shape_inference
 
-from ..compat import StrEnum
+from ...compat import StrEnum
 from .runtimes import model_opset
 
 
