@@ -54,7 +54,7 @@ ENGINE_PACKAGES = {
     "attribution": "which case tensor is which node input and output (stage 3)",
     "numeric": "the whole model's checks and the node's own derivative (stage 4)",
     "bodies": "the function-body witness",
-    "rules": "the verdict table and the by-type rule (stage 6)",
+    "rules": "the verdict table and the by-type rule (stage 5)",
     "versions": "which node stands for which schema version, and where it runs",
     "onnx_points": "ONNX's node tests as witness points (verify-all's)",
 }

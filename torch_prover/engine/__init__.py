@@ -10,10 +10,11 @@ each passing frozen dataclasses one way:
 4. the numeric witness -- ``numeric/``: the whole model's checks and the node's own
    derivative, run where ``versions/`` says the schema version runs; the function-body
    witness -- ``bodies/``;
-5. ``witnesses``: the witnesses per ONNX parameter, scoped by the attribution;
-6. the verdict -- ``rules/``: the verdict table and the by-type rule;
-7. ``record``: the Proof and its JSON record (``test_data``: how its evidence re-runs);
-   ``recheck``: a record read back re-derived before it is trusted.
+5. the verdict -- ``witnesses``: the witnesses per ONNX parameter, scoped by the
+   attribution, decided by ``rules/`` (the verdict table and the by-type rule);
+
+then ``record``: the Proof and its JSON record (``test_data``: how its evidence re-runs);
+``recheck``: a record read back re-derived before it is trusted.
 
 ``onnx_points/`` is verify-all's third numeric witness: ONNX's own node tests as points.
 
