@@ -4,8 +4,8 @@
     python scripts/function_bodies.py [--all]
 
 For each schema version with a function body (static or context-dependent, expanded for
-the node ``engine/body_survey.py`` makes), every parameter's derived outcome
-(``engine/function_body.py``) against its declared tag: consistent, contradicting,
+the node ``engine/bodies/body_survey.py`` makes), every parameter's derived outcome
+(``engine/bodies/function_body.py``) against its declared tag: consistent, contradicting,
 proposed (tag unknown, the body decides), undecided (the body's paths cross an unknown
 tag or a graph not entered) or not applicable (a type that carries no gradient, not
 given, no body built). Prints the rows that are not plain agreements (all with --all),
@@ -25,9 +25,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="print every parameter's row")
     args = ap.parse_args()
-    from torch_prover.engine.body_survey import (BodyCheck, schemas_with_body, survey,
+    from torch_prover.engine.bodies.body_survey import (BodyCheck, schemas_with_body, survey,
                                                  survey_node)
-    from torch_prover.engine.function_body import derive
+    from torch_prover.engine.bodies.function_body import derive
 
     t0 = time.perf_counter()
     rows = survey()

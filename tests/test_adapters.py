@@ -1,4 +1,4 @@
-"""The adapters (engine/adapters.py, engine/adapter_table.py), one node at a time.
+"""The adapters (engine/versions/adapters.py, engine/versions/adapter_table.py), one node at a time.
 
 Each sample builds a node as an exporter writes it at a newer opset, relabels the model to
 an older opset (``next_opset.relabel_opset``, which calls the adapters), and runs both in
@@ -15,10 +15,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 
-from torch_prover.engine import adapter_table
-from torch_prover.engine.adapters import AdaptError, Refusal
+from torch_prover.engine.versions import adapter_table
+from torch_prover.engine.versions.adapters import AdaptError, Refusal
 from torch_prover.errors import CaseError
-from torch_prover.engine.next_opset import relabel_opset
+from torch_prover.engine.versions.next_opset import relabel_opset
 
 RNG = np.random.default_rng(0)
 F32, F64, I64 = TP.FLOAT, TP.DOUBLE, TP.INT64
@@ -307,7 +307,7 @@ def test_a_deprecated_op_is_lowered_from_the_private_domain():
     domain at opset 18, and relabelling moves it into ai.onnx at 9 (then, like any node,
     to Upsample-7's attribute form at 8). onnxruntime computes nearest upsampling: every
     pixel repeated twice along both spatial axes."""
-    from torch_prover.engine.next_opset import PRIVATE_DOMAIN
+    from torch_prover.engine.versions.next_opset import PRIVATE_DOMAIN
     node = h.make_node("Upsample", ["x", "sc"], ["y"], mode="nearest", domain=PRIVATE_DOMAIN)
     g = h.make_graph([node], "g", [h.make_tensor_value_info("x", F32, [1, 1, 2, 3])],
                      [h.make_tensor_value_info("y", F32, [1, 1, 4, 6])],

@@ -198,8 +198,8 @@ def test_the_cache_key_covers_every_source_a_verdict_depends_on():
     or the engine must invalidate cached verdicts: both are in the digest."""
     names = {p.relative_to(cache.PACKAGE_DIR).as_posix() for p in cache.source_files()}
     assert {"cases/reference_ops.py", "cases/__init__.py", "cases/reference.py", "case.py",
-            "engine/verdict.py", "engine/node_witness.py", "engine/isolate.py",
-            "engine/measure.py", "tags/schema.py", "batch/pool.py", "batch/cache.py"} <= names
+            "engine/rules/verdict.py", "engine/numeric/node_witness.py", "engine/numeric/isolate.py",
+            "engine/numeric/measure.py", "tags/schema.py", "batch/pool.py", "batch/cache.py"} <= names
     assert names == {p.relative_to(cache.PACKAGE_DIR).as_posix()
                      for p in cache.PACKAGE_DIR.rglob("*.py")}   # every source file
 

@@ -182,7 +182,7 @@ def test_every_document_kind_has_a_schema_in_the_package():
 
 def test_the_schemas_words_are_the_records_words():
     """The schema's enums name exactly the words a record may hold (vocab.py, verdict.py)."""
-    from torch_prover.engine.verdict import Rule
+    from torch_prover.engine.rules.verdict import Rule
     from torch_prover.output.batch_report import OP_STATUSES
     d = schemas()["defs"]["$defs"]
     assert d["verdict"]["enum"] == [str(v) for v in Verdict]

@@ -13,7 +13,7 @@ from fix_report import SRC, applied, param, record, tags_of
 
 from torch_prover.cases import all_cases
 from torch_prover.conventions import RULES, Applies, Convention
-from torch_prover.engine.verdict import (Decision, Rule, Witness, decide, is_failure,
+from torch_prover.engine.rules.verdict import (Decision, Rule, Witness, decide, is_failure,
                                          under_convention)
 from torch_prover.fix import patch
 from torch_prover.fix.locate import read_tree
@@ -140,7 +140,7 @@ def test_no_convention_cites_the_tag_under_test_over_the_table():
     never a precedent of the case's own op; a row is founded for an op exactly as worked out
     beforehand (FOUNDED)."""
     import onnx.defs
-    from torch_prover.engine.by_type import type_reason
+    from torch_prover.engine.rules.by_type import type_reason
     from torch_prover.tags.schema import schema_tags
     for name, rule in RULES.items():
         for prec in rule.precedents:

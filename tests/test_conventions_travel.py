@@ -15,7 +15,7 @@ from fix_report import SRC, param, record
 from torch_prover.batch import versions as v
 from torch_prover.batch.version_table import table
 from torch_prover.conventions import Convention
-from torch_prover.engine.by_type import type_reason
+from torch_prover.engine.rules.by_type import type_reason
 from torch_prover.fix.locate import read_tree
 from torch_prover.fix.plan import Withheld, findings, plan, report_records
 from torch_prover.tags.schema import schema_tags

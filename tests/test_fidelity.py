@@ -1,4 +1,4 @@
-"""A node checked against the schema version in force (engine/fidelity.py).
+"""A node checked against the schema version in force (engine/versions/fidelity.py).
 
 Expectations come from the schemas' own text (onnx.defs): the values an attribute's
 description lists per version, the versions whose doc says "All inputs and outputs must
@@ -18,8 +18,8 @@ import onnx.numpy_helper as nh
 import pytest
 from onnx import TensorProto
 
-from torch_prover.engine import fidelity
-from torch_prover.engine.fidelity import Problem
+from torch_prover.engine.versions import fidelity
+from torch_prover.engine.versions.fidelity import Problem
 
 
 def _schemas():

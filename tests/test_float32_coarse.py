@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from torch_prover.engine.node_witness import witness
-from torch_prover.engine.verdict import Rule, Witness, decide, is_failure
+from torch_prover.engine.numeric.node_witness import witness
+from torch_prover.engine.rules.verdict import Rule, Witness, decide, is_failure
 from torch_prover.engine.witnesses import measured_coarse
 from torch_prover.vocab import AutogradOutcome as A
 from torch_prover.vocab import NumericOutcome as N

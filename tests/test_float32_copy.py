@@ -1,4 +1,4 @@
-"""The float32 copy (engine/float32_copy.py): every kind of float64 carrier made float32, the
+"""The float32 copy (engine/versions/float32_copy.py): every kind of float64 carrier made float32, the
 copy run in onnxruntime, and the witnesses that run on it.
 
 Expectations from the math and the spec, not from the code under test: each small model
@@ -6,7 +6,7 @@ below computes a function written out in numpy (float64), and the copy must comp
 within float32 rounding; that nothing float64 is left is read by a walker written here;
 Conv is linear in X, W and B (smooth in each); onnxruntime has no float64 Conv kernel at
 opset 11 (its NOT_IMPLEMENTED refusal), while onnx.reference implements Conv at its newest
-version only (engine/runtimes.py).
+version only (engine/versions/runtimes.py).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import onnx.numpy_helper as nh
 import pytest
 from onnx import AttributeProto, TensorProto
 
-from torch_prover.engine import node_witness, numeric
-from torch_prover.engine.float32_copy import (ELEMENT_TYPE, NOT_COPIED, CopyError, KernelGap,
+from torch_prover.engine.numeric import node_witness, numeric
+from torch_prover.engine.versions.float32_copy import (ELEMENT_TYPE, NOT_COPIED, CopyError, KernelGap,
                                               float32_copy, float64_gap)
 from torch_prover.vocab import NumericOutcome
 
@@ -569,7 +569,7 @@ def test_a_float32_run_of_another_function_is_explained_not_written(tmp_path, ca
     float32 copy does not reproduce PyTorch's outputs: node-tests explains the directory
     (the proof failed on it) rather than writing a test that must fail. (hardmax_axis0@10,
     the first example, is now refused before any run: no adapter turns Hardmax-13's axis
-    into Hardmax-1's coerced 2-D, engine/adapter_table.py.)"""
+    into Hardmax-1's coerced 2-D, engine/versions/adapter_table.py.)"""
     import json
 
     from torch_prover import cli

@@ -13,9 +13,9 @@ from onnx import helper
 
 from conftest import param
 from torch_prover.cases import all_cases
-from torch_prover.engine.body_survey import BodyCheck, schemas_with_body, survey
-from torch_prover.engine.function_body import derive
-from torch_prover.engine.verdict import Rule, Witness, decide, is_failure
+from torch_prover.engine.bodies.body_survey import BodyCheck, schemas_with_body, survey
+from torch_prover.engine.bodies.function_body import derive
+from torch_prover.engine.rules.verdict import Rule, Witness, decide, is_failure
 from torch_prover.output.body_text import body_summary
 from torch_prover.output.report import proof_markdown, proof_text
 from torch_prover.vocab import AutogradOutcome as A

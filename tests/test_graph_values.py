@@ -1,4 +1,4 @@
-"""engine/graph_values.py: the one reader of a Constant's value and of a graph's inferred
+"""engine/attribution/graph_values.py: the one reader of a Constant's value and of a graph's inferred
 shapes. The expectations come from ONNX: a Constant's output is what onnx.reference
 computes for it (the spec's dtypes: value_float(s) float32, value_int(s) int64), a shape is
 what the model declares."""
@@ -12,10 +12,10 @@ from onnx import TensorProto
 from onnx.numpy_helper import from_array
 from onnx.reference import ReferenceEvaluator
 
-from torch_prover.engine import fidelity
-from torch_prover.engine.adapters import ModelView
-from torch_prover.engine.folding import folded_parameters
-from torch_prover.engine.graph_values import constant_value, inferred_shapes
+from torch_prover.engine.versions import fidelity
+from torch_prover.engine.versions.adapters import ModelView
+from torch_prover.engine.attribution.folding import folded_parameters
+from torch_prover.engine.attribution.graph_values import constant_value, inferred_shapes
 
 W = np.array([0.5, -1.25, 2.0], np.float32)
 CONSTANTS = {"value": from_array(W), "value_floats": [0.5, -1.25, 2.0], "value_float": 0.75,

@@ -1,6 +1,7 @@
 """The package's layout, read from the modules' own source (``ast``, nothing imported):
 data flows one way through the stages, no import cycle, no private name used across
-modules, and modules small enough to read."""
+modules, modules small enough to read, and engine/'s packages below its pipeline, meeting
+each other only through the interfaces declared here."""
 from __future__ import annotations
 
 import ast
@@ -39,6 +40,49 @@ LONG = {
 }
 """Modules allowed over MAX_LINES, each with its reason."""
 MAX_LINES = 450
+
+ENGINE = "torch_prover.engine"
+ENGINE_TOP_MAX = 12
+"""Files at engine/'s top (its __init__ included): the pipeline, readable at a glance."""
+
+ENGINE_PACKAGES = {
+    "attribution": "which case tensor is which node input and output (stage 3)",
+    "numeric": "the whole model's checks and the node's own derivative (stage 4)",
+    "bodies": "the function-body witness",
+    "rules": "the verdict table and the by-type rule (stage 5)",
+    "versions": "which node stands for which schema version, and where it runs",
+    "onnx_points": "ONNX's node tests as witness points (verify-all's)",
+}
+"""engine/'s packages: each a whole the pipeline (engine/'s top modules) calls into. None
+imports the pipeline; one imports another only through an interface below."""
+
+ENGINE_INTERFACES = {
+    ("versions", "attribution.mapping"):
+        "next_opset walks a node's subgraphs with mapping.subgraphs, the one place that "
+        "knows a graph attribute is g or graphs",
+    ("versions", "attribution.graph_values"):
+        "ModelView, the adapters and fidelity read a Constant's value and inferred shapes "
+        "as folding does (one reader)",
+    ("numeric", "attribution.mapping"):
+        "isolate lifts a node's subgraph captures and floating inputs as attribution reads "
+        "them (subgraph_names, is_float_dtype)",
+    ("numeric", "versions.runtimes"):
+        "a number counts for schema version V only where a runtime implementing V computed it",
+    ("numeric", "versions.float32_copy"):
+        "where that runtime lacks the float64 kernel, the model runs as its float32 copy",
+    ("onnx_points", "versions.runtimes"):
+        "a node test's opset and the schema version in force there",
+    ("onnx_points", "numeric.node_witness"):
+        "a test is measured by the catalogue's own node witness",
+    ("onnx_points", "numeric.numeric"):
+        "... in the runtime the catalogue would choose (choose_runtime)",
+    ("onnx_points", "bodies.function_body"):
+        "the function body built for the test's node",
+    ("onnx_points", "rules.verdict"):
+        "what an outcome says, by the catalogue's own table (NUMERIC_SAYS, BODY_SAYS)",
+}
+"""(importing package, imported module) pairs allowed between engine's packages, each
+with why; the importing package's __init__ docstring names each of its interfaces."""
 
 
 def _name(path: Path) -> str:
@@ -199,3 +243,62 @@ def _assigned(name: str, variable: str):
                                                 for t in node.targets):
             return ast.literal_eval(node.value)
     return None
+
+
+def _engine_package(name: str) -> str | None:
+    """The engine package a module is in, None for the pipeline (engine/'s top modules and
+    its __init__); raises for a module outside the engine."""
+    assert name == ENGINE or name.startswith(ENGINE + "."), name
+    parts = name.split(".")
+    return parts[2] if len(parts) > 3 or (len(parts) == 3 and parts[2] in ENGINE_PACKAGES) \
+        else None
+
+
+def _engine_imports() -> list[tuple[str, str, int]]:
+    """(importer, imported engine module, line) for every import within the engine."""
+    return [(name, target, line) for name in MODULES if name.startswith(ENGINE + ".")
+            for target, _, line in _imports(name)
+            if target == ENGINE or target.startswith(ENGINE + ".")]
+
+
+def test_engine_top_is_short():
+    top = sorted(p.name for p in (PACKAGE / "engine").glob("*.py"))
+    assert len(top) <= ENGINE_TOP_MAX, (f"engine/ has {len(top)} modules at its top "
+                                        f"(at most {ENGINE_TOP_MAX}): {top}")
+
+
+def test_engine_packages_are_declared_and_say_what_they_hold():
+    found = {p.parent.name for p in (PACKAGE / "engine").glob("*/__init__.py")}
+    assert found == set(ENGINE_PACKAGES), "declare engine/'s packages in ENGINE_PACKAGES"
+    for package in ENGINE_PACKAGES:
+        init = PACKAGE / "engine" / package / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and "May import" in doc, f"engine/{package}/__init__.py: say what it " \
+                                            "holds and what it may import"
+        named = [m for (p, m) in ENGINE_INTERFACES if p == package]
+        missing = [m for m in named if f"``{m}``" not in doc]
+        assert not missing, f"engine/{package}/__init__.py names no interface {missing}"
+
+
+def test_no_engine_package_imports_the_pipeline():
+    bad = [f"{name}:{line} imports {target}, a module of the pipeline above it"
+           for name, target, line in _engine_imports()
+           if _engine_package(name) is not None and _engine_package(target) is None]
+    assert not bad, "\n".join(bad)
+
+
+def test_engine_packages_meet_only_through_interfaces():
+    used = set()
+    bad = []
+    for name, target, line in _engine_imports():
+        mine, theirs = _engine_package(name), _engine_package(target)
+        if mine is None or theirs is None or mine == theirs:
+            continue
+        key = (mine, target.removeprefix(ENGINE + "."))
+        used.add(key)
+        if key not in ENGINE_INTERFACES:
+            bad.append(f"{name}:{line} imports {target}: not an interface of {mine} "
+                       "(ENGINE_INTERFACES)")
+    assert not bad, "\n".join(bad)
+    assert not set(ENGINE_INTERFACES) - used, \
+        f"ENGINE_INTERFACES lists imports no module makes: {set(ENGINE_INTERFACES) - used}"

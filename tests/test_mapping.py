@@ -3,7 +3,7 @@ import torch
 
 from torch_prover.case import Case, Float, Int
 from torch_prover.engine.export import export_case
-from torch_prover.engine.mapping import map_node
+from torch_prover.engine.attribution.mapping import map_node
 
 
 def _map(case):
@@ -159,7 +159,7 @@ def _guarded(bypass_also_added: bool = False):
 
 def test_an_exporters_guard_is_not_a_bypass():
     """The guard's X branch carries x itself, around Softplus: the node's own witness
-    decides (engine/guard.py), so x is attributed through Where (no autograd witness) and
+    decides (engine/attribution/guard.py), so x is attributed through Where (no autograd witness) and
     the case is not invalid; the guard says which branch is the bypass (true: slot 1)."""
     m = map_node(_guarded(), "Softplus", "", ["x"])
     assert not m.problems
@@ -176,7 +176,7 @@ def test_a_bypass_besides_the_guard_is_still_ambiguous():
 def test_the_guard_note_says_whether_a_probe_point_took_the_bypass():
     """x > 20 selects x itself: no element of [0, 1, 2] does, one of [0, 1, 25] does."""
     import numpy as np
-    from torch_prover.engine.guard import bypass_taken
+    from torch_prover.engine.attribution.guard import bypass_taken
     model = _guarded()
     (guard,) = map_node(model, "Softplus", "", ["x"]).guards
     below = {"x": np.array([0.0, 1.0, 2.0], dtype=np.float32)}

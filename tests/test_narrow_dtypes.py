@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torch_prover
-from torch_prover.engine.float32_copy import narrow_types, widened_copy
+from torch_prover.engine.versions.float32_copy import narrow_types, widened_copy
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

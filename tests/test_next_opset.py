@@ -1,4 +1,4 @@
-"""Ops newer than the exporter: the private-domain route (engine/next_opset.py).
+"""Ops newer than the exporter: the private-domain route (engine/versions/next_opset.py).
 
 Expectations come from onnx.defs (each op's first ai.onnx version, which other ops changed
 between 25 and 28), onnx.checker, and torch's real exporter -- never from the code under
@@ -14,7 +14,7 @@ from torch_prover.case import Case, Float
 from torch_prover.cases import cases_for
 from torch_prover.cases.reference import onnx_opset, reference_op
 from torch_prover.engine.export import export_case, export_module
-from torch_prover.engine.next_opset import PRIVATE_DOMAIN, raise_opset
+from torch_prover.engine.versions.next_opset import PRIVATE_DOMAIN, raise_opset
 from torch_prover.errors import CaseError
 
 NEW_OPS = ("CumProd", "BitCast", "SwiGLU", "LinearAttention", "CausalConvWithState")

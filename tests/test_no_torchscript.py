@@ -10,7 +10,7 @@ Every corpus script gives verdicts today (its EXPECTED exit code is 0 or 1); wit
 TorchScript each must still give verdicts (never exit 2 or 3), and the same ones: a script
 that asked the TorchScript exporter for an opset below the dynamo exporter's oldest is
 exported by dynamo at that oldest and moved to the asked opset by the tool's checked
-version adapters (``engine/next_opset.relabel_opset``), so its schema version -- and the
+version adapters (``engine/versions/next_opset.relabel_opset``), so its schema version -- and the
 verdicts worked out for it -- are the ones the script asked for.
 """
 from __future__ import annotations

@@ -15,11 +15,11 @@ import pytest
 import torch
 from onnx import TensorProto as TP
 
-from torch_prover.engine import node_witness as nw
+from torch_prover.engine.numeric import node_witness as nw
 from torch_prover.case import FunctionModule
 from torch_prover.cases import find_case
 from torch_prover.engine.export import export_case, export_module
-from torch_prover.engine.node_witness import Outcome
+from torch_prover.engine.numeric.node_witness import Outcome
 
 SMOOTH, FLAT, JUMP, NONE, INTEGER, ABSENT, NOT_RUN = (
     Outcome.SMOOTH, Outcome.FLAT, Outcome.JUMP, Outcome.NONE, Outcome.INTEGER, Outcome.ABSENT,

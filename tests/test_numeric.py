@@ -6,7 +6,7 @@ import pytest
 import onnx
 import torch
 
-from torch_prover.engine import numeric
+from torch_prover.engine.numeric import numeric
 from torch_prover.case import Case, Float
 from torch_prover.cases import find_case
 from torch_prover.engine.prove import prove_case
@@ -109,7 +109,7 @@ def test_zero_dim_inputs_are_perturbed():
 def test_no_runtime_is_recorded_not_skipped(monkeypatch):
     """Neither runtime can run the model: the record says so and why, and nothing is
     decided on autograd alone -- a run of no runtime is not a run of the schema version
-    (engine/fidelity.py): every verdict but a by-type one is inconclusive, and the proof
+    (engine/versions/fidelity.py): every verdict but a by-type one is inconclusive, and the proof
     fails."""
     def refuse(self, model, kind):
         raise RuntimeError(f"{kind} cannot load this")

@@ -12,8 +12,8 @@ import onnx
 import onnx.helper as oh
 from onnx import TensorProto
 
-from torch_prover.engine.precision import computed_precision, model_precision
-from torch_prover.engine.numeric import Runner
+from torch_prover.engine.numeric.precision import computed_precision, model_precision
+from torch_prover.engine.numeric.numeric import Runner
 
 X = np.random.default_rng(0).standard_normal(40)
 V = np.random.default_rng(1).standard_normal(40) * (np.abs(X) + 1) / 2

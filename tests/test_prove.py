@@ -132,7 +132,7 @@ def test_a_folded_parameter_is_judged_by_the_numeric_witness_and_says_how_to_kee
     gradient can no longer be attributed to it, so only the node's own finite differences
     speak (PRelu is linear in the slope where x < 0: differentiable, as tagged), and the
     reason names the option that would keep the parameter."""
-    from torch_prover.engine.verdict import Rule
+    from torch_prover.engine.rules.verdict import Rule
     proof = prove_case(Case("PRelu", "t_prelu_folded", _PReLU, (Float(2, 3, 4),), ("x",),
                             exporter="torchscript"))
     p = param(proof, "input", 1)

@@ -8,7 +8,7 @@ import pytest
 
 from torch_prover.batch import summary
 from torch_prover.output import batch_report, report
-from torch_prover.engine.verdict import VERDICTS
+from torch_prover.engine.rules.verdict import VERDICTS
 
 PIPE_REASON = ("x received a nonzero gradient (max |grad| 2.01); finite differences agree in "
                "onnxruntime (rel err 8e-11), checked on seeds 0 and 1 with a 1e-6 step")

@@ -1,4 +1,4 @@
-"""Which runtime computes which schema version (engine/runtimes.py): every data entry backed
+"""Which runtime computes which schema version (engine/versions/runtimes.py): every data entry backed
 by a node run in that runtime at each version's opset, against that version's definition
 computed here from the schema's text (numpy), or against onnxruntime's kernel of that
 version (float32: its kernel registered for the version in force at the opset).
@@ -23,8 +23,8 @@ import pytest
 from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
 
-from torch_prover.engine import runtimes
-from torch_prover.engine.numeric import choose_runtime
+from torch_prover.engine.versions import runtimes
+from torch_prover.engine.numeric.numeric import choose_runtime
 
 F32 = TensorProto.FLOAT
 ORT_FAIL = ort.capi.onnxruntime_pybind11_state.Fail
@@ -182,7 +182,7 @@ def test_version_6_of_the_variadic_ops_refuses_broadcasting_which_onnx_reference
     for version in runtimes.REFERENCE_FOLLOWS[op].versions:
         got = _reference(_model(op, max(version, 7), {"a": a, "c": c}), {"a": a, "c": c})
         np.testing.assert_allclose(got, f(a, c))
-    from torch_prover.engine.fidelity import SAME_SHAPE
+    from torch_prover.engine.versions.fidelity import SAME_SHAPE
     assert (op, 6) in SAME_SHAPE   # so a broadcast node never reaches a runtime as v6
 
 
@@ -271,7 +271,7 @@ def test_an_op_without_an_entry_counts_for_its_newest_version_only():
 def test_choose_runtime_never_takes_onnx_reference_for_a_version_it_does_not_follow():
     """Hardmax-11 with axis=0 in float64: onnxruntime has no float64 kernel, and
     onnx.reference would compute Hardmax-13 -- so onnxruntime's Hardmax-11 runs on a float32
-    copy (engine/float32_copy.py), with both reasons: one hardmax over all 12 elements of the
+    copy (engine/versions/float32_copy.py), with both reasons: one hardmax over all 12 elements of the
     input coerced to [1, 12], where Hardmax-13 (onnx.reference at opset 13) takes one per
     column."""
     x = X3.astype(np.float64)

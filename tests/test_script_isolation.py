@@ -166,7 +166,7 @@ def test_cwd_and_argv_are_those_of_python_script_py(tmp_path, monkeypatch, capsy
 
 # --------------------------------------------------------------------------- the prover's state
 PATCHES = """\
-    import torch_prover.tags.schema, torch_prover.engine.verdict, torch_prover.engine.probe, torch_prover.engine.prove
+    import torch_prover.tags.schema, torch_prover.engine.rules.verdict, torch_prover.engine.probe, torch_prover.engine.prove
     import torch_prover.pr.case
     def flipped(op, opset=None, domain=""):
         import dataclasses
@@ -177,8 +177,8 @@ PATCHES = """\
     REAL = torch_prover.tags.schema.schema_tags
     torch_prover.tags.schema.schema_tags = flipped
     torch_prover.engine.prove.schema_tags = flipped
-    torch_prover.engine.verdict.decide = lambda **kw: ("disagree", "patched by the script")
-    torch_prover.engine.prove.decide = torch_prover.engine.verdict.decide
+    torch_prover.engine.rules.verdict.decide = lambda **kw: ("disagree", "patched by the script")
+    torch_prover.engine.prove.decide = torch_prover.engine.rules.verdict.decide
     torch_prover.engine.probe.probe = lambda case: 1 / 0
     torch_prover.engine.prove.probe = torch_prover.engine.probe.probe
     torch_prover.pr.case.infer_op = lambda model, tracked: ("Abs", ["Abs"])
@@ -189,8 +189,8 @@ PATCHES = """\
 def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
     import torch_prover.engine.probe
     import torch_prover.tags.schema
-    import torch_prover.engine.verdict
-    before = (torch_prover.tags.schema.schema_tags, torch_prover.engine.verdict.decide,
+    import torch_prover.engine.rules.verdict
+    before = (torch_prover.tags.schema.schema_tags, torch_prover.engine.rules.verdict.decide,
               torch_prover.engine.probe.probe)
     plain = write(tmp_path, "plain.py", MAX_METHOD1)
     patched = write(tmp_path, "patched.py", PATCHES + MAX_METHOD1)
@@ -210,7 +210,7 @@ def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
     assert verdicts == [("input", 0, "differentiable", "agree"),
                         ("input", 1, "differentiable", "agree"),
                         ("output", 0, "differentiable", "agree")]
-    assert (torch_prover.tags.schema.schema_tags, torch_prover.engine.verdict.decide,
+    assert (torch_prover.tags.schema.schema_tags, torch_prover.engine.rules.verdict.decide,
             torch_prover.engine.probe.probe) == before
 
 

@@ -342,7 +342,7 @@ def test_placeholder_export_input_and_export_params_false(tmp_path, monkeypatch,
 def test_an_opset_6_model_is_not_proved_by_a_runtime_of_another_version(tmp_path, monkeypatch,
                                                                       capsys):
     """Issue 28, finding 12: `run`, `prove --opset` and `verify-all --versions` apply one rule
-    (engine/runtimes.py). Relu-6 at opset 6: onnxruntime guarantees opsets 7 and above, and
+    (engine/versions/runtimes.py). Relu-6 at opset 6: onnxruntime guarantees opsets 7 and above, and
     onnx.reference computes Relu-14 -- so the script's model proves nothing of Relu-6, and
     `prove --opset 6` is refused for the same reason."""
     script = write(tmp_path, "relu6.py", """\

@@ -5,7 +5,7 @@ supported tag and verdict out.
 """
 import pytest
 
-from torch_prover.engine.verdict import Rule, Vjp, Witness, decide
+from torch_prover.engine.rules.verdict import Rule, Vjp, Witness, decide
 from torch_prover.vocab import AutogradOutcome as A
 from torch_prover.vocab import NumericOutcome as N
 from torch_prover.vocab import Tag, Verdict

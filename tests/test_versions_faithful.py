@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from torch_prover.engine import runtimes
+from torch_prover.engine.versions import runtimes
 from torch_prover.output.batch_render import render_batch
 
 NOT_RUNS = ["sum_three_broadcast@7", "mean_three_broadcast@7", "max_three_broadcast@7",
@@ -106,8 +106,8 @@ def test_every_by_type_decision_of_the_ops_section_is_in_the_versions_table(vers
 # ----------------------------------------------------------------------------- float32 copies
 # Versions onnxruntime runs only in float32 (it has no float64 kernel of them: the NOT_IMPLEMENTED
 # and "does not support double" refusals of onnxruntime 1.31.1) and onnx.reference does not
-# follow (engine/runtimes.py: it implements these ops at their newest version only): each
-# variant runs onnxruntime's kernel of its version on a float32 copy (engine/float32_copy.py).
+# follow (engine/versions/runtimes.py: it implements these ops at their newest version only): each
+# variant runs onnxruntime's kernel of its version on a float32 copy (engine/versions/float32_copy.py).
 # The math of each op is smooth in these inputs, and the cases' declarations (expect=) stand.
 COPIED = ["conv2d_bias@10", "conv2d_bias@21", "conv_no_bias@10", "conv_grouped_bias@21",
           "convtranspose_bias@10", "convtranspose_bias@21", "averagepool_2d@9",
@@ -126,7 +126,7 @@ output_shape grid (ONNX's backend test: in the inferred grid, padded)."""
 NO_ADAPTER = ["hardmax_axis0@10", "hardmax_axis0@12"]
 """Hardmax-1 and -11 coerce the input to 2-D at ``axis``: no node of theirs computes
 Hardmax-13's per-axis function at axis 0 of a [3, 4] input, so the relabelled model is
-refused before any run (engine/adapter_table.py), and the case declares it."""
+refused before any run (engine/versions/adapter_table.py), and the case declares it."""
 
 
 @pytest.mark.parametrize("case", NO_ADAPTER)

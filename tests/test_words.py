@@ -16,9 +16,9 @@ from onnx import TensorProto, helper
 from torch_prover import cli
 from torch_prover.batch import summary
 from torch_prover.cases import all_cases
-from torch_prover.engine.mapping import map_node
+from torch_prover.engine.attribution.mapping import map_node
 from torch_prover.engine.pytorch_source import REFERENCE
-from torch_prover.engine.verdict import Rule, Witness, decide
+from torch_prover.engine.rules.verdict import Rule, Witness, decide
 from torch_prover.output import batch_report
 from torch_prover.output.explain import explain, explain_text
 from torch_prover.output.html_report import render_html

@@ -251,7 +251,7 @@ def opset_for(case, opset: int | None) -> int | None:
     if not low <= opset <= high:
         raise UsageError(f"--opset {opset}: {case.op}/{case.name} can be proved at opsets "
                          f"{low}..{high} (below {low} no runtime implements a schema version: "
-                         f"engine/runtimes.py)")
+                         f"engine/versions/runtimes.py)")
     return opset
 
 

@@ -65,7 +65,7 @@ class NumericOutcome(StrEnum):
 
 class BodyOutcome(StrEnum):
     """The third witness: the op's ONNX function body, the primitive ops' tags pushed through
-    it (``engine/function_body.py``). It decides nothing alone (``engine/verdict.py``)."""
+    it (``engine/bodies/function_body.py``). It decides nothing alone (``engine/rules/verdict.py``)."""
 
     DIFF = "differentiable"          # a path on which every step is tagged differentiable
     NONDIFF = "non-differentiable"   # no path a gradient can take
@@ -75,7 +75,7 @@ class BodyOutcome(StrEnum):
 
 
 class ExportRoute(StrEnum):
-    """How a case's model reaches its opset (``engine/next_opset.py``)."""
+    """How a case's model reaches its opset (``engine/versions/next_opset.py``)."""
 
     DIRECT = "direct"      # the exporter at the case's opset
     RAISED = "raised"      # exported at the exporter's newest opset, the node in a private
@@ -85,7 +85,7 @@ class ExportRoute(StrEnum):
                            # (deprecated ops: Upsample, Scatter); recorded as relabelled
     RELABELLED = "relabelled"  # a case variant no exporter reaches at its opset directly:
                                # exported at the case's own opset, the model moved to the
-                               # variant's (engine/next_opset.relabel_opset)
+                               # variant's (engine/versions/next_opset.relabel_opset)
 
 
 class DocKind(StrEnum):

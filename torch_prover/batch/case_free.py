@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable
 
-from ..engine.by_type import type_reason
+from ..engine.rules.by_type import type_reason
 from ..engine.onnx_points.judge import case_free
 from ..tags.schema import SchemaTags, UnknownOpError
 from .onnx_points import PointsRun

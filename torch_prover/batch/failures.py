@@ -4,7 +4,7 @@ catalogue declares it.
 A variant ``<case>@<opset>`` fails when it produced no proof (its export or onnx.checker
 refused it, its worker died or timed out twice, the tag source lacks the op), when its
 attribution is ambiguous, when its run is not one of its schema version
-(``engine/fidelity.py``: a node the version does not accept, no runtime that implements
+(``engine/versions/fidelity.py``: a node the version does not accept, no runtime that implements
 it), or when a check an undeclared verdict rests on failed (a forward mismatch, a VJP
 check, witnesses in conflict). Its version is then not proved by it, the report lists it
 with its reason, and the run fails -- unless the case declares that failure at that
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..compat import StrEnum
-from ..engine.verdict import Rule
+from ..engine.rules.verdict import Rule
 from .one_case import Failure
 from .summary import fails
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.verdict import VERDICTS, Rule, is_failure
+from ..engine.rules.verdict import VERDICTS, Rule, is_failure
 from ..output.coverage import COVERED, case_less_entry
 from ..output.documents import head
 from ..output.batch_report import (BY_TYPE, DECLARED, MISSING, NO_TAGS, NOT_RUN, PARTLY,

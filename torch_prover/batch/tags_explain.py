@@ -13,7 +13,7 @@ from ..errors import EXIT_OK
 def explain_tags(op: str, tags: Any, opset: int | None, fmt: str, width: int,
                  cache_dir: Path) -> int:
     from ..cases import cases_for
-    from ..engine.by_type import decide_op, row_record
+    from ..engine.rules.by_type import decide_op, row_record
     from ..output.explain import explain, explain_text
     from ..output.report import to_json
     from .one_case import BatchOptions

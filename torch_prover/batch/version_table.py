@@ -17,7 +17,7 @@ so one rule serves the case records and the variants alike):
   force at opset 7 takes that version's support, and the cell says so (``rule: same
   parameter as Add-7``, ``basis: Add-7``) -- only from a proved version, and a version
   with no such cell is not decided by it;
-- by type: a parameter the schema's types decide (``engine/by_type.py``), case or not;
+- by type: a parameter the schema's types decide (``engine/rules/by_type.py``), case or not;
 - then the cross-version self-check (``batch/version_checks.py``): the same parameter
   decided two ways in two versions leaves both cells inconclusive.
 
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..engine.by_type import type_reason
-from ..engine.verdict import judge as verdict_judge
+from ..engine.rules.by_type import type_reason
+from ..engine.rules.verdict import judge as verdict_judge
 from ..tags.schema import Formal, SchemaTags, UnknownOpError, schema_tags
 from ..vocab import Tag
 from . import version_checks
@@ -69,7 +69,7 @@ class Declarations:
 
 def judge(tag: str, supports: str) -> str:
     """The verdict of evidence supporting ``supports`` against the schema's ``tag``: the
-    engine's own rule (``engine.verdict.judge``), so a cell says what its records say (a
+    engine's own rule (``engine.rules.verdict.judge``), so a cell says what its records say (a
     body-dependent ``unknown`` against an unknown tag agrees; it proposes nothing)."""
     return verdict_judge(Tag(supports), Tag(tag)).value
 
@@ -131,7 +131,7 @@ def _cell_from_proofs(f: Formal, hits: Sequence[tuple[dict, dict]],
 
 
 def _by_type_cell(t: SchemaTags, f: Formal, case_less: bool) -> dict[str, Any] | None:
-    """The cell the schema's types decide (``engine.by_type``: the op-level rules too, so the
+    """The cell the schema's types decide (``engine.rules.by_type``: the op-level rules too, so the
     table holds every by-type decision the ``ops`` section makes)."""
     why = type_reason(t, f, outputs_from_inputs=case_less)
     if why is None:

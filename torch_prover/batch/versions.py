@@ -13,7 +13,7 @@ version. Which exporter reaches which opset is one decision here (``route``):
   version conversion down from 18 fails for them, so they take the relabelled route
   (export at the case's own opset, moved to the variant's: ``engine/export.py``), as does
   any variant whose direct export fails or holds no node of its op;
-- opsets 26-28: the raised route of ``engine/next_opset`` (export at 25, then raise);
+- opsets 26-28: the raised route of ``engine/versions/next_opset`` (export at 25, then raise);
 - below opset 7: no runtime executes these versions (onnxruntime starts at 7); they are
   decided per parameter by a recorded equivalence with the version in force at 7
   (``equivalence``), never silently copied.
@@ -161,7 +161,7 @@ def route(case: Case, v: SchemaVersion, torchscript: bool = True) -> Route | Gap
     """The opset and exporter at which ``case`` proves version ``v``: the newest opset in
     force for ``v`` that the case's module is valid for and an exporter reaches.
     ``torchscript=False`` (``--no-torchscript``): the dynamo exporter everywhere, below
-    opset 18 by relabelling its export down (``engine/adapters.py``)."""
+    opset 18 by relabelling its export down (``engine/versions/adapters.py``)."""
     if v.band is Band.BELOW_RUNTIME:
         return Gap.BELOW_RUNTIME
     lo, hi = case_opsets(case)

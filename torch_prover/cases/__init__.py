@@ -22,7 +22,7 @@ MISSING_CATEGORIES = ("string op", "no PyTorch counterpart", "needs a package no
 """Why an op has no case. ``a case would prove nothing``: a case could be written, but
 neither witness could say the opposite of what it would say (SequenceEmpty: no input,
 an empty output), so its verdict would be the structure speaking, not evidence; such an
-op is decided by type (``engine/by_type.py``) or not at all."""
+op is decided by type (``engine/rules/by_type.py``) or not at all."""
 
 
 MACHINERY = ("reference",)

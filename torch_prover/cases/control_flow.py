@@ -8,7 +8,7 @@ from torch._higher_order_ops import scan, while_loop
 
 from ..case import Bool, Case, Float, Fixed
 from ..conventions import Applies, Convention
-from ..engine.next_opset import PRIVATE_DOMAIN, PRIVATE_VERSION
+from ..engine.versions.next_opset import PRIVATE_DOMAIN, PRIVATE_VERSION
 from .reference import reference_op
 
 _BODY = ("differentiable through this case's smooth body (both witnesses); the same node with "

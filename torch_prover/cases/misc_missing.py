@@ -1,7 +1,7 @@
 """Ops with no case, and why (string ops, no PyTorch counterpart, torchvision). No CASES here.
 
 None of these is a blocker: the schema's types decide every parameter of each of them
-(``engine.by_type``), so ``coverage`` lists them as ``by type`` and verify-all reports their
+(``engine.rules.by_type``), so ``coverage`` lists them as ``by type`` and verify-all reports their
 verdicts; a reason here says only why there is no case. Ops new in opsets 26-28 are in
 reference_new_ops.py, with what was measured."""
 

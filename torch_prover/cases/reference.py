@@ -50,7 +50,7 @@ Ops newer than the exporter (opset 26-28: CumProd, SwiGLU ...) take one more ste
 reference op declared ``opset=V`` above 25 emits its node in the private domain
 ``torch_prover.next`` (:func:`node_op`), the case says ``opset=V``, and the export stage
 exports at 25, then moves the node into ai.onnx and the model to opset V, refusing a graph
-whose other ops changed schema between 25 and V (``engine/next_opset.py`` says why:
+whose other ops changed schema between 25 and V (``engine/versions/next_opset.py`` says why:
 torch 2.13 cannot export such a node at V itself).
 
 Reference cases need the dynamo exporter: only ``torch.export`` sets
@@ -75,7 +75,7 @@ import onnx.defs
 import torch
 
 from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
-from ..engine.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, PRIVATE_VERSION,
+from ..engine.versions.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, PRIVATE_VERSION,
                                  exporter_opset, private_schema)
 
 NAMESPACE = "torch_prover"
@@ -113,7 +113,7 @@ def node_op(onnx_op: str, opset: int = DEFAULT_OPSET, domain: str = "") -> Any:
     oldest (18: a deprecated op, Upsample-9, Scatter-9), the node is emitted as
     ``torch_prover.next::<onnx_op>`` with the real schema's inputs, outputs and attributes;
     the export stage raises (or lowers) the model to ``opset`` and moves it into ai.onnx
-    (``engine/next_opset.py``). Use it in a custom ``emit=`` as ``node_op("X", 27)(a, b)``;
+    (``engine/versions/next_opset.py``). Use it in a custom ``emit=`` as ``node_op("X", 27)(a, b)``;
     other nodes of the translation (``Constant``) come from ``onnx_opset(exporter_opset(V))``.
     """
     if not DYNAMO_MIN_OPSET <= opset <= EXPORTER_MAX_OPSET and domain in ("", "ai.onnx"):

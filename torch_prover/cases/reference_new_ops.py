@@ -1,6 +1,6 @@
 """Ops new in opsets 26-28: CumProd (26), SwiGLU (28), CausalConvWithState and
 LinearAttention (27) as reference cases at their own opset, through the private-domain route
-(``engine/next_opset.py``): the node is emitted as ``torch_prover.next::<Op>``, exported at
+(``engine/versions/next_opset.py``): the node is emitted as ``torch_prover.next::<Op>``, exported at
 opset 25, then moved into ai.onnx and the model raised to 26/27/28.
 
 Why the direct route fails (measured with torch 2.13, onnxscript 0.7.2, onnx 1.23.2):

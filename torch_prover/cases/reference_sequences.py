@@ -18,7 +18,7 @@ so the model's output is a tensor PyTorch can backpropagate into.
   plain tensor (allowed since opset 18) is a case of its own.
 
 The glue (``ConcatFromSequence``, ``OptionalGetElement``, ``Optional``) is value-preserving
-(``engine/mapping.py: VALUE_SLOTS``), so attribution stays exact and PyTorch's gradient
+(``engine/attribution/mapping.py: VALUE_SLOTS``), so attribution stays exact and PyTorch's gradient
 counts as evidence about the target node. The exporter's optimizer folds
 ``ConcatFromSequence(SequenceConstruct(...))`` into one ``Concat``, so that case exports
 with ``optimize=False`` (it leaves the Optional pair and SequenceMap alone: measured).

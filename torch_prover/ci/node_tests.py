@@ -29,7 +29,7 @@ backend-test data has the same shape), and the kinds and the manifest are one co
 (``output/commit.py``; docs/safety.md).
 
 A record whose runtime ran a float32 copy (``test_data.copy``: onnxruntime has no float64
-kernel for its version, ``engine/float32_copy.py``) becomes the test ONNX's runner can run:
+kernel for its version, ``engine/versions/float32_copy.py``) becomes the test ONNX's runner can run:
 the float32 copy derived from ``model.onnx`` (the proof's own function), its float64
 inputs and outputs written as float32, and a ``data.json`` giving the loader the record's
 forward bound as ``atol`` (``numeric.forward_bound``: what the proof and check-evidence
@@ -183,8 +183,8 @@ def _copy_bound(d: Path, data: dict[str, Any], model: Any) -> float | None:
     """The record's forward bound over its compared outputs, when ``model`` (d's
     model.onnx, parsed) has a float32 copy (None: it has none -- a record claiming one for a
     model that cannot)."""
-    from ..engine.float32_copy import CopyError, float32_copy
-    from ..engine.numeric import forward_bound
+    from ..engine.versions.float32_copy import CopyError, float32_copy
+    from ..engine.numeric.numeric import forward_bound
     from ..output.evidence import load_pb
     try:
         float32_copy(model)
@@ -302,7 +302,7 @@ def _float32_test(src: Path, dst: Path, atol: float) -> None:
     """The float32 copy of model.onnx, the float64 data as float32, and data.json's atol."""
     import onnx
     from onnx import numpy_helper
-    from ..engine.float32_copy import float32_copy, to_float32
+    from ..engine.versions.float32_copy import float32_copy, to_float32
     (dst / "test_data_set_0").mkdir(parents=True)
     model = float32_copy(onnx.load_model_from_string((src / "model.onnx").read_bytes()))
     _write(dst / "model.onnx", model.SerializeToString(deterministic=True))

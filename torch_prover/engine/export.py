@@ -22,9 +22,9 @@ import torch
 from ..case import DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET, Case
 from ..errors import CaseError, first_line
 from ..vocab import ExportRoute
-from .adapters import Adaptation
-from .runtimes import model_opset
-from .next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
+from .versions.adapters import Adaptation
+from .versions.runtimes import model_opset
+from .versions.next_opset import (EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, all_nodes, export_route,
                          model_nodes, private_nodes, raise_opset, relabel_opset)
 
 
@@ -37,7 +37,7 @@ class Exported:
     output_names: tuple[str, ...]
     route: ExportRoute = ExportRoute.DIRECT
     route_note: str = ""      # why the route is not the direct one (relabelled)
-    adaptations: tuple[Adaptation, ...] = ()   # what relabelling changed (engine/adapters.py)
+    adaptations: tuple[Adaptation, ...] = ()   # what relabelling changed (engine/versions/adapters.py)
 
 
 @contextlib.contextmanager

@@ -180,7 +180,7 @@ def prewarm(opsets) -> None:
     from torch.onnx._internal.exporter import _decomp, _registration
 
     from .export import quiet
-    from .next_opset import exporter_opset
+    from .versions.next_opset import exporter_opset
     # a case above the exporter's opset is exported at it and raised (next_opset)
     for opset in sorted({exporter_opset(o) for o in opsets}):
         with quiet():  # the registry logs each torchvision op it skips

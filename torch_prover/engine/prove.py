@@ -11,24 +11,24 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import fidelity
-from . import function_body
-from . import node_witness
-from . import numeric as numeric_mod
+from .versions import fidelity
+from .bodies import function_body
+from .numeric import node_witness
+from .numeric import numeric as numeric_mod
 from ..case import Case, FunctionModule, Spec, Fixed
 from ..errors import CaseError
 from .export import Exported, export_case
-from .float32_copy import CopyError, narrow_types, widened_copy
-from .folding import folded_parameters
-from .guard import guard_note
-from .mapping import NodeMapping, map_node
+from .versions.float32_copy import CopyError, narrow_types, widened_copy
+from .attribution.folding import folded_parameters
+from .attribution.guard import guard_note
+from .attribution.mapping import NodeMapping, map_node
 from .probe import ProbeResult, TensorEvidence, probe
 from .pytorch_source import aten_target, autograd_source
-from .runtimes import Target
+from .versions.runtimes import Target
 from .record import RECORD_FORMAT, Proof, expected_verdict, versions
 from .test_data import random_sources
 from ..tags.schema import SchemaTags, canonical_op, schema_tags
-from .verdict import Rule
+from .rules.verdict import Rule
 from ..vocab import Evidence, Verdict
 from .witnesses import parameters
 

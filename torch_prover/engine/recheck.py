@@ -23,12 +23,12 @@ from typing import Any, Callable
 
 from ..case import Case
 from ..vocab import AutogradOutcome, NumericOutcome, Tag, Verdict
-from .float32_copy import KernelGap
-from .numeric import FWD_TOL, STEP, VJP_TOL
-from .precision import Given, Precision
+from .versions.float32_copy import KernelGap
+from .numeric.numeric import FWD_TOL, STEP, VJP_TOL
+from .numeric.precision import Given, Precision
 from .record import status_of
-from .runtimes import version_at
-from .verdict import Rule, judge, rule_holds
+from .versions.runtimes import version_at
+from .rules.verdict import Rule, judge, rule_holds
 
 TagsOf = Callable[[str, "int | None", str], Any]
 
@@ -164,7 +164,7 @@ def _fidelity_problem(rec: dict[str, Any]) -> str | None:
 
 
 def _copy_problem(rec: dict[str, Any], case: Case) -> str | None:
-    """A float32 copy (``numeric.copy``, ``engine/float32_copy.py``) re-derived from its own
+    """A float32 copy (``numeric.copy``, ``engine/versions/float32_copy.py``) re-derived from its own
     fields: onnxruntime ran it, at the version in force of the op it names, its precision
     is float32 (or coarser) with that precision's step and tolerances, its words are its
     kernel's, and the test data re-runs the same copy; no copy, no ``test_data.copy``."""

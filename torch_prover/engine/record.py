@@ -24,14 +24,14 @@ import onnx
 
 from ..case import Case
 from ..vocab import DocKind, Evidence, Tag, Verdict
-from . import node_witness
-from . import numeric as numeric_mod
-from .fidelity import Fidelity
-from .function_body import BodyResult
+from .numeric import node_witness
+from .numeric import numeric as numeric_mod
+from .versions.fidelity import Fidelity
+from .bodies.function_body import BodyResult
 from . import test_data
-from .numeric import NumericResult, VjpCheck, shown_error, shown_value
+from .numeric.numeric import NumericResult, VjpCheck, shown_error, shown_value
 from .probe import ProbeResult
-from .verdict import Rule, Vjp, is_failure, judge
+from .rules.verdict import Rule, Vjp, is_failure, judge
 from .witnesses import Parameter
 
 RECORD_FORMAT = 3

@@ -9,7 +9,7 @@ say how to re-check them, so the record does:
   (onnxruntime, or ``onnx.reference`` where onnxruntime lacks the op, opset or float64
   kernel -- and ``why``);
 - ``copy``: ``float32`` when onnxruntime ran a float32 copy of the model (it lacks the
-  float64 kernel, and no faithful float64 runtime ran it: ``engine/float32_copy.py``); a
+  float64 kernel, and no faithful float64 runtime ran it: ``engine/versions/float32_copy.py``); a
   re-run derives the same copy from ``model.onnx`` and feeds it the inputs as float32;
 - ``fwd_tol``: the forward tolerance, scaled as ``numeric.forward_bound`` scales it;
 - per output, ``check``: ``compare``, ``random draw`` (the output depends on a sampling
@@ -25,8 +25,8 @@ import onnx
 
 from ..case import Case
 from ..vocab import OutputCheck, Runtime, Verdict
-from .numeric import RANDOM_OPS, NumericResult
-from .verdict import Rule
+from .numeric.numeric import RANDOM_OPS, NumericResult
+from .rules.verdict import Rule
 from .witnesses import Parameter
 
 

@@ -14,16 +14,16 @@ from typing import Mapping, Sequence
 
 from ..case import Case
 from ..errors import CaseError
-from .mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
-from .measure import InputWitness, NodeWitness, OutputWitness
-from .numeric import STEP, NumericResult, shown_error, shown_value
+from .attribution.mapping import ABSENT, CONSTANT, Attribution, NodeMapping, is_float_dtype
+from .numeric.measure import InputWitness, NodeWitness, OutputWitness
+from .numeric.numeric import STEP, NumericResult, shown_error, shown_value
 from .probe import ProbeResult, TensorEvidence
 from ..tags.markdown import MissingFromDocs
 from ..tags.schema import Formal, SchemaTags
-from .by_type import type_reason
-from .function_body import BodyResult
+from .rules.by_type import type_reason
+from .bodies.function_body import BodyResult
 from .pytorch_source import DerivativeFact, derivative_fact
-from .verdict import AUTOGRAD_SAYS, NO_BODY, Decision, Rule, Vjp, Witness, decide, judge, under_convention
+from .rules.verdict import AUTOGRAD_SAYS, NO_BODY, Decision, Rule, Vjp, Witness, decide, judge, under_convention
 from ..conventions import Convention
 from ..vocab import AutogradOutcome as A
 from ..vocab import Evidence as E
@@ -104,7 +104,7 @@ def _input_side(a: Attribution | None, i: int, evidence_of: dict[str, TensorEvid
                 params: set[str], folded: Sequence[str], keep_option: str,
                 surrogate: str | None = None, holds: str | None = None) -> _Input:
     """The autograd witness of node input ``i`` and the source it names (``holds``: the
-    folded module parameter whose value the constant is, ``engine.folding``)."""
+    folded module parameter whose value the constant is, ``engine.attribution.folding``)."""
     if a is None or a.kind == ABSENT:
         return _Input(E.ABSENT, "absent", Witness(A.NOT_EXERCISED, f"input {i} is not given"))
     dtype = a.dtype or "float"
@@ -272,7 +272,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                unfaithful: str | None = None) -> tuple[Parameter, ...]:
     """Every node input and output as a Parameter with its witnesses and its verdict
     (``autograd_source``, ``aten``: ``engine.pytorch_source``; ``unfaithful``: why the run
-    is not one of the schema version in ``tags``, ``engine.fidelity``)."""
+    is not one of the schema version in ``tags``, ``engine.versions.fidelity``)."""
     params = set(pr.params)
     folded = [n for n, e in pr.params.items() if n not in initializers and e.evidence == E.GRAD]
     n_in = max(len(mapping.inputs), sum(f.option != "variadic" for f in tags.inputs))
@@ -330,7 +330,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 moved = any(moved_inputs.values())
             vjp, vjp_detail = _vjp(numeric, sources if autograd.outcome == A.GRAD else [],
                                    moved)
-            # outputs: the witnesses measure them (engine.by_type says why)
+            # outputs: the witnesses measure them (engine.rules.by_type says why)
             why = type_reason(tags, formal, outputs_from_inputs=False)
             third = NO_BODY
             if body is not None:
@@ -362,7 +362,7 @@ def _parameter(case: Case, io: str, i: int, formal: Formal, latest: Formal | Non
                d: Decision, a: Attribution | None, by_type: bool, vjp: Vjp,
                body: Witness, convention: Convention | None) -> Parameter:
     """``convention``: the case's declaration, else the one a by-type decision rests on
-    (``engine.by_type.TypeReason.convention``)."""
+    (``engine.rules.by_type.TypeReason.convention``)."""
     key = f"{io} {i}"
     exp = case.expect.get(key)
     tag_latest = latest.tag if latest is not None and latest.tag != formal.tag else None

@@ -7,7 +7,7 @@ is proved by the case's *variant* at an opset where V is in force (``batch/versi
 changed version is proved by exactly the cases and variants that reach it: a
 ``Selection`` of the opsets in which V is in force selects V alone (an op's versions are
 in force over disjoint opset ranges). An op without a case is decided by its schema's
-types where they decide (``engine/by_type.py``), and otherwise cannot be proved: the
+types where they decide (``engine/rules/by_type.py``), and otherwise cannot be proved: the
 comment says how to add a case (``new-case``).
 
 The proofs run in the installed onnx. With the PR's tags read from its docs
@@ -74,7 +74,7 @@ def proving(change: Change, cases: Sequence[Case], torchscript: bool = True,
 
 
 def _by_type(change: Change, pr: PrTags) -> tuple[dict[str, Any], ...]:
-    from ..engine.by_type import decide_op, row_record
+    from ..engine.rules.by_type import decide_op, row_record
     tags = pr.tags(change.op, change.version)
     return tuple(row_record(r) for r in (decide_op(tags) if tags is not None else ())
                  if r.decision is not None)

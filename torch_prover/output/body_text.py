@@ -9,7 +9,7 @@ from typing import Any
 
 
 def body_summary(rec: dict[str, Any]) -> str:
-    """The function-body witness of a record in one line (``engine/function_body.py``):
+    """The function-body witness of a record in one line (``engine/bodies/function_body.py``):
     which body it read and each parameter's outcome, with the path it found."""
     b = rec.get("function_body")
     found = [(p, p.get("witnesses", {}).get("function_body")) for p in rec["parameters"]]

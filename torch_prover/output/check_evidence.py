@@ -6,7 +6,7 @@ it loads ``model.onnx`` (its sha256 must be the record's), runs the runtime the 
 ``test_data`` names on ``input_<j>.pb``, and compares each output marked ``compare`` with
 ``output_<j>.pb`` within the record's forward tolerance (``numeric.forward_bound``) -- a
 record whose ``test_data.copy`` is ``float32`` runs the float32 copy derived from
-``model.onnx`` (``engine/float32_copy.py``), as its proof did; a
+``model.onnx`` (``engine/versions/float32_copy.py``), as its proof did; a
 ``random draw`` or ``declared mismatch`` output is checked for its shape only, and the
 record's reason is repeated. Gradients are re-checked where the record's own VJP check
 passed for that input: a central finite difference of the model along a seeded direction
@@ -29,8 +29,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine import numeric, test_data
-from ..engine.float32_copy import KernelGap
+from ..engine import test_data
+from ..engine.numeric import numeric
+from ..engine.versions.float32_copy import KernelGap
 from ..errors import describe
 from ..vocab import EvidenceStatus, OutputCheck, Runtime
 from .evidence import OWN_ENTRIES, load_pb, read_regular

@@ -2,7 +2,7 @@
 
 Per op (docs/design.md §3.2: ``coverage``'s shape, fields added, none renamed): ``status`` is
 ``covered`` (it has cases), ``by type`` (no case, and the schema's types decide every
-parameter: ``engine.by_type``) or ``missing`` (no case; ``reason`` says why, and a
+parameter: ``engine.rules.by_type``) or ``missing`` (no case; ``reason`` says why, and a
 partly decidable op lists its decided parameters in ``by_type`` and the rest in
 ``undecided``). ``decided`` says how: ``natural`` (a natural case), ``reference``
 (reference cases only), ``by type`` or ``missing``. Deprecated ops (``deprecated``) are
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import all_cases, all_missing
-from ..engine.by_type import TypeRow, decide_op, row_record, undecided_label
-from ..engine.next_opset import EXPORTER_MAX_OPSET, export_route
+from ..engine.rules.by_type import TypeRow, decide_op, row_record, undecided_label
+from ..engine.versions.next_opset import EXPORTER_MAX_OPSET, export_route
 from ..vocab import ExportRoute
 from .batch_report import BY_TYPE, MISSING, prove_command
 from .report import route_note

@@ -27,7 +27,7 @@ def numeric_line(rec: dict[str, Any]) -> str:
         return f"numeric check: no runtime could run the model ({n['why']})"
     vjp = ", ".join(f"{k} {v}" for k, v in n["vjp_rel_err"].items()) or n.get(
         "vjp_skipped") or "none to check"
-    # a float32 copy ran (engine/float32_copy.py): ``why`` says why the float64 runs did not
+    # a float32 copy ran (engine/versions/float32_copy.py): ``why`` says why the float64 runs did not
     skipped = "float64 runs" if n.get("copy") else "onnxruntime skipped"
     via = f" ({skipped}: {n['why']})" if n.get("why") else ""
     drawn = "".join(f"; output {j} a random draw ({op}): shape and type compared only"
@@ -148,11 +148,11 @@ def proof_markdown(rec: dict[str, Any], script: str | None = None,
 
 
 def route_note(exporter: str, opset: int) -> str:
-    """How a model above the exporter's opset was made (``engine/next_opset.py``), in words
+    """How a model above the exporter's opset was made (``engine/versions/next_opset.py``), in words
     for a reviewer; empty for the direct route."""
-    # imported here: engine.next_opset imports torch, and the CLI imports this module
+    # imported here: engine.versions.next_opset imports torch, and the CLI imports this module
     # before a command runs (a Ctrl-C during torch's import must reach cli.run)
-    from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
+    from ..engine.versions.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
     if export_route(exporter, opset) is not ExportRoute.RAISED:
         return ""
     return (f"exported at opset {EXPORTER_MAX_OPSET} with the node in {PRIVATE_DOMAIN}, "

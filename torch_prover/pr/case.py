@@ -22,9 +22,9 @@ import torch
 from ..case import Case, Spec
 from ..errors import CaseError, describe, first_line
 from ..engine.export import Exported, check, initializers_apart, strip_stack_traces
-from ..engine.next_opset import relabel_opset
-from ..engine.runtimes import model_opset
-from ..engine.mapping import VALUE_SLOTS, subgraphs
+from ..engine.versions.next_opset import relabel_opset
+from ..engine.versions.runtimes import model_opset
+from ..engine.attribution.mapping import VALUE_SLOTS, subgraphs
 from .directives import Directives
 from .folded import module_ops
 from .wire import Capture, ModuleFormat, dtype_of
@@ -314,7 +314,7 @@ class Moved:
 
 def _moved(model: onnx.ModelProto, opset: int, target: int | None, op: str) -> Moved:
     """Relabel ``model`` (ai.onnx ``opset``) to ``target`` with the tool's checked version
-    adapters, as ``verify-all --no-torchscript`` does (``engine/next_opset.relabel_opset``):
+    adapters, as ``verify-all --no-torchscript`` does (``engine/versions/next_opset.relabel_opset``):
     every node whose schema differs is adapted where both versions compute the same, or the
     move is refused and the model judged at ``opset``."""
     if target is None or target == opset:

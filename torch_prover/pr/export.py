@@ -33,7 +33,7 @@ import torch
 from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET, TORCHSCRIPT_MAX_OPSET
 from ..errors import describe
 from ..engine.export import quiet
-from ..engine.runtimes import model_opset
+from ..engine.versions.runtimes import model_opset
 from .capture import ExportCall, ScriptRun, instrumenting, tensor_leaves
 from .sink import exported_training, sink_of
 

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ..case import Case, Spec
-from ..engine.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
+from ..engine.versions.next_opset import EXPORTER_MAX_OPSET, PRIVATE_DOMAIN, export_route
 from ..errors import CaseError
 from ..vocab import ExportRoute
 from .source import ScriptGenError, Collector, RESERVED
@@ -217,7 +217,7 @@ def _run(case: Case, seed: int) -> _Run:
 
 def render_case(case: Case) -> str:
     """The standalone proof script of ``case``. Refused for a case on the raised route (an
-    op newer than the exporter, ``engine/next_opset.py``): a plain ``torch.onnx.export``
+    op newer than the exporter, ``engine/versions/next_opset.py``): a plain ``torch.onnx.export``
     of it returns the exporter's silent opset-18 model, which ``run`` rightly refuses; and
     for a reference case on the lowered route (Resize-10, Upsample-9, Scan-8), whose node
     waits in the private domain until the prover moves it down."""

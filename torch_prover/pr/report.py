@@ -11,8 +11,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Collection
 
-from ..engine import numeric
-from ..engine.mapping import VALUE_SLOTS
+from ..engine.numeric import numeric
+from ..engine.attribution.mapping import VALUE_SLOTS
 from ..engine.pytorch_source import from_torch_onnx_ops
 from .case import MODULE_OPS
 from .export import shown_path

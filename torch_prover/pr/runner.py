@@ -186,9 +186,9 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
 
 def _target_nodes(prep: Any, node: int | None) -> list[int | None]:
     """The target op's nodes to prove: ``node`` alone when given (UsageError, one line, when
-    it is not a node of that op), else every node of the op (``engine/mapping.py:
+    it is not a node of that op), else every node of the op (``engine/attribution/mapping.py:
     target_nodes``; [None] when there is at most one: the mapping says what it found)."""
-    from ..engine.mapping import target_nodes
+    from ..engine.attribution.mapping import target_nodes
     op = prep.case.op
     every = [i for i, n in enumerate(prep.exported.model.graph.node) if n.op_type == op]
     if node is not None:

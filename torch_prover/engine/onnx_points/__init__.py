@@ -6,6 +6,14 @@ its contributors chose at the opset the op was added at. ``source`` reads them (
 installed onnx, or from a checkout's committed ``onnx/backend/test/data/node``), ``store``
 keeps the installed onnx's collection (collecting builds every case in Python),
 ``witness`` checks that the runtime reproduces a test's expected outputs before measuring
-the node there (``engine/node_witness.witness``), and ``judge`` says per decided cell
+the node there (``engine/numeric/node_witness.witness``), and ``judge`` says per decided cell
 whether ONNX's points agree, contradict, did not exercise it, or were not available.
+
+Used by verify-all (``batch/onnx_points.py``, ``batch/case_free.py``), not by one proof.
+May import: the lowest layers and ``tags``; of the engine, ``numeric.node_witness`` and
+``numeric.numeric`` (a test is measured by the catalogue's own node witness, in the runtime
+it would choose), ``bodies.function_body`` (the body built for the test's node),
+``versions.runtimes`` (the schema version in force at a test's opset) and ``rules.verdict``
+(what an outcome says, by the catalogue's own table). Nothing of the pipeline at engine/'s
+top (tests/test_layout.py).
 """

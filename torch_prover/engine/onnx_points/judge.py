@@ -1,7 +1,7 @@
 """What ONNX's points say about one decided cell (op, schema version, parameter).
 
 The rule (docs/verdicts.md, "ONNX's points"): each outcome says what it says for the
-catalogue's numeric witness (``engine/verdict.NUMERIC_SAYS``: smooth -> differentiable;
+catalogue's numeric witness (``engine/rules/verdict.NUMERIC_SAYS``: smooth -> differentiable;
 flat, jump, or no floating output -> non-differentiable; integer, absent, not run ->
 nothing). A parameter the verdict calls non-differentiable that is smooth and nonzero at an
 ONNX point is a *contradiction*, flagged, never an override; otherwise it agrees. One the
@@ -16,7 +16,7 @@ from ...compat import StrEnum
 from typing import Iterable, Sequence
 
 from ...vocab import BodyOutcome, NumericOutcome, PointsState, Tag
-from ..verdict import BODY_SAYS, NUMERIC_SAYS
+from ..rules.verdict import BODY_SAYS, NUMERIC_SAYS
 
 
 def supports_at_points(outcomes: Iterable[NumericOutcome]) -> Tag | None:
@@ -48,7 +48,7 @@ class CaseFreeRule(StrEnum):
     POINTS_AND_BODY = "case-free: ONNX's points and the function body"
     POINTS_ONLY = "case-free: ONNX's points only"
     DISAGREE = "case-free: ONNX's points and the function body disagree"
-    BODY_ONLY = "case-free: function body only"     # it decides nothing alone (engine/verdict.py)
+    BODY_ONLY = "case-free: function body only"     # it decides nothing alone (engine/rules/verdict.py)
     NOT_EXERCISED = "case-free: not exercised at ONNX's points"
 
 
@@ -70,7 +70,7 @@ def body_says(bodies: Iterable[BodyOutcome]) -> Tag | None:
 
 def case_free(outcomes: Sequence[NumericOutcome], bodies: Sequence[BodyOutcome],
               by_type: bool) -> CaseFree:
-    """A parameter decided without a case: by type first (``engine/by_type.py``), then ONNX's
+    """A parameter decided without a case: by type first (``engine/rules/by_type.py``), then ONNX's
     points as the one numeric witness (``supports_at_points``), confirmed -- or left
     inconclusive -- by the function body where the schema has one; the body alone decides
     nothing, as in the catalogue."""

@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError
 
 from ...errors import ProverError
 from ...vocab import PointsSkip
-from ..runtimes import model_opset
+from ..versions.runtimes import model_opset
 
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-7
 """ONNX's backend runner's tolerances when a test names none (a checkout's data does not)."""

@@ -5,7 +5,7 @@ Fidelity costs nothing (the test's model runs once anyway): the runtime the verd
 version, else onnxruntime's float32 copy) must give ONNX's expected outputs within the
 test's rtol/atol at every data set before its points count; otherwise the test says "the
 runtime does not compute Op-V as ONNX's tests say" and no point of it is used. Then the
-node is measured at the first data set's inputs by ``engine/node_witness.witness`` (the
+node is measured at the first data set's inputs by ``engine/numeric/node_witness.witness`` (the
 same isolate + finite differences as a catalogue case's node witness).
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ import onnx
 from ...errors import capped, describe
 from ...tags.schema import UnknownOpError, schema_tags
 from ...vocab import BodyOutcome, NumericOutcome, PointsSkip
-from ..function_body import for_node
-from ..node_witness import witness
-from ..numeric import choose_runtime
-from ..runtimes import Target
+from ..bodies.function_body import for_node
+from ..numeric.node_witness import witness
+from ..numeric.numeric import choose_runtime
+from ..versions.runtimes import Target
 from .source import NodeTest
 
 

@@ -25,10 +25,10 @@ import onnx.helper
 import onnx.numpy_helper
 import onnx.utils
 
-from ..errors import ProverError, capped, describe
-from .mapping import is_float_dtype, subgraph_names
+from ...errors import ProverError, capped, describe
+from ..attribution.mapping import is_float_dtype, subgraph_names
 from .numeric import FWD_TOL, choose_runtime
-from .runtimes import Target
+from ..versions.runtimes import Target
 
 Value = Union[np.ndarray, list]
 """A tensor, or a tensor sequence (a list of tensors), as the runtimes take and give them."""

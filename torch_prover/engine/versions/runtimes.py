@@ -21,7 +21,7 @@ of the op in onnx.reference at each listed version's opset and compares it with 
 version's definition computed independently (numpy, or onnxruntime's kernel at that opset,
 in float32): for ops whose versions compute differently, on a node that tells them apart.
 Whether a *node* is valid at V at all (an attribute value, broadcasting) is
-``engine.fidelity``'s question, asked before any runtime.
+``engine.versions.fidelity``'s question, asked before any runtime.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ ONNXRUNTIME_MIN_OPSET = 7
 @dataclass(frozen=True)
 class Follows:
     """The schema versions of ``op`` whose semantics onnx.reference computes (on a node valid
-    at that version: ``engine.fidelity``), and why we know: ``witness`` names the node of
+    at that version: ``engine.versions.fidelity``), and why we know: ``witness`` names the node of
     the test that shows it (tests/test_runtimes.py)."""
 
     op: str
@@ -62,7 +62,7 @@ REFERENCE_FOLLOWS: dict[str, Follows] = {f.op: f for f in (
     # a per-version implementation (onnx.reference's Clip_6 / Clip_11 classes)
     Follows("Clip", (6, 11, 12, 13), "bounds as attributes (Clip-6) or inputs (Clip-11 on)"),
     # the same computation on every node each version accepts (a broadcast node is refused
-    # at Sum/Mean/Max/Min-6 by engine.fidelity, which onnx.reference would broadcast)
+    # at Sum/Mean/Max/Min-6 by engine.versions.fidelity, which onnx.reference would broadcast)
     Follows("Sum", (6, 8, 13), "[2,3] + [3]: Sum-6 refuses it, Sum-8 broadcasts"),
     Follows("Mean", (6, 8, 13), "[2,3] and [3]: Mean-6 refuses it, Mean-8 broadcasts"),
     Follows("Max", (6, 8, 12, 13), "[2,3] and [3]: Max-6 refuses it, Max-8 broadcasts"),

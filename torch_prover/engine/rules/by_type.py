@@ -27,12 +27,12 @@ its declaration. The verdict itself is ``verdict.by_type_decision`` for both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ..compat import StrEnum
+from ...compat import StrEnum
 from typing import Any
 
-from ..conventions import Convention
-from ..tags.schema import Formal, SchemaTags, has_graph_attribute
-from ..vocab import Tag
+from ...conventions import Convention
+from ...tags.schema import Formal, SchemaTags, has_graph_attribute
+from ...vocab import Tag
 from .verdict import Decision, by_type_decision
 
 

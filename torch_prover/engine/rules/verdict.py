@@ -22,7 +22,7 @@ D or N     None       the autograd's  autograd only (a reference case: inconclus
 None       None       --              inconclusive: not exercised
 =========  =========  ==============  ============================================
 
-After the table, the third witness (``engine.function_body``: the op's ONNX function body,
+After the table, the third witness (``engine.bodies.function_body``: the op's ONNX function body,
 the primitive ops' tags pushed through it) decides nothing alone, but where autograd and
 the numeric witness agree (``both witnesses``) and the body says the opposite, the verdict
 is ``inconclusive`` with the rule ``witnesses disagree``, never ``agree``: one of three
@@ -30,10 +30,10 @@ independent readings of the same op is wrong, and a reviewer must find which.
 
 Before the table: a parameter whose schema allows no gradient-carrying type is N by type,
 and so is every input of an op none of whose outputs allows one (OptionalHasElement,
-NMS) -- the schema alone decides those (``engine.by_type``, which also decides the
+NMS) -- the schema alone decides those (``engine.rules.by_type``, which also decides the
 parameters of ops without a case); then an ambiguous attribution or a forward
 mismatch makes the verdict inconclusive, and so does a run that is not one of the schema
-version judged (``engine.fidelity``: a node that version does not accept, or no runtime
+version judged (``engine.versions.fidelity``: a node that version does not accept, or no runtime
 that implements it).
 ``agree`` therefore always rests on evidence that could have said ``disagree``.
 
@@ -46,13 +46,13 @@ witnesses in conflict), which stays inconclusive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ..compat import StrEnum
+from ...compat import StrEnum
 
-from ..conventions import Applies, decides
-from ..vocab import AutogradOutcome as A
-from ..vocab import BodyOutcome as B
-from ..vocab import NumericOutcome as N
-from ..vocab import Tag, Verdict
+from ...conventions import Applies, decides
+from ...vocab import AutogradOutcome as A
+from ...vocab import BodyOutcome as B
+from ...vocab import NumericOutcome as N
+from ...vocab import Tag, Verdict
 
 AGREE, DISAGREE, PROPOSED, INCONCLUSIVE = (Verdict.AGREE, Verdict.DISAGREE, Verdict.PROPOSED,
                                            Verdict.INCONCLUSIVE)
@@ -75,7 +75,7 @@ class Rule(StrEnum):
     """Which row of the table decided: a record field, so reports never parse reasons."""
 
     AMBIGUOUS = "ambiguous attribution"
-    UNFAITHFUL = "not a run of its schema version"   # engine.fidelity: the node or runtime
+    UNFAITHFUL = "not a run of its schema version"   # engine.versions.fidelity: the node or runtime
     FORWARD = "forward mismatch"
     BY_TYPE = "by type"
     BOTH = "both witnesses"
@@ -157,7 +157,7 @@ def _decision(supports: Tag | None, rule: Rule, reason: str, tag: Tag) -> Decisi
 
 def by_type_decision(tag: Tag, reason: str) -> Decision:
     """The by-type row: non-differentiable, whatever a witness says or whether there is a
-    case at all (``engine.by_type`` says when it applies and why). The one place a by-type
+    case at all (``engine.rules.by_type`` says when it applies and why). The one place a by-type
     verdict is made, for a case's parameters and a case-less op's alike."""
     return _decision(Tag.NONDIFF, Rule.BY_TYPE, reason, tag)
 
@@ -168,10 +168,10 @@ def decide(*, autograd: Witness, numeric: Witness, tag: Tag, by_type: str | None
            vjp: Vjp = Vjp.NOT_RUN, vjp_detail: str = "", reference: bool = False,
            body: Witness = NO_BODY) -> Decision:
     """The verdict of one parameter (the module docstring's table). ``by_type``: why the
-    schema's types alone decide this parameter (``engine.by_type.type_reason``), or None;
+    schema's types alone decide this parameter (``engine.rules.by_type.type_reason``), or None;
     ``body``: the function-body witness, which can only flag a decision of both others;
     ``unfaithful``: why the run is not one of the schema version judged
-    (``engine.fidelity``): nothing it measured is evidence about that version."""
+    (``engine.versions.fidelity``): nothing it measured is evidence about that version."""
     d = _table(autograd=autograd, numeric=numeric, tag=tag, by_type=by_type, problem=problem,
                unfaithful=unfaithful, forward=forward, vjp=vjp, vjp_detail=vjp_detail,
                reference=reference)

@@ -18,7 +18,7 @@ such a thing silently would prove another version's semantics, so every change i
 
 Anything else is refused with a typed reason (:class:`Refusal`), naming the node: the
 variant then fails with that reason instead of proving something else. The facts are data
-(``engine/adapter_table.py``); each is checked by a test that builds the node, adapts it
+(``engine/versions/adapter_table.py``); each is checked by a test that builds the node, adapts it
 and runs both in onnxruntime (tests/test_adapters.py). Every adaptation is returned
 (:class:`Adaptation`) and recorded with the proof (``adaptations`` in the record).
 """
@@ -35,8 +35,8 @@ import onnx.defs
 import onnx.helper
 import onnx.numpy_helper
 
-from ..errors import CaseError
-from .graph_values import constant_value, inferred_shapes
+from ...errors import CaseError
+from ..attribution.graph_values import constant_value, inferred_shapes
 from .runtimes import version_at
 
 

@@ -22,7 +22,7 @@ orders of magnitude on each side). The measured level never enters a record (it 
 the machine); only the precision's name does.
 
 A runtime may also be *given* a lower precision: onnxruntime running a float32 copy of a
-float64 model (``engine/float32_copy.py``) computes in float32 at best, whatever a
+float64 model (``engine/versions/float32_copy.py``) computes in float32 at best, whatever a
 measurement along one direction shows (a flat output shows no rounding). ``Given`` says
 so, and the computed precision is then the coarser of the given and the measured one; the
 words name the copy and why it ran.

@@ -3,7 +3,7 @@
 Runs the model in onnxruntime, or in onnx.reference.ReferenceEvaluator where
 onnxruntime cannot load or run it (an op, opset or float64 kernel it lacks), or, where
 onnxruntime lacks the float64 kernel and no faithful float64 runtime ran it, a float32
-copy of it in onnxruntime (``engine/float32_copy.py``), and says which ran. The derivative check is a central finite difference of the ONNX model along a
+copy of it in onnxruntime (``engine/versions/float32_copy.py``), and says which ran. The derivative check is a central finite difference of the ONNX model along a
 seeded random direction v, compared with PyTorch's vector-Jacobian product:
 ``<dy, (f(x+hv) - f(x-hv)) / 2h>`` vs ``<grad_x, v>``.
 """
@@ -17,10 +17,10 @@ import onnx
 import onnx.numpy_helper
 import torch
 
-from ..errors import describe
-from . import runtimes
-from .float32_copy import (KernelGap, float32_copy, float64_gap, float64_names, make_float32,
-                           to_float32, to_float64)
+from ...errors import describe
+from ..versions import runtimes
+from ..versions.float32_copy import (KernelGap, float32_copy, float64_gap, float64_names,
+                                     make_float32, to_float32, to_float64)
 from .precision import Given, Precision, model_precision, runtime_name
 
 # float64: h ~ eps^(1/3) keeps truncation and rounding error near 1e-10 relative.
@@ -251,7 +251,7 @@ def choose_runtime(model, feeds, target: runtimes.Target | None = None
                    ) -> tuple[Runner | None, list, str]:
     """onnxruntime first; the reference evaluator where onnxruntime fails to load or run --
     each only where it implements ``target``'s schema version (every node's when None:
-    ``engine/runtimes.py``), so a number is never another version's; last, where
+    ``engine/versions/runtimes.py``), so a number is never another version's; last, where
     onnxruntime refused the model for want of a float64 kernel and no faithful float64
     runtime ran it, onnxruntime on a float32 copy (``Runner.copy``)."""
     reasons: list[str] = []

@@ -12,11 +12,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..vocab import NumericOutcome
+from ...vocab import NumericOutcome
 from .isolate import (IsolatedNode, Lifted, Point, Value, elem_dtype, flat_values,
                       is_float_value, refusal_line, relative_to, rms_scale, shaped_like,
                       value_dtype, value_parts, value_shape)
-from .float32_copy import KernelGap
+from ..versions.float32_copy import KernelGap
 from .numeric import STEP
 from .precision import Precision, computed_precision, runtime_name
 

@@ -13,15 +13,15 @@ Each parameter's outcome is then checked against its declared tag (``BodyCheck``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from ..compat import StrEnum
+from ...compat import StrEnum
 
 import onnx
 import onnx.defs
 from onnx import helper
 
-from ..tags.schema import carries_gradient, schema_tags
-from ..vocab import BodyOutcome as B
-from ..vocab import Tag
+from ...tags.schema import carries_gradient, schema_tags
+from ...vocab import BodyOutcome as B
+from ...vocab import Tag
 from .function_body import BodyKind, BodyResult, Finding, derive
 
 

@@ -6,7 +6,7 @@ passed it (``export.check``, full check, on each route), so those are not checke
 here -- but not an attribute's *value* (Pad-13 takes ``mode='wrap'``, which exists only
 from Pad-19) nor its shapes (Sum-6 takes inputs of different shapes, which it does not
 broadcast), and a runtime may compute another version than the model's
-(``engine/runtimes.py``). A proof of V rests only on a node V accepts, run by a runtime
+(``engine/versions/runtimes.py``). A proof of V rests only on a node V accepts, run by a runtime
 that implements V; anything else is a ``Problem`` (typed), and the proof's verdicts become
 inconclusive (``verdict.Rule.UNFAITHFUL``).
 
@@ -25,8 +25,8 @@ import onnx
 import onnx.defs
 import onnx.helper
 
-from ..compat import StrEnum
-from .graph_values import inferred_shapes
+from ...compat import StrEnum
+from ..attribution.graph_values import inferred_shapes
 from .runtimes import model_opset
 
 

@@ -1,4 +1,4 @@
-"""The adapters that need the whole node (engine/adapter_table.py lists when each runs):
+"""The adapters that need the whole node (engine/versions/adapter_table.py lists when each runs):
 each docstring says why its change computes what the newer version computed."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import onnx.helper
 import onnx.numpy_helper
 
 from .adapters import NodeEdit, Refusal
-from .graph_values import LIST_VALUES, attribute_value
+from ..attribution.graph_values import LIST_VALUES, attribute_value
 
 
 def batchnorm_training(edit: NodeEdit) -> None:

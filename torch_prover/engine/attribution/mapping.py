@@ -82,7 +82,7 @@ class Guard:
     computed from the target node's output and the other the node's input ``source`` itself
     (through glue only) -- the dynamo exporter writes ``F.softplus`` as ``Where(x * beta > threshold, x,
     Softplus(x))``. The bypass does not make the case invalid: the node's own witness decides
-    its parameters (``engine/guard.py`` says whether a probe point selected the bypass)."""
+    its parameters (``engine/attribution/guard.py`` says whether a probe point selected the bypass)."""
 
     where: int              # the Where node's index in graph.node
     source: str             # the tensor the bypass carries

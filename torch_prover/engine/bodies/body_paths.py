@@ -18,8 +18,8 @@ from typing import Iterable, Sequence
 import onnx
 from onnx import helper
 
-from ..tags.schema import SchemaTags, carries_gradient, schema_tags
-from ..vocab import Tag
+from ...tags.schema import SchemaTags, carries_gradient, schema_tags
+from ...vocab import Tag
 
 D, U = 2, 1   # reach levels: a path of differentiable steps, a path with an unknown step
 

@@ -3,13 +3,13 @@
 Why: cases run and export in float64 (docs/design.md §5), but onnxruntime registers no
 float64 kernel for many ops (Conv, ConvTranspose, the pools, Det, InstanceNormalization,
 Hardmax, Resize-10, NonZero-9, PRelu-7/-9; GRU and LSTM refuse double when run), and
-onnx.reference counts for a version only where it follows it (``engine/runtimes.py``). For
+onnx.reference counts for a version only where it follows it (``engine/versions/runtimes.py``). For
 Conv-11 nothing else computes Conv-11: onnxruntime's Conv-11 kernel does, in float32. So
 when onnxruntime refuses the float64 model for want of a float64 kernel (``float64_gap``:
 the one place that reads onnxruntime's failure) and no faithful float64 runtime ran it,
 ``numeric.choose_runtime`` runs a float32 copy in onnxruntime at the same opset: the same
 function, rounded to float32. The witnesses then take float32 steps and tolerances from
-``engine/precision.py`` (the copy's precision is given, not only measured), and the record
+``engine/numeric/precision.py`` (the copy's precision is given, not only measured), and the record
 says so (``numeric.copy``, ``test_data.copy``).
 
 The copy (``float32_copy``) is derived deterministically from the float64 model: every
@@ -38,7 +38,7 @@ import onnx
 import onnx.numpy_helper
 from onnx import AttributeProto, TensorProto
 
-from ..errors import EXIT_FINDING, ProverError
+from ...errors import EXIT_FINDING, ProverError
 from .runtimes import model_opset, version_at
 
 FROM, TO = "float64", "float32"

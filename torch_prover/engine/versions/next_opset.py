@@ -26,12 +26,12 @@ import onnx.defs
 import onnx.helper
 from onnx.defs import OpSchema
 
-from ..case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
-from ..errors import CaseError
-from ..vocab import ExportRoute
+from ...case import DEFAULT_OPSET, DYNAMO_MIN_OPSET
+from ...errors import CaseError
+from ...vocab import ExportRoute
 from .adapter_table import rules
 from .adapters import AdaptError, Adaptation, ModelView, adapt_node, node_label
-from .mapping import subgraphs
+from ..attribution.mapping import subgraphs
 from .runtimes import version_at
 
 EXPORTER_MAX_OPSET = DEFAULT_OPSET
@@ -160,7 +160,7 @@ def relabel_opset(model: onnx.ModelProto, source: int, target: int, *, op: str,
     TorchScript exporter lacks the op or decomposes it).
 
     Every ai.onnx node -- ``op``'s and the glue around it -- takes its schema at
-    ``target``; where that schema's signature differs, ``engine/adapters.py`` brings the
+    ``target``; where that schema's signature differs, ``engine/versions/adapters.py`` brings the
     node to it only where both versions compute the same thing (an attribute at the value
     where they coincide, a constant input to the older attribute, an unread output) and
     otherwise refuses with a typed reason (``adapters.AdaptError``, a CaseError). What is

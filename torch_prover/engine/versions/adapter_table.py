@@ -2,7 +2,7 @@
 above, how a node of the newer version is brought to the older one, and when it may be.
 
 Each :class:`Entry` names the op(s), the version that introduced the change (``since``),
-the parameter, and its rule (``engine/adapters.py`` says what a rule may do). A change no
+the parameter, and its rule (``engine/versions/adapters.py`` says what a rule may do). A change no
 entry covers is refused (``adapters.Refusal.NO_ADAPTER``); tests/test_adapters.py checks
 that every signature change between consecutive versions is either an entry here or in
 :data:`REFUSED` with the reason, and runs one node per entry in onnxruntime at both opsets.

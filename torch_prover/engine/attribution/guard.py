@@ -1,7 +1,7 @@
 """Whether a probe point selected an exporter's guard around the target node.
 
 Why: the dynamo exporter writes ``F.softplus`` as ``Where(x * beta > threshold, x,
-Softplus(x))`` (``engine/mapping.py: Guard``). The bypass does not invalidate the case --
+Softplus(x))`` (``engine/attribution/mapping.py: Guard``). The bypass does not invalidate the case --
 the node's own finite differences decide its parameters -- but a reviewer must know whether
 the whole model's checks (forward, VJP) went through the node or around it. So the guard's
 condition is computed on the model at each probe seed's inputs, in the reference evaluator

@@ -16,7 +16,7 @@ entered (``body_paths``), so a path through them is followed, not guessed.
 The outcome per parameter (``vocab.BodyOutcome``): an input is differentiable when some
 output is reachable from it on such a path, an output when it is reachable from some
 input; the first path found is recorded (``X -> Sub -> Div -> Mul -> Y``). It decides
-nothing alone: ``engine/verdict.py`` flags a verdict it contradicts. The derivation is
+nothing alone: ``engine/rules/verdict.py`` flags a verdict it contradicts. The derivation is
 memoised per (schema version, body opset, node attributes, input types), so every body of
 the installed onnx costs well under a second.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from ..compat import StrEnum
+from ...compat import StrEnum
 from typing import Sequence
 
 import onnx
@@ -33,9 +33,9 @@ import onnx.inliner
 import onnx.shape_inference
 from onnx import helper
 
-from ..errors import describe
-from ..tags.schema import carries_gradient
-from ..vocab import BodyOutcome as B
+from ...errors import describe
+from ...tags.schema import carries_gradient
+from ...vocab import BodyOutcome as B
 from .body_paths import D, Reach, Walk, better, carries, type_str, types_of
 
 BODY_DOMAIN = "torch_prover.body"   # the private domain the body is inlined from
