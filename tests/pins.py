@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EVIDENCE_DISTRIBUTIONS = ("torch", "onnx", "onnxruntime", "onnxscript")
 
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
+_TORCH_WARNING = re.compile(r"^\S*/torch/\S+:\d+: \w*Warning: .*\n(?:[ \t]+\S.*\n)?", re.M)
+"""A warning torch itself prints while a script runs (``.../torch/autograd/graph.py:1113:
+UserWarning: ...`` and its source line): a new torch release adds such warnings."""
 
 
 def _base(version: str) -> str:
@@ -62,8 +65,40 @@ def _torch_version() -> re.Pattern[str]:
 
 
 def mask_text(text: str) -> str:
-    """Printed output with the torch version and every sha256 digest masked and the
-    whitespace folded (a longer version string wraps a line elsewhere). Only for
+    """Printed output with the torch version, torch's own warnings and every sha256 digest
+    masked and the whitespace folded (a longer version string wraps a line elsewhere). Only for
     ``other_torch()``; on the pinned install the texts are compared as they are."""
+    text = _TORCH_WARNING.sub("", text)
     text = _torch_version().sub("<torch version>", text)
     return " ".join(_DIGEST.sub("<sha256>", text).split())
+
+
+def canonical_model(data: bytes) -> bytes:
+    """A model.onnx as it would be but for what the exporter names and stamps by itself:
+    ``producer_version``, node names, the exporter's metadata on each node, and the names of
+    values inside the graph (torch 2.15 numbers an FX node ``sym_size_int_2`` where 2.13 says
+    ``sym_size_int_3``), renamed in order of first use. The graph's inputs, outputs and
+    initializers keep their names (the evidence layout's), and every op, domain, attribute,
+    edge and type is compared as it is."""
+    import onnx
+
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    model.producer_version = ""
+    graph = model.graph
+    kept = {v.name for v in (*graph.input, *graph.output)} | {t.name for t in graph.initializer}
+    renamed: dict[str, str] = {}
+
+    def name(value: str) -> str:
+        return value if not value or value in kept else renamed.setdefault(value,
+                                                                           f"v{len(renamed)}")
+
+    for node in graph.node:
+        node.name = ""
+        del node.metadata_props[:]
+        node.input[:] = [name(v) for v in node.input]
+        node.output[:] = [name(v) for v in node.output]
+    for info in graph.value_info:
+        info.name = name(info.name)
+        del info.metadata_props[:]
+    return model.SerializeToString(deterministic=True)
