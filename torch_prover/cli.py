@@ -383,6 +383,7 @@ def _emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
+    from .batch.coverage_case_free import entries_with_case_free
     from .output.coverage import coverage, coverage_text, op_text, summary, summary_line
     from .tags.schema import canonical_op
     if args.no_torchscript and args.versions is None:   # it changes the per-version plan only
@@ -398,9 +399,15 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         entries = [by_op[op] for op in wanted]
     if args.versions is not None:   # every schema version and how it would be decided
         from .batch.versions_plan import coverage_versions_output
-        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format,
-                                                  False if args.no_torchscript else None))
+        text, notes = coverage_versions_output(entries, args.versions, args.format, False
+                                               if args.no_torchscript else None, _cache_dir(args))
+        sys.stdout.write(text)
+        for note in notes:
+            print(note, file=sys.stderr)
         return EXIT_OK
+    entries, notes = entries_with_case_free(entries, _cache_dir(args))   # no case: ONNX's tests
+    for note in notes:
+        print(note, file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.coverage_doc(
             summary(entries), entries, summary_line(entries))))

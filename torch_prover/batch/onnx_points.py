@@ -121,6 +121,21 @@ def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
     return PointsRun(label, per_version, by, skips, tuple(notes))
 
 
+def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skipped],
+                     keys: Iterable[tuple[str, int]], per_version: int = PER_VERSION,
+                     body: bool = True) -> PointsRun:
+    """Only these (op, schema version)s' tests, measured now and not cached: what ``coverage``
+    asks for the few versions no case reaches (``batch/coverage_case_free.py``); the skipped
+    counts are those of these ops' tests."""
+    wanted = set(keys)
+    ops = {op for op, _ in wanted}
+    some = [t for t in tests if (t.op in ops if isinstance(t, points_source.Skipped)
+                                 else (t.op, t.version) in wanted)]
+    by, skips = _measure(some, per_version, body)
+    return PointsRun(f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node",
+                     per_version, by, skips)
+
+
 def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
                      body: bool = False) -> PointsRun:
     """An ONNX checkout's committed node tests (``--onnx-src``), measured (not cached: a PR's
