@@ -58,6 +58,17 @@ def _timed(cmd: list[str], **kw) -> tuple[float, int]:
     return time.perf_counter() - t0, rc
 
 
+def _timed_cpu(cmd: list[str]) -> tuple[float, float]:
+    """Wall time and the child's CPU time (user + system): on a machine other sessions load,
+    the CPU time is what the run itself costs (a warm run is one thread, so on a quiet
+    machine its wall time is about its CPU time)."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, _ = _timed(cmd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--naive-sample", type=int, default=6)
@@ -100,10 +111,10 @@ def main() -> int:
     warm_cmd = [str(BIN / "torch-prover"), "verify-all", "--jobs", str(args.jobs)]
     warms, bares = [], []
     for _ in range(2):
-        warms.append(_timed([*warm_cmd, "--out", str(out), "--cache-dir", str(cache)])[0])
-        bares.append(_timed([*warm_cmd, "--out", str(work / "bare"), "--cache-dir",
-                             str(work / "bare-cache"), "--onnx-points", "0"])[0])
-    warm, warm_bare = min(warms), min(bares)
+        warms.append(_timed_cpu([*warm_cmd, "--out", str(out), "--cache-dir", str(cache)]))
+        bares.append(_timed_cpu([*warm_cmd, "--out", str(work / "bare"), "--cache-dir",
+                                 str(work / "bare-cache"), "--onnx-points", "0"]))
+    warm, warm_bare = min(w for w, _ in warms), min(w for w, _ in bares)
     # 3. prove Reshape end to end
     prove, _ = _timed([str(BIN / "torch-prover"), "prove", "Reshape", "--out", str(work / "p")])
 
@@ -127,9 +138,9 @@ def main() -> int:
     print(f"  per-case median in a worker:                                 {med:6.2f} s")
     print(f"  peak RSS per worker (incl. pages shared with the parent):   {rss:6.0f} MiB target <= 600 MiB")
     print(f"warm rerun (fresh process, all cached):                        {warm:6.1f} s   target <= 2 s"
-          f" (runs: {', '.join(f'{w:.1f}' for w in warms)})")
+          f" (runs, wall/CPU: {', '.join(f'{w:.1f}/{c:.1f}' for w, c in warms)})")
     print(f"  the same without ONNX's points (--onnx-points 0):            {warm_bare:6.1f} s   "
-          f"(runs: {', '.join(f'{w:.1f}' for w in bares)})")
+          f"(runs, wall/CPU: {', '.join(f'{w:.1f}/{c:.1f}' for w, c in bares)})")
     print(f"torch-prover prove Reshape (fresh process):                    {prove:6.1f} s   target <= 6 s")
     print(f"naive, one process per case: {statistics.mean(naive):.2f} s/case on {len(sample)} cases "
           f"-> {naive_total:.0f} s for {n_cases} cases; ratio naive/cold = {naive_total / cold:.1f}x")
