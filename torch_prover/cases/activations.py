@@ -64,9 +64,8 @@ def silu(x):
 
 def swish_translation(x):
     """aten.silu -> ONNX Swish (alpha=1 is silu); the exporter itself emits Sigmoid * Mul.
-    onnxscript is imported here, when the case is exported, not with the catalogue: a warm
-    verify-all exports nothing, and importing it was a quarter of its time
-    (docs/performance.md)."""
+    onnxscript is imported on use: every command loads the catalogue, most export nothing
+    (a quarter of a warm verify-all was this import)."""
     from onnxscript.onnx_opset import opset25 as op
     return op.Swish(x, alpha=1.0)
 
