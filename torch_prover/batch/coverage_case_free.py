@@ -90,8 +90,10 @@ def entries_with_case_free(entries: list[dict[str, Any]], cache_dir: Path | None
                            ) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
     """``coverage``'s op entries with each ``missing`` op (no case, not decided by type)
     decided case-free at its latest schema version where ONNX's node tests decide it:
-    ``decided``/``status`` ``case-free`` and its ``case_free`` cells; a missing op they
-    decide in part or not at all stays missing, with ``case_free`` saying why."""
+    ``decided``/``status`` ``case-free`` (or ``by type``, where ``batch/case_free.cells``'
+    type rule, the output rule included, decides every parameter) and its ``case_free``
+    cells; a missing op they decide in part or not at all stays missing, with ``case_free``
+    saying why."""
     missing = {e["op"]: schema_tags(e["op"]).since_version for e in entries
                if e["status"] == MISSING}
     points = points_for(missing.items(), cache_dir)
@@ -103,7 +105,7 @@ def entries_with_case_free(entries: list[dict[str, Any]], cache_dir: Path | None
             out.append(e)
             continue
         found = decide(e["op"], missing[e["op"]], points)
-        how = CASE_FREE if found["decided"] == CASE_FREE else e["status"]
+        how = found["decided"] or e["status"]   # by type: the output rule decides it too
         out.append({**e, "status": how, "decided": how, "case_free": found})
     return out, points.warnings
 
