@@ -305,9 +305,10 @@ def run(prepared: Prepared) -> Outcome:
 def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
     """The third numeric witness (``batch/onnx_points.py``) after the evidence is written, or
     with ``--case-free`` the verdicts it and the function bodies give alone."""
-    from . import case_free, onnx_points
+    from . import onnx_points
     run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, req.case_free)
-    if req.case_free:
+    if req.case_free:   # imported only here: a warm default run reads one file, no more
+        from . import case_free
         rep["case_free"] = case_free.section(run, selection, req.ops, tags)
     else:
         onnx_points.annotate(rep, run)

@@ -4,9 +4,11 @@ would be decided: which case variants prove it, by which exporter and opset, or 
 can)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_OK
+from ..output.coverage import CASE_FREE
 from ..output.documents import head
 from ..vocab import DocKind
 from .versions import (Band, Gap, Selection, covers, route, schema_versions,
@@ -57,7 +59,8 @@ def tags_all_versions_text(doc: dict[str, Any]) -> str:
 def coverage_versions(entries: list[dict[str, Any]], selection: Selection,
                       torchscript: bool = True) -> list[dict]:
     """Per op, per selected schema version: ``cases`` (the case and its exporter/opset that
-    would prove it), ``equivalence`` (below opset 7), ``by type`` or ``none``, with why.
+    would prove it), ``equivalence`` (below opset 7), ``by type`` or ``none``, with why
+    (``coverage --versions`` then judges the ``none`` ones case-free).
     ``torchscript=False``: the plan of ``verify-all --no-torchscript``."""
     from ..cases import cases_for
     from .verify import exporter_mode
@@ -107,27 +110,40 @@ def coverage_versions_text(ops: list[dict[str, Any]]) -> str:
         if r["decided"] == "cases":
             routes = sorted({f"{c['exporter'][:2]}@{c['opset']}" for c in r["cases"]})
             return f"{r['version']}:{'/'.join(routes)}"
-        return f"{r['version']}:{ {'equivalence': '~7', 'by type': 'type'}.get(r['decided'], '-')}"
+        return f"{r['version']}:{_SHORT.get(r['decided'], '-')}"
     lines = ["schema versions: VERSION:EXPORTER@OPSET (dy dynamo, to torchscript), ~7 by "
-             "equivalence with the version in force at opset 7, type by type, - none"]
+             "equivalence with the version in force at opset 7, type by type, cf case-free "
+             "(ONNX's node tests), - none"]
     counts: dict[str, int] = {}
+    why = []
     for o in ops:
         lines.append(f"{o['op']}: " + "  ".join(cell(r) for r in o["versions"]))
         for r in o["versions"]:
             counts[r["decided"]] = counts.get(r["decided"], 0) + 1
+            if r["decided"] in (CASE_FREE, "none"):
+                why.append(f"  {o['op']}-{r['version']}: {r['decided']}: {r['reason']}")
     lines.append("schema versions: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + why) + "\n"
+
+
+_SHORT = {"equivalence": "~7", "by type": "type", CASE_FREE: "cf"}
 
 
 def coverage_versions_output(entries: list[dict[str, Any]], versions: str, fmt: str,
-                             torchscript: bool | None = None) -> str:
-    """``coverage --versions SEL``: the JSON document (coverage's, with ``versions``) or text."""
+                             torchscript: bool | None = None, cache_dir: Path | None = None
+                             ) -> tuple[str, tuple[str, ...]]:
+    """``coverage --versions SEL``: the JSON document (coverage's, with ``versions``) or text,
+    each version no case route decides judged case-free (``batch/coverage_case_free.py``;
+    ONNX's node tests from ``cache_dir``'s collection); and the warnings."""
     from ..output.coverage import summary
     from ..output.documents import coverage_doc
     from ..output.report import to_json
+    from .coverage_case_free import rows_with_case_free
     from .verify import selection_of
-    table = coverage_versions(entries, selection_of(versions), torchscript)
+    table, warnings = rows_with_case_free(
+        coverage_versions(entries, selection_of(versions), torchscript), cache_dir)
     if fmt == "json":
         return to_json({**coverage_doc(summary(entries), entries, "every ai.onnx schema "
-                                       "version and how it is decided"), "versions": table})
-    return coverage_versions_text(table)
+                                       "version and how it is decided"), "versions": table}), \
+            warnings
+    return coverage_versions_text(table), warnings

@@ -6,7 +6,6 @@ Inputs keep away from kinks: Relu/LeakyRelu/Elu/Selu/Celu/PRelu use standard nor
 """
 import torch
 import torch.nn.functional as F
-from onnxscript.onnx_opset import opset25 as op
 
 from ..case import Case, Float
 
@@ -64,7 +63,10 @@ def silu(x):
 
 
 def swish_translation(x):
-    """aten.silu -> ONNX Swish (alpha=1 is silu); the exporter itself emits Sigmoid * Mul."""
+    """aten.silu -> ONNX Swish (alpha=1 is silu); the exporter itself emits Sigmoid * Mul.
+    onnxscript is imported on use: every command loads the catalogue, most export nothing
+    (a quarter of a warm verify-all was this import)."""
+    from onnxscript.onnx_opset import opset25 as op
     return op.Swish(x, alpha=1.0)
 
 

@@ -28,6 +28,8 @@ class Withheld(Enum):
     SHARED_CONTRADICTED = "a schema sharing the generator has a verdict for another tag"
     ALREADY_IN_SOURCES = "the sources already carry the tag"
     CONVENTION = "a named convention decides it, not the math (--include-conventions edits it)"
+    ONNX_POINTS = ("ONNX's node tests contradict it: the edit says non-differentiable, ONNX's "
+                   "points show a derivative")
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,13 @@
 
 Per op (docs/design.md §3.2: ``coverage``'s shape, fields added, none renamed): ``status`` is
 ``covered`` (it has cases), ``by type`` (no case, and the schema's types decide every
-parameter: ``engine.rules.by_type``) or ``missing`` (no case; ``reason`` says why, and a
-partly decidable op lists its decided parameters in ``by_type`` and the rest in
-``undecided``). ``decided`` says how: ``natural`` (a natural case), ``reference``
-(reference cases only), ``by type`` or ``missing``. Deprecated ops (``deprecated``) are
-counted apart: their tags stand in older opsets only.
+parameter: ``engine.rules.by_type``), ``case-free`` (no case, and ONNX's node tests decide the
+rest: the ``coverage`` command adds it, ``batch/coverage_case_free.py``) or ``missing`` (no
+case; ``reason`` says why, and a partly decidable op lists its decided parameters in
+``by_type`` and the rest in ``undecided``, and what ONNX's node tests say in ``case_free``).
+``decided`` says how: ``natural`` (a natural case), ``reference`` (reference cases only),
+``case-free``, ``by type`` or ``missing``. Deprecated ops (``deprecated``) are counted
+apart: their tags stand in older opsets only.
 """
 from __future__ import annotations
 
@@ -22,7 +24,10 @@ from .text_table import DEFAULT_WIDTH, wrap_line
 from ..tags.schema import SchemaTags, all_ops, is_deprecated, schema_tags
 
 COVERED = "covered"
-DECIDED = ("natural", "reference", BY_TYPE, MISSING)
+CASE_FREE = "case-free"
+"""No case, and ONNX's node tests (with the schema's types) decide every parameter
+(``batch/coverage_case_free.py``: what ``verify-all --case-free`` would decide)."""
+DECIDED = ("natural", "reference", CASE_FREE, BY_TYPE, MISSING)
 """How an op is decided, in the order the summary counts them."""
 
 
@@ -102,14 +107,15 @@ def summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _how_line(counts: dict[str, int], of: str = "") -> str:
-    decided = counts["natural"] + counts["reference"] + counts["by type"]
+    decided = sum(counts[d] for d in DECIDED if d != MISSING)
     return (f"{decided}{of} decided ({counts['natural']} natural, {counts['reference']} "
-            f"reference, {counts['by type']} by type); {counts['missing']} missing")
+            f"reference, {counts[CASE_FREE]} case-free, {counts['by type']} by type); "
+            f"{counts['missing']} missing")
 
 
 def summary_line(entries: list[dict[str, Any]]) -> str:
-    """``N of 201 non-deprecated ai.onnx ops decided (a natural, b reference, c by type);
-    d missing``, and the deprecated ops counted apart."""
+    """``N of 201 non-deprecated ai.onnx ops decided (a natural, b reference, c case-free,
+    d by type); e missing``, and the deprecated ops counted apart."""
     d = summary(entries)["decided"]
     old = d["deprecated"]
     line = _how_line(d, f" of {d['ops']} non-deprecated ai.onnx ops")
@@ -117,6 +123,21 @@ def summary_line(entries: list[dict[str, Any]]) -> str:
         line += (f"; {old['ops']} deprecated ({', '.join(old['names'])}): "
                  f"{_how_line(old)}")
     return line
+
+
+def case_free_note(found: dict[str, Any]) -> str:
+    """What ONNX's node tests decide for a case-less op or version, in one line: its tests
+    and verdicts, or why they decide it not (``batch/coverage_case_free.decide``)."""
+    if found["decided"] == BY_TYPE:
+        return "every parameter non-differentiable by type"
+    if found["decided"] == CASE_FREE:
+        n: dict[str, int] = {}
+        for c in found["cells"]:
+            n[c["verdict"]] = n.get(c["verdict"], 0) + 1
+        return (f"every parameter decided at ONNX's node tests of {found['version']} "
+                f"({', '.join(found['tests'])}): "
+                + ", ".join(f"{k} {v}" for v, k in sorted((v, k) for k, v in n.items())))
+    return found["why"]
 
 
 def _by_type_note(e: dict[str, Any]) -> str:
@@ -138,17 +159,24 @@ def coverage_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WID
                                f"[{'; '.join(kinds)}]", width, " " * 41)
     lines.append("")
     for e in entries:
+        if e["status"] == CASE_FREE:
+            lines += wrap_line(f"  {e['op']:<28} case-free {case_free_note(e['case_free'])} "
+                               f"(no case: {e['reason_category']})", width, " " * 41)
+    for e in entries:
         if e["status"] == BY_TYPE:
             lines += wrap_line(f"  {e['op']:<28} by type   every parameter non-differentiable "
                                f"by type (no case: {e['reason_category']})", width, " " * 41)
     lines.append("")
     for e in entries:
         if e["status"] == MISSING:
+            free = e.get("case_free")
             lines += wrap_line(f"  {e['op']:<28} missing   {e['reason_category']}: {e['reason']}"
-                               + _by_type_note(e), width, " " * 41)
+                               + _by_type_note(e)
+                               + (f"; case-free: {case_free_note(free)}" if free else ""),
+                               width, " " * 41)
     lines.append("")
     lines += wrap_line("`torch-prover coverage OP` lists one op's cases and the command that "
-                       "proves each, or its by-type decisions", width)
+                       "proves each, or its by-type and case-free decisions", width)
     return "\n".join(lines) + "\n"
 
 
@@ -161,9 +189,17 @@ def op_text(entries: list[dict[str, Any]], width: int | None = DEFAULT_WIDTH) ->
         if lines:
             lines.append("")
         if e["status"] != COVERED:
-            head = ("decided by type" if e["status"] == BY_TYPE else e["status"])
+            head = {BY_TYPE: "decided by type", CASE_FREE: "decided case-free"}.get(
+                e["status"], e["status"])
             lines += wrap_line(f"{e['op']}: {head}, no case ({e['reason_category']}): "
                                f"{e['reason']}", width)
+            free = e.get("case_free")
+            if free:
+                lines += wrap_line(f"  ONNX's node tests: {case_free_note(free)}", width, "    ")
+                for c in (c for c in free["cells"] if c["rule"] != BY_TYPE):   # by type: below
+                    lines += wrap_line(f"  {c['io']} {c['index']} {c['name']}: {c['verdict']} "
+                                       f"(tag {c['tag']}, supports {c['supports'] or '-'}; "
+                                       f"{c['rule']})", width, "    ")
             for p in e.get("by_type", ()):
                 lines += wrap_line(f"  {p['io']} {p['index']} {p['name']}: non-differentiable by "
                                    f"type ({p['by_type']}), tag {p['tag']}: {p['verdict']} -- "

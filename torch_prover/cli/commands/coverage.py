@@ -8,6 +8,7 @@ import sys
 from ...errors import EXIT_OK, UsageError
 from ...output import documents, report
 from ..outputs import terminal_width
+from ..settings import cache_dir
 
 NAME = "coverage"
 
@@ -27,6 +28,7 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ...batch.coverage_case_free import entries_with_case_free
     from ...output.coverage import coverage, coverage_text, op_text, summary, summary_line
     from ...tags.schema import canonical_op
     if args.no_torchscript and args.versions is None:   # it changes the per-version plan only
@@ -42,9 +44,15 @@ def handle(args: argparse.Namespace) -> int:
         entries = [by_op[op] for op in wanted]
     if args.versions is not None:   # every schema version and how it would be decided
         from ...batch.versions_plan import coverage_versions_output
-        sys.stdout.write(coverage_versions_output(entries, args.versions, args.format,
-                                                  False if args.no_torchscript else None))
+        text, notes = coverage_versions_output(entries, args.versions, args.format, False
+                                               if args.no_torchscript else None, cache_dir(args))
+        sys.stdout.write(text)
+        for note in notes:
+            print(note, file=sys.stderr)
         return EXIT_OK
+    entries, notes = entries_with_case_free(entries, cache_dir(args))   # no case: ONNX's tests
+    for note in notes:
+        print(note, file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(report.to_json(documents.coverage_doc(
             summary(entries), entries, summary_line(entries))))

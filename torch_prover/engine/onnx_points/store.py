@@ -4,7 +4,12 @@ cache directory, keyed on what determines it -- the onnx version and the digest 
 generators' source (``onnx/backend/test/case/node/*.py``) -- and reads it back after.
 
 One ``.npz`` file written atomically, read with ``allow_pickle=False``: arrays and a JSON
-index only, so a damaged or foreign file is a miss, never code that runs.
+index only, so a damaged or foreign file is a miss, never code that runs. ONNX's tests hold
+values numpy's format keeps only by pickling (strings and ``TensorProto`` in object arrays) or
+stores as anonymous bytes (ml_dtypes' bfloat16, float8, int4...): those are encoded as plain
+arrays and named in the index (``_encode``), so they read back with their type -- format 1
+pickled them, and ``allow_pickle=False`` then refused the whole file: every run collected
+again.
 """
 from __future__ import annotations
 
@@ -17,11 +22,42 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 
 from ...vocab import PointsSkip
 from .source import NodeTest, Skipped, installed
 
-FORMAT = 1
+FORMAT = 2
+
+
+def _encode(x: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """An array numpy's format stores as it is, and how to decode it (None: as stored)."""
+    if x.dtype.kind == "O":
+        items = x.reshape(-1).tolist()
+        if x.ndim == 0 and isinstance(items[0], onnx.TensorProto):
+            return np.frombuffer(items[0].SerializeToString(), dtype=np.uint8), "proto"
+        if all(isinstance(i, str) for i in items):
+            return x.astype(str), "str"
+        raise ValueError(f"an object array of {type(items[0]).__name__} has no plain form")
+    if x.dtype.type.__module__.split(".")[0] != "numpy":   # ml_dtypes: bfloat16, float8...
+        plain = x.reshape(-1).view(f"u{x.dtype.itemsize}").reshape(x.shape)
+        return plain, f"ml_dtypes:{x.dtype.name}"
+    return x, None
+
+
+def _decode(x: np.ndarray, how: str | None) -> np.ndarray:
+    if how is None:
+        return x
+    if how == "proto":
+        t = onnx.TensorProto()
+        t.ParseFromString(x.tobytes())
+        out = np.empty((), dtype=object)
+        out[()] = t
+        return out
+    if how == "str":
+        return x.astype(object)
+    import ml_dtypes
+    return x.view(getattr(ml_dtypes, how.partition(":")[2]))
 
 
 def generators_digest() -> str:
@@ -45,14 +81,17 @@ def _save(path: Path, tests: list[NodeTest | Skipped]) -> None:
             index.append({"name": t.name, "op": t.op, "skip": t.reason.value, "detail": t.detail})
             continue
         arrays[f"m{k}"] = np.frombuffer(t.model, dtype=np.uint8)
-        shapes = []
+        shapes, encoded = [], {}
         for d, (ins, outs) in enumerate(t.data_sets):
             for side, values in (("i", ins), ("o", outs)):
                 for j, x in enumerate(values):
-                    arrays[f"{side}{k}_{d}_{j}"] = x
+                    key = f"{side}{k}_{d}_{j}"
+                    arrays[key], how = _encode(x)
+                    if how is not None:
+                        encoded[key] = how
             shapes.append([len(ins), len(outs)])
         index.append({"name": t.name, "op": t.op, "opset": t.opset, "version": t.version,
-                      "rtol": t.rtol, "atol": t.atol, "sets": shapes})
+                      "rtol": t.rtol, "atol": t.atol, "sets": shapes, "encoded": encoded})
     arrays["index"] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".onnx-node-tests-", suffix=".npz", dir=path.parent)
@@ -74,13 +113,17 @@ def _load(path: Path) -> list[NodeTest | Skipped] | None:
                 if "skip" in e:
                     tests.append(Skipped(e["name"], e["op"], PointsSkip(e["skip"]), e["detail"]))
                     continue
-                sets = tuple((tuple(z[f"i{k}_{d}_{j}"] for j in range(n_in)),
-                              tuple(z[f"o{k}_{d}_{j}"] for j in range(n_out)))
+                how = e["encoded"]
+                sets = tuple((tuple(_decode(z[f"i{k}_{d}_{j}"], how.get(f"i{k}_{d}_{j}"))
+                                    for j in range(n_in)),
+                              tuple(_decode(z[f"o{k}_{d}_{j}"], how.get(f"o{k}_{d}_{j}"))
+                                    for j in range(n_out)))
                              for d, (n_in, n_out) in enumerate(e["sets"]))
                 tests.append(NodeTest(e["name"], e["op"], e["opset"], e["version"],
                                       z[f"m{k}"].tobytes(), sets, e["rtol"], e["atol"]))
             return tests
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
+            DecodeError):
         return None
 
 
@@ -96,6 +139,6 @@ def installed_tests(cache_dir: Path | None) -> tuple[list[NodeTest | Skipped], s
     tests = installed()
     try:
         _save(path, tests)
-    except OSError as exc:
-        return tests, f"cache {cache_dir} not written ({exc.strerror or exc}); ONNX's node tests are kept"
+    except (OSError, ValueError) as exc:
+        return tests, f"cache {cache_dir} not written ({getattr(exc, 'strerror', None) or exc}); ONNX's node tests are kept"
     return tests, None
