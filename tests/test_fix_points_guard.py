@@ -64,3 +64,18 @@ def test_fix_tags_withholds_an_edit_onnx_points_contradict(tmp_path, capsys, mon
         assert f"    {op}-13 input 0 (input): " in stdout
         assert f"- {op}-13 input 0 (input): withheld ({Withheld.ONNX_POINTS.value})" in md
     assert "is smooth and nonzero at ONNX's node tests (test_" in md
+
+
+def test_a_conventions_edit_is_not_held_by_onnx_points():
+    """A convention sets the math aside by declaration (docs/verdicts.md, "Conventions"):
+    the same Softmax-family edit, each verdict decided by a named convention, is not one the
+    points can contradict -- they measure the math; the PR text names the convention."""
+    from torch_prover.fix.points_guard import _checked
+    by_convention = [dict(r, parameters=[dict(p, rule="convention", convention="state output")
+                                         for p in r["parameters"]])
+                     for r in _family_nondiff()]
+    (edit,) = plan(read_tree(SRC), findings(by_convention), include_conventions=True).edits
+    assert edit.tag == NONDIFF and all(f.conventions for f in edit.findings)
+    assert not _checked(edit)
+    (math_edit,) = plan(read_tree(SRC), findings(_family_nondiff())).edits
+    assert _checked(math_edit)

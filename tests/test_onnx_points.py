@@ -297,3 +297,21 @@ def test_pr_mode_case_free_judges_the_prs_docs_tags(tmp_path, monkeypatch, capsy
     assert (change["op"], change["version"]) == ("Relu", 14)
     assert x["verdict"] == "refuted" and x["supports"] == "differentiable", x
     assert x["witnesses"][0]["case"] == "case-free"
+
+
+def test_a_cell_a_convention_decides_is_not_checked():
+    """LayerNormalization's case declares Mean and InvStdDev state outputs (a convention
+    that sets aside their smoothness in X): ONNX's points, which measure the math, do not
+    check those cells, and check every other decided one of the committed records."""
+    from torch_prover.cases import all_cases
+    models = Path(__file__).resolve().parents[1] / "models"
+    case = next(c for c in all_cases() if c.op == "LayerNormalization" and c.conventions)
+    rec = json.loads((models / case.op / case.name / "proof.json").read_text())
+    declared = {p["name"] for p in rec["parameters"]
+                if f"{p['io']} {p['index']}" in case.conventions}
+    assert declared >= {"Mean", "InvStdDev"}
+    checked = {c.name for c in batch_points.record_cells([rec])}
+    assert not checked & declared
+    assert checked == {p["name"] for p in rec["parameters"]
+                       if p["name"] not in declared and p.get("supports") in batch_points.DECIDES
+                       and p["verdict"] in ("agree", "disagree", "proposed")}

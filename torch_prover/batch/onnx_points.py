@@ -36,6 +36,7 @@ from ..engine.onnx_points.judge import cell_state
 from ..engine.onnx_points.store import generators_digest, installed_tests
 from ..engine.onnx_points.witness import TestWitness, choose, measure_test
 from ..engine.record import versions as installed_versions
+from ..engine.rules.verdict import Rule
 from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
 
 PER_VERSION = 4
@@ -43,6 +44,15 @@ FORMAT = 1
 DECIDES = (Tag.DIFF, Tag.NONDIFF)
 """What a cell's evidence can support that ONNX's points can check (a convention's cell may
 support ``unknown``: nothing to measure against)."""
+
+
+def by_convention(rule: str | None) -> bool:
+    """Whether a verdict's rule (a record parameter's, or a version cell's ``; ``-joined
+    rules) is a named convention's alone. ONNX's points measure the math, and a convention
+    decides against the math by declaration (LayerNormalization-17's Mean is smooth in X, a
+    state output by convention): such a cell is not checked, as fix-tags' guard does not
+    check a convention's edit -- its record already shows the math it sets aside."""
+    return bool(rule) and set(str(rule).split("; ")) == {Rule.CONVENTION.value}
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,8 @@ def record_cells(records: Iterable[Mapping[str, Any]]) -> list[Cell]:
         if r.get("domain", "") != "" or not isinstance(v, int):
             continue
         for p in r.get("parameters") or ():
-            if p.get("supports") in DECIDES and p.get("verdict") in ("agree", "disagree", "proposed"):
+            if (p.get("supports") in DECIDES and not by_convention(p.get("rule"))
+                    and p.get("verdict") in ("agree", "disagree", "proposed")):
                 found[(r["op"], v, p["io"], p["name"])].add(p["supports"])
     return [Cell(*k, next(iter(s))) for k, s in sorted(found.items()) if len(s) == 1]
 
@@ -185,7 +196,7 @@ def _version_cells(section: Mapping[str, Any]) -> list[tuple[Cell, dict]]:
     for o in section.get("ops", ()):
         for v in o.get("versions", ()):
             for c in v.get("cells", ()):
-                if c.get("supports") in DECIDES:
+                if c.get("supports") in DECIDES and not by_convention(c.get("rule")):
                     out.append((Cell(o["op"], v["version"], c["io"], c["name"], c["supports"]), c))
     return out
 

@@ -50,18 +50,26 @@ def contradiction(run: PointsRun, edit: Edit) -> str | None:
     return None
 
 
+def _checked(edit: Edit) -> bool:
+    """Whether ONNX's points can contradict the edit: a non-differentiable one the math
+    decides. An edit every verdict of which a named convention decides (only with
+    --include-conventions) sets the math aside by declaration, and its PR text names the
+    convention: the points measure the math, so they do not hold it (the report's rule,
+    ``batch.onnx_points.by_convention``)."""
+    return edit.tag is Tag.NONDIFF and not all(f.conventions for f in edit.findings)
+
+
 def guarded(plan: Plan, cache_dir: Path | None) -> tuple[Plan, tuple[str, ...]]:
     """``plan`` with every edit ONNX's points contradict withheld (each of its parameters
     listed with the reason); and the warnings of reading ONNX's tests."""
-    keys = {(op, version) for e in plan.edits if e.tag is Tag.NONDIFF
-            for op, version, *_ in _names(e)}
+    keys = {(op, version) for e in plan.edits if _checked(e) for op, version, *_ in _names(e)}
     if not keys:
         return plan, ()
     tests, warning = installed_tests(cache_dir)
     run = measure_versions(tests, keys, body=False)
     kept, held = [], []
     for e in plan.edits:
-        why = contradiction(run, e)
+        why = contradiction(run, e) if _checked(e) else None
         if why is None:
             kept.append(e)
         else:
