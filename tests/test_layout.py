@@ -34,8 +34,6 @@ LONG = {
                         "the wrapping, table layout and count words (units) of every format",
     "cases/reference_ops.py": "catalogue cases of ops PyTorch lacks, each a small reference "
                               "function beside its cases (onnx's one-file-per-family style)",
-    "output/evidence.py": "the only writer: case directories, their ownership checks, prune, "
-                          "and the index files (index.json, README.md, versions.json)",
     "batch/pool.py": "the worker pool and its isolation (pipes, parent-death signal, "
                      "timeouts, worker recycling, reaping) beside the cache that must not "
                      "change a verdict",

@@ -258,7 +258,8 @@ def run(prepared: Prepared) -> Outcome:
     """Prove the prepared cases (and, with ``--versions``, their variants), decide the
     case-less ops by type, apply the waivers, and, for a full run with evidence, prune
     vanished cases and regenerate the index."""
-    from ..output.evidence import prune, write_index, write_versions
+    from ..output.evidence import prune
+    from ..output.index_files import write_index, write_versions
     from . import provenance
     from .pool import BatchOptions, run_batch
     from .summary import case_less
