@@ -344,8 +344,8 @@ class Parts:
     label: str
     tags_path: str | None
     missing: dict[str, list[str]]
-    wall_time_s: float
-    cache_hits: int
+    wall_time_s: float | None   # None: rebuilt from saved records (run_totals.RUN_ONLY)
+    cache_hits: int | None
     selection: str = "latest"
     shard: tuple[int, int] | None = None
     provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run

@@ -55,6 +55,7 @@ from ..engine import test_data
 from ..engine.export import output_index
 from ..engine.prove import Proof
 from .evidence_data import same_evidence
+from .ownership import Holds
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
 _DATA_FILE = re.compile(test_data.DATA_FILE_PATTERN)
@@ -78,12 +79,13 @@ def _share(path: Path | int, mode: int) -> None:
 
 
 # ----------------------------------------------------------------------------- writing
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, holds: Holds | None = None) -> None:
     """Write ``text`` to ``path`` as a commit of one file (``output/commit.py``: staged in
     a scratch directory beside it, renamed, swept by the next run if killed). An OSError
-    names ``path``, the file the user asked for, never the temporary."""
+    names ``path``, the file the user asked for, never the temporary. ``holds``: an output
+    the output rule guards, listed in its directory's manifest (``output/ownership.py``)."""
     from .commit import write_texts
-    write_texts({Path(path): text})
+    write_texts({Path(path): text}, {Path(path): holds} if holds is not None else None)
 
 
 def dumps(record: Any) -> str:
