@@ -176,7 +176,8 @@ def outputs_checked(outputs: Iterable[Output],
         if o.holds is not None and os.path.lexists(o.path) and \
                 not written_by_us(Path(o.path), o.holds):
             raise UsageError(f"{o.option} {o.path}: exists and is not {o.holds} torch-prover "
-                             "wrote; it is left alone: give another name or remove it")
+                             f"wrote ({OUTPUTS} beside it does not list it, as it is now); "
+                             "it is left alone: give another name or remove it")
     for o in listed:   # every check passed: an older run's half-written temporaries go
         sweep_output(o.path, o.holds)
 

@@ -49,7 +49,7 @@ class Holds(StrEnum):
     """What a command writes to an output file (its words name it in a refusal)."""
 
     REPORT = "a verify-all or merge report"
-    SCRIPT = "a proof script torch-prover generated"
+    SCRIPT = "a proof script"
     PATCH = "a fix-tags patch"
     PR_TEXT = "a fix-tags PR text"
     PR_EVIDENCE = "a fix-tags evidence file"
