@@ -156,3 +156,13 @@ def test_problem_10_node_tests_sweeps_its_old_manifests_temporary(tmp_path, caps
     assert cli.main(["node-tests", str(models), "-o", str(out)]) == 0
     capsys.readouterr()
     assert not os.path.lexists(ours) and theirs.exists()
+
+
+@pytest.mark.usefixtures("no_work")
+@pytest.mark.parametrize("argv_of", [lambda p: ["script", "Relu", "-o", p],
+                                     lambda p: ["merge", "a.json", "b.json", "--junit", p]])
+def test_problem_10_an_output_named_as_the_manifest_is_refused(tmp_path, capsys, argv_of):
+    """An output where the manifest goes would be staged twice in one commit."""
+    one_line_exit_2(capsys, cli.main(argv_of(str(tmp_path / OUTPUTS))), OUTPUTS,
+                    "another name")
+    assert list(tmp_path.iterdir()) == []

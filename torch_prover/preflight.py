@@ -168,6 +168,9 @@ def outputs_checked(outputs: Iterable[Output],
     listed = [o for o in outputs if o.holds is not None and o.holds.listed]
     for o in listed:
         manifest = Path(o.path).parent / OUTPUTS
+        if Path(o.path).name == OUTPUTS:
+            raise UsageError(f"{o.option} {o.path}: is the name of the list of outputs "
+                             "torch-prover keeps in a directory; give the output another name")
         if read_outputs(manifest.parent) is None:
             raise UsageError(f"{o.option} {o.path}: {manifest} beside it is not the list of "
                              "outputs torch-prover keeps there; it is left alone: move it or "
