@@ -259,7 +259,8 @@ def run(prepared: Prepared) -> Outcome:
     """Prove the prepared cases (and, with ``--versions``, their variants), decide the
     case-less ops by type, apply the waivers, and, for a full run with evidence, prune
     vanished cases and regenerate the index."""
-    from ..output.evidence import prune, write_index, write_versions
+    from ..output.evidence import prune
+    from ..output.index_files import write_index, write_versions
     from . import provenance
     from .one_case import BatchOptions
     from .pool import run_batch
@@ -346,8 +347,8 @@ class Parts:
     label: str
     tags_path: str | None
     missing: dict[str, list[str]]
-    wall_time_s: float
-    cache_hits: int
+    wall_time_s: float | None   # None: rebuilt from saved records (run_totals.RUN_ONLY)
+    cache_hits: int | None
     selection: str = "latest"
     shard: tuple[int, int] | None = None
     provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run
