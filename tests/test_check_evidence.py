@@ -7,7 +7,7 @@ import onnx.numpy_helper
 import pytest
 
 from torch_prover import cli
-from torch_prover.output import evidence
+from torch_prover.output import evidence, evidence_data
 
 CASES = ("reshape_basic", "conv2d_bias", "hammingwindow_periodic",
          "randomuniformlike_rand_like")
@@ -54,7 +54,7 @@ def test_each_directory_is_matched_or_explained(tree, capsys):
 
 
 def _scale(pb, factor):
-    t = evidence.load_pb(pb)
+    t = evidence_data.load_pb(pb)
     pb.write_bytes(onnx.numpy_helper.from_array(t * factor, "x").SerializeToString())
 
 

@@ -5,7 +5,7 @@ import onnx
 import onnx.numpy_helper
 import pytest
 
-from torch_prover.output import evidence
+from torch_prover.output import evidence, evidence_data, index_files
 
 
 def test_layout_is_loadable(tmp_path, proof_of):
@@ -94,7 +94,7 @@ def test_a_current_case_directory_is_kept_as_is(tmp_path, proof_of):
     proof = proof_of("reshape_basic")
     d = evidence.write_proof(tmp_path, proof)
     pb = d / "test_data_set_0" / "output_0.pb"
-    y = evidence.load_pb(pb)
+    y = evidence_data.load_pb(pb)
     nudged = y * (1 + 4 * np.finfo(y.dtype).eps)     # what another CPU's kernel might give
     pb.write_bytes(onnx.numpy_helper.from_array(nudged, "y0").SerializeToString())
     kept = pb.read_bytes()
@@ -102,7 +102,7 @@ def test_a_current_case_directory_is_kept_as_is(tmp_path, proof_of):
     assert pb.read_bytes() == kept
     pb.write_bytes(onnx.numpy_helper.from_array(y + 1e-3, "y0").SerializeToString())
     evidence.write_proof(tmp_path, proof)             # a real difference: rewritten
-    assert np.array_equal(evidence.load_pb(pb), y)
+    assert np.array_equal(evidence_data.load_pb(pb), y)
 
 
 def test_files_get_the_users_umask(tmp_path, proof_of):
@@ -140,7 +140,7 @@ def test_index_readme_escapes_pipes_in_reasons(tmp_path):
     from torch_prover.batch.summary import batch_report
     report = {**batch_report([], [], 0.0), "cases": [{"op": "Clip", "case": "clip_min_only"}],
               "ops": [{"op": "Clip", "status": "disagrees", "reason": "max |grad| 0.638"}]}
-    evidence.write_index(tmp_path, report)
+    index_files.write_index(tmp_path, report)
     row = next(line for line in (tmp_path / "README.md").read_text().splitlines()
                if line.startswith("| Clip"))
     assert "max \\|grad\\| 0.638" in row and "/grad/" not in row
@@ -188,7 +188,7 @@ def test_the_dy_is_saved_beside_the_gradients(tmp_path, proof_of):
     is dy reshaped back to the input's shape, value for value."""
     import numpy as np
     data = evidence.write_proof(tmp_path, proof_of("reshape_basic")) / "test_data_set_0"
-    x, dy = evidence.load_pb(data / "input_0.pb"), evidence.load_pb(data / "grad_output_0.pb")
-    grad = evidence.load_pb(data / "grad_input_0.pb")
-    assert dy.shape == evidence.load_pb(data / "output_0.pb").shape
+    x, dy = evidence_data.load_pb(data / "input_0.pb"), evidence_data.load_pb(data / "grad_output_0.pb")
+    grad = evidence_data.load_pb(data / "grad_input_0.pb")
+    assert dy.shape == evidence_data.load_pb(data / "output_0.pb").shape
     assert np.array_equal(grad, dy.reshape(x.shape))

@@ -22,7 +22,7 @@ import pins
 from conftest import TRAPS
 from torch_prover.cases import all_cases
 from torch_prover.engine.prove import versions
-from torch_prover.output.evidence import VERSIONS_INDEX
+from torch_prover.output.index_files import VERSIONS_INDEX
 from torch_prover.tags.schema import all_ops
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -164,7 +164,7 @@ def test_a_case_directory_holding_foreign_files_is_refused(capsys, tmp_path):
 
 
 def test_readme_and_index_of_someone_else_are_left_alone(tmp_path):
-    from torch_prover.output.evidence import write_index
+    from torch_prover.output.index_files import write_index
     (tmp_path / "README.md").write_text("# My project\n")
     (tmp_path / "index.json").write_text('{"mine": true}\n')
     from torch_prover.batch.summary import batch_report

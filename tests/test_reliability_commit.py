@@ -192,6 +192,10 @@ def test_problem_10_a_multi_file_output_commits_together(tmp_path, step):
     assert (tmp_path / "r-details.md").read_text() == f"{want} details"
 
 
+MANIFEST = ".torch-prover-outputs.json"
+"""Where a single-file output is listed as torch-prover's (docs/safety.md)."""
+
+
 def test_problem_10_a_single_file_output_leaves_no_temporary(tmp_path):
     """``script -o`` killed before its rename: the old file stays, and the next command
     writing there sweeps the run's scratch directory (it used to stay for good)."""
@@ -200,10 +204,28 @@ def test_problem_10_a_single_file_output_leaves_no_temporary(tmp_path):
     old = target.read_bytes()
     _stopped_at("staged", ["script", "Abs", "-o", str(target)], tmp_path)
     assert target.read_bytes() == old
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".torch-prover-commit.")]
     assert cli.main(["script", "Abs", "-o", str(target)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["proof.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST, "proof.py"]
     assert target.read_bytes() != old
+
+
+@pytest.mark.parametrize("step", ["staged", "journal", "moved:proof.py", "placed:proof.py",
+                                  f"moved:{MANIFEST}", f"placed:{MANIFEST}", "committed"])
+def test_problem_10_the_manifest_commits_with_the_file_it_lists(tmp_path, step):
+    """Killed at any step, the file and its manifest entry are of one set (the old script
+    and its digest, or the new and its): the next run finds the file provably its own and
+    replaces it; nothing of the killed run is left."""
+    import hashlib
+    target = tmp_path / "proof.py"
+    assert cli.main(["script", "Relu", "-o", str(target)]) == 0
+    _stopped_at(step, ["script", "Abs", "-o", str(target)], tmp_path)
+    recover(tmp_path)
+    listed = json.loads((tmp_path / MANIFEST).read_text())["files"]["proof.py"]
+    assert listed["sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
+    assert ("Abs" in target.read_text()) == (step != "staged")
+    assert cli.main(["script", "Floor", "-o", str(target)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST, "proof.py"]
 
 
 def test_problem_19_a_write_error_names_the_file_being_written(tmp_path):

@@ -22,7 +22,7 @@ import onnx.numpy_helper
 import pytest
 
 from torch_prover import cli
-from torch_prover.output import evidence
+from torch_prover.output import evidence_data
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = "Relu/relu_basic"           # onnxruntime reproduces it, one output, compared
@@ -35,7 +35,7 @@ def _tree(tmp_path: Path) -> Path:
 
 def _shift(d: Path) -> None:
     pb = d / "test_data_set_0" / "output_0.pb"
-    t = evidence.load_pb(pb)
+    t = evidence_data.load_pb(pb)
     pb.write_bytes(onnx.numpy_helper.from_array(t + 3.0, "y0").SerializeToString())
 
 
@@ -166,7 +166,7 @@ def test_problem_12_a_fifo_is_refused_not_opened(tmp_path, fifo):
     doc = json.loads(r.stdout)
     if fifo == "proof.json":
         assert r.returncode == 2
-        assert doc["reason"].startswith(f"{path}: not a regular file")
+        assert doc["reason"].startswith(f"{path}: is a FIFO, not a regular file")
     else:
         assert r.returncode == 1, r.stderr
         (d,) = doc["directories"]

@@ -64,3 +64,48 @@ def test_problem_21_a_bad_field_is_named_as_itself(real_report, tmp_path, capsys
     (line,) = err.splitlines()
     assert "cases/0: Additional properties are not allowed ('cached' was unexpected)" in line
     assert "was expected" not in line.replace("was unexpected", "")
+
+
+FORGED_RUN = {"wall_time_s": 86399.25, "cache_hits": 1}
+"""A run's statements about itself that no record holds, forged (a day; one proof from the
+cache): schema-valid, so only the rule "what no re-check covers is not shown" stops them."""
+
+
+def _printed(capsys, argv) -> str:
+    capsys.readouterr()
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_problem_05_what_no_record_holds_is_not_shown(real_report, tmp_path, capsys, fmt):
+    """``summary.wall_time_s`` and ``summary.cache_hits`` come from no record, so no re-check
+    covers them: a forged value must not reach what `report` prints -- the forged report
+    prints exactly what the real one does, and neither shows the forged numbers."""
+    real = real_report("Relu")
+    forged = _edited(real_report, tmp_path, lambda d: d["summary"].update(FORGED_RUN))
+    shown = [_printed(capsys, ["report", str(p), "--format", fmt]) for p in (real, forged)]
+    assert shown[0] == shown[1]
+    assert "86399" not in shown[1] and "1 from the cache" not in shown[1]
+    if fmt == "json":
+        summary = json.loads(shown[1])["summary"]
+        assert (summary["wall_time_s"], summary["cache_hits"]) == (None, None)
+
+
+def test_problem_05_merge_shows_no_run_statement_of_its_shards(real_report, tmp_path, capsys):
+    """merge: the shards' forged wall times and cache counts reach neither the merged JSON
+    report nor its --junit (no ``time``: junit-10.xsd's attribute is optional)."""
+    shards = []
+    for k in (1, 2):
+        doc = json.loads(real_report("Abs,Relu", "--shard", f"{k}/2").read_text())
+        doc["summary"].update(FORGED_RUN)
+        shards.append(tmp_path / f"s{k}.json")
+        shards[-1].write_text(json.dumps(doc))
+    junit = tmp_path / "junit.xml"
+    merged = json.loads(_printed(capsys, ["merge", *map(str, shards), "--format", "json",
+                                          "--junit", str(junit), "--no-github"]))
+    assert (merged["summary"]["wall_time_s"], merged["summary"]["cache_hits"]) == (None, None)
+    assert "86399" not in junit.read_text()
+    assert ' time="' not in junit.read_text()

@@ -8,10 +8,13 @@ for reading would wait for a writer), refuses anything but a regular file after 
 refuses a file over its kind's bound by its size, and reads at most one byte more than the
 bound (a file that grows while it is read is refused too). Each error is an ``InputError``:
 one line naming the file (exit 2). The bounds (``Bound``) are far above any real input and
-far below what a machine has.
+far below what a machine has. Files inside an evidence tree (``proof.json``, ``model.onnx``,
+the ``.pb`` test data) are read the same way, without following a symlink out of the tree
+(``follow=False``): check-evidence, node-tests and the evidence writer call it too.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from enum import Enum
@@ -26,7 +29,10 @@ class Bound(Enum):
     a waivers file or a pyproject.toml is a few kB (TOML: 16 MiB); the all-versions report is
     ~7 MB, ~9 MB with a Changelog.md inside it (report: 256 MiB); a proof script is a page
     (script: 16 MiB); ONNX's largest onnx/defs source, tensor/old.cc, is ~340 kB (C++
-    source: 16 MiB); the largest proof record and cache entry ~20 kB (record: 16 MiB)."""
+    source: 16 MiB); the largest proof record and cache entry ~20 kB (record: 16 MiB); the
+    largest ``model.onnx`` and ``.pb`` under models/ are ~19 kB and ~1 kB, but a ``run``
+    script may export real weights, so evidence files are bounded by protobuf's own limit on
+    a serialized message (2 GiB)."""
 
     DOCS = (64 * 2 ** 20, "ONNX docs file")
     TOML = (16 * 2 ** 20, "TOML file")
@@ -34,6 +40,7 @@ class Bound(Enum):
     SCRIPT = (16 * 2 ** 20, "proof script")
     CPP = (16 * 2 ** 20, "C++ source file")
     RECORD = (16 * 2 ** 20, "proof record or cache entry")
+    EVIDENCE = (2 ** 31, "model or test-data file")
 
     @property
     def limit(self) -> int:
@@ -85,16 +92,22 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "") -> bytes:
-    """The bytes of ``path``, a regular file (after symlinks) of at most ``bound`` bytes;
-    InputError otherwise, before anything is read."""
+def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "",
+               follow: bool = True) -> bytes:
+    """The bytes of ``path``, a regular file (after symlinks; ``follow=False``: a symlink is
+    refused, as inside an evidence tree) of at most ``bound`` bytes; InputError otherwise,
+    before anything is read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise InputError(path, "no such file", what) from None
-    except (OSError, ValueError) as exc:   # ValueError: an embedded NUL
-        raise InputError(path, f"cannot read it ({getattr(exc, 'strerror', None) or exc})",
-                         what) from None
+    except OSError as exc:
+        if not follow and exc.errno == errno.ELOOP:   # O_NOFOLLOW's answer to a symlink
+            raise InputError(path, "is a symlink, not a regular file", what) from None
+        raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
+    except ValueError as exc:   # an embedded NUL
+        raise InputError(path, f"cannot read it ({exc})", what) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

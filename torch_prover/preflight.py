@@ -143,13 +143,16 @@ def outputs_checked(outputs: Iterable[Output],
     is appended to, not replaced (the step summary: ownership cannot protect what it is
     added to), lies in no directory output either (``--out``: the evidence, its index). UsageError, one line, before any work, when an output is not a
     regular file or creatable (``writable_file``; a directory output: ``writable_dir``), is
-    an input or another output, lies inside a tree, or exists and holds something
-    torch-prover did not write (``ownership.written_by_us``: an empty file holds nothing).
+    an input or another output, lies inside a tree, or exists and is not listed in its
+    directory's manifest as what this command writes there (``ownership.written_by_us``: an
+    empty file holds nothing); then an older torch-prover's half-written temporaries of
+    each output are swept (``output/leftovers.py``).
     A killed run's commit of outputs in their directory (``output/commit.py``) is
     finished or undone first, so the checks see the old set or the new one."""
     from .config import candidates
     from .output.commit import recover
-    from .output.ownership import written_by_us
+    from .output.leftovers import sweep_output
+    from .output.ownership import OUTPUTS, read_outputs, written_by_us
     outputs = list(outputs)
     for o in outputs:   # a killed run's commit there is finished (or undone) first
         with contextlib.suppress(OSError):
@@ -162,11 +165,24 @@ def outputs_checked(outputs: Iterable[Output],
     appended = [o for o in outputs if o.holds is Holds.STEP_SUMMARY]
     _apart([(o.option, o.path) for o in appended],
            trees=[(o.option, o.path) for o in outputs if o.holds is None])
+    listed = [o for o in outputs if o.holds is not None and o.holds.listed]
+    for o in listed:
+        manifest = Path(o.path).parent / OUTPUTS
+        if Path(o.path).name == OUTPUTS:
+            raise UsageError(f"{o.option} {o.path}: is the name of the list of outputs "
+                             "torch-prover keeps in a directory; give the output another name")
+        if read_outputs(manifest.parent) is None:
+            raise UsageError(f"{o.option} {o.path}: {manifest} beside it is not the list of "
+                             "outputs torch-prover keeps there; it is left alone: move it or "
+                             "give the output another directory")
     for o in outputs:
         if o.holds is not None and os.path.lexists(o.path) and \
                 not written_by_us(Path(o.path), o.holds):
             raise UsageError(f"{o.option} {o.path}: exists and is not {o.holds} torch-prover "
-                             "wrote; it is left alone: give another name or remove it")
+                             f"wrote ({OUTPUTS} beside it does not list it, as it is now); "
+                             "it is left alone: give another name or remove it")
+    for o in listed:   # every check passed: an older run's half-written temporaries go
+        sweep_output(o.path, o.holds)
 
 
 def dirs_apart(dirs: Iterable[tuple[str, str | os.PathLike | None]]) -> None:

@@ -106,6 +106,7 @@ class DocKind(StrEnum):
     FIX_TAGS = "fix-tags"          # fix-tags --format json
     NODE_TESTS = "node-tests"      # node-tests --format json, and OUT/node-tests.json
     PR_GATE = "pr-gate"            # verify-all --changed-from BASE --format json
+    OUTPUTS = "outputs"            # .torch-prover-outputs.json: the single-file outputs written there
     ERROR = "error"                # any command's --format json when it ends on an error
 
 

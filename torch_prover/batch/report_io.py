@@ -206,14 +206,13 @@ def rebuild(slices: Sequence[Slice], run: _Run, shard: tuple[int, int] | None
             if s.doc["shard"]["case_less"] != theirs:
                 raise UsageError(f"{run.what} {s.path}: its by-type rows are not what its "
                                  "tags give; rerun verify-all")
-    summaries = [s.doc["summary"] for s in slices]
     parts = Parts(
         records=[records[c.name] for c in cases], variants=[records[c.name] for c in variants],
         case_less=case_less_ops, waivers=run.waivers, label=run.prov["tags"]["source"],
         tags_path=run.prov["tags"]["path"],
         missing=missing_from_docs(run.doc, cases, case_less_ops),
-        wall_time_s=max(m["wall_time_s"] for m in summaries),
-        cache_hits=sum(m["cache_hits"] for m in summaries), selection=run.selection_text,
+        # what the run states of itself, no record holds: not carried (run_totals.RUN_ONLY)
+        wall_time_s=None, cache_hits=None, selection=run.selection_text,
         shard=shard, provenance=run.prov, torchscript=run.torchscript, left_out=run.left_out)
     rep = build_report(parts, run.tags)
     from .onnx_points import carry

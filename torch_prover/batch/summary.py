@@ -118,14 +118,17 @@ def _case_less_op(e: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
 
 
 def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str, Any]],
-                 wall_time_s: float, waived: dict | None = None, stale: list | None = None,
-                 cache_hits: int = 0, tags_from: str = "onnx.defs",
+                 wall_time_s: float | None, waived: dict | None = None,
+                 stale: list | None = None, cache_hits: int | None = 0,
+                 tags_from: str = "onnx.defs",
                  missing_from_docs: dict[str, list[str]] | None = None,
                  tags_path: str | None = None,
                  case_less_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The verify-all report (docs/design.md §3.2): summary, proof records, and every ai.onnx op;
     ``case_less_ops`` (``case_less``) are decided by type in ``ops``, counted in
-    ``summary.by_type``, apart from the cases' counts."""
+    ``summary.by_type``, apart from the cases' counts. ``wall_time_s`` and ``cache_hits``
+    None: a report rebuilt from saved records, which cannot state them
+    (``output/run_totals.RUN_ONLY``)."""
     waived = waived or {}
     by_op: dict[str, list] = {}
     for r in records:
@@ -187,7 +190,7 @@ def batch_report(records: list[dict[str, Any]], coverage_entries: list[dict[str,
                                           for c, p in by_type_dis)},
         "tags_from": tags_from, "tags_path": tags_path,
         "missing_from_docs": missing_from_docs or {},
-        "wall_time_s": round(wall_time_s, 2),
+        "wall_time_s": round(wall_time_s, 2) if wall_time_s is not None else None,
     }
     code = exit_code({"summary": summary})
     return {**head(DocKind.BATCH_REPORT, code, _reason(summary)), "summary": summary,

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from .. import preflight
 from ..case import Case
 from ..errors import UsageError
+from .shards import parse_shard, shard_ops
 
 
 @dataclass(frozen=True)
@@ -134,31 +135,6 @@ def load_waivers(path: str | None) -> tuple[Any, ...]:
     return tuple(waivers)
 
 
-MAX_SHARDS = 100_000
-"""More shards than this is no CI matrix (the report's schema says the same)."""
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``K/N`` with 1 <= K <= N <= MAX_SHARDS, in ASCII digits (``str.isdigit`` takes '²',
-    which ``int`` refuses); UsageError otherwise."""
-    if text is None:
-        return None
-    k, sep, n = text.strip().partition("/")
-    if not sep or not preflight.is_decimal(k) or not preflight.is_decimal(n) or \
-            not 1 <= int(k) <= int(n) <= MAX_SHARDS:
-        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N <= {MAX_SHARDS}, "
-                         "e.g. --shard 2/3")
-    return int(k), int(n)
-
-
-def shard_ops(ops: Sequence[str], shard: tuple[int, int]) -> set[str]:
-    """The ops of shard ``shard`` (K, N). Shards split the run by op (every case, variant
-    and by-type row of an op stays together, so each op's status is whole in one shard):
-    the ops in name order, dealt round-robin."""
-    k, n = shard
-    return {op for i, op in enumerate(sorted(ops)) if i % n == k - 1}
-
-
 def selection_of(text: str):
     from .versions import parse_selection
     try:
@@ -259,7 +235,8 @@ def run(prepared: Prepared) -> Outcome:
     """Prove the prepared cases (and, with ``--versions``, their variants), decide the
     case-less ops by type, apply the waivers, and, for a full run with evidence, prune
     vanished cases and regenerate the index."""
-    from ..output.evidence import prune, write_index, write_versions
+    from ..output.evidence import prune
+    from ..output.index_files import write_index, write_versions
     from . import provenance
     from .one_case import BatchOptions
     from .pool import run_batch
@@ -346,8 +323,8 @@ class Parts:
     label: str
     tags_path: str | None
     missing: dict[str, list[str]]
-    wall_time_s: float
-    cache_hits: int
+    wall_time_s: float | None   # None: rebuilt from saved records (run_totals.RUN_ONLY)
+    cache_hits: int | None
     selection: str = "latest"
     shard: tuple[int, int] | None = None
     provenance: dict[str, Any] | None = None   # batch/provenance.py: of_run

@@ -35,10 +35,11 @@ def _xml(text: Any) -> str:
     return _NOT_XML.sub("\ufffd", str(text))
 
 
-def junit_xml(found: list[Test], suite_name: str, wall_time_s: float = 0.0,
+def junit_xml(found: list[Test], suite_name: str, wall_time_s: float | None = 0.0,
               place: Place | None = None) -> str:
     """The document as text (UTF-8, with its XML declaration); ``place``: each testcase's
-    file and line."""
+    file and line. ``wall_time_s`` None (a merged report, which cannot re-derive it:
+    ``output/run_totals.RUN_ONLY``): no ``time`` attribute, which junit-10.xsd allows."""
     from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
     suite = TestSuite(_xml(suite_name))
     cases = []
@@ -59,11 +60,13 @@ def junit_xml(found: list[Test], suite_name: str, wall_time_s: float = 0.0,
     doc = JUnitXml()
     doc.add_testsuite(suite)
     doc.update_statistics()
-    suite.time = doc.time = round(float(wall_time_s), 3)   # the run's, not a sum of cases'
+    suite.time = doc.time = round(float(wall_time_s or 0.0), 3)   # the run's, not the cases'
     buf = io.BytesIO()
     doc.write(buf)
     root = ElementTree.fromstring(buf.getvalue())
     root.attrib.pop("skipped", None)   # not in junit-10.xsd's <testsuites>
+    for elem in (root, *root.iter("testsuite")) if wall_time_s is None else ():
+        elem.attrib.pop("time", None)
     for t, elem in zip(found, root.iter("testcase")) if place is not None else ():
         path, line = place(t)
         if path is not None:
@@ -76,7 +79,8 @@ def junit_xml(found: list[Test], suite_name: str, wall_time_s: float = 0.0,
 
 
 def write_junit(path: str | Path, found: list[Test], suite_name: str,
-                wall_time_s: float = 0.0, place: Place | None = None) -> None:
+                wall_time_s: float | None = 0.0, place: Place | None = None) -> None:
     """Write ``path`` atomically (``evidence.write_text``: a temporary, then a rename)."""
     from ..output.evidence import write_text
-    write_text(Path(path), junit_xml(found, suite_name, wall_time_s, place))
+    from ..output.ownership import Holds
+    write_text(Path(path), junit_xml(found, suite_name, wall_time_s, place), Holds.JUNIT)

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..engine import test_data
-from ..output.evidence import read_regular
+from ..inputs import Bound, read_bytes
 from ..vocab import OutputCheck, Runtime
 
 MANIFEST = "node-tests.json"
@@ -140,7 +140,7 @@ def judge(d: Path, root: Path, rec: dict[str, Any] | None) -> Entry:
             return entry(Status.REFUSED, f"proof.json: {why}", Why.RECORD, record=rec)
         return entry(Status.EXPLAINED, rec["error"], Why.FAILED_CASE, record=rec)
     model = d / "model.onnx"
-    model_bytes = read_regular(model) if _regular(model) else b""
+    model_bytes = read_bytes(model, Bound.EVIDENCE, follow=False) if _regular(model) else b""
     if hashlib.sha256(model_bytes).hexdigest() != rec["model"]["sha256"]:
         return entry(Status.REFUSED, "model.onnx is missing, not a regular file, or its "
                                      "sha256 is not the record's", Why.MODEL_MISMATCH,
@@ -185,7 +185,7 @@ def _copy_bound(d: Path, data: dict[str, Any], model: Any) -> float | None:
     model that cannot)."""
     from ..engine.versions.float32_copy import CopyError, float32_copy
     from ..engine.numeric.numeric import forward_bound
-    from ..output.evidence import load_pb
+    from ..output.evidence_data import load_pb
     try:
         float32_copy(model)
     except CopyError:

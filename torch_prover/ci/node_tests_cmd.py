@@ -41,6 +41,8 @@ def check(models: str, out: str) -> tuple[Path, Path]:
     why = nt.not_ours(target)
     if why:
         raise UsageError(f"-o: {why}")
+    from ..output.leftovers import json_document, sweep
+    sweep(target / nt.MANIFEST, json_document("kind", "node-tests"))   # an older run's
     return root, target
 
 

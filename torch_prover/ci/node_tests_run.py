@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import describe, first_line
-from ..output.evidence import load_pb
+from ..output.evidence_data import load_pb
 
 
 @dataclass(frozen=True)

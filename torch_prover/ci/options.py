@@ -108,7 +108,7 @@ def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
         from .junit import write_junit
         from .github import Locator
         write_junit(p.junit, found, p.suite,
-                    report.get("summary", {}).get("wall_time_s") or 0.0,
+                    report.get("summary", {}).get("wall_time_s"),
                     Locator(p.onnx_src).place if p.onnx_src is not None else None)
         print(f"JUnit XML written to {p.junit}", file=sys.stderr)
     if p.github:

@@ -89,7 +89,8 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
         body, extra = pr_texts(the_plan, out.name, evidence.name,
                                origin_lines(rep, args.report))
         # one commit: a kill leaves the previous patch and PR text, or these (docs/safety.md)
-        write_texts({out: diff, md: body, **({evidence: extra} if extra is not None else {})})
+        write_texts({out: diff, md: body, **({evidence: extra} if extra is not None else {})},
+                    {out: Holds.PATCH, md: Holds.PR_TEXT, evidence: Holds.PR_EVIDENCE})
     if args.format == "json":
         from ..output.documents import fix_tags_doc
         from ..output.report import to_json

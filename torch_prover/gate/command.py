@@ -185,9 +185,10 @@ def emit(doc: dict[str, Any], fmt: str, report: str | None, width: int | None,
     """The rendering to ``--report`` (stdout then shows the text; JSON stays JSON), or to
     stdout."""
     from ..output.evidence import write_text
+    from ..output.ownership import Holds
     rendered = render(doc, fmt, width)
     if report:
-        write_text(Path(report), rendered)
+        write_text(Path(report), rendered, Holds.PR_COMMENT)
         stdout.write(rendered if fmt == "json" else render(doc, "text", width))
         print(f"PR comment written to {report}", file=stderr)
     else:

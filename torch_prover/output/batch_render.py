@@ -82,6 +82,7 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     with ``--format json``); without it, stdout has the report itself -- for Markdown past
     the limit its summary body, and one stderr line says how to get the details."""
     from .commit import write_texts
+    from .ownership import Holds
     if report_path is None:
         r = render_batch(rep, fmt, width, "the details file (`--report FILE` writes it "
                                           "beside FILE)")
@@ -96,7 +97,8 @@ def emit(rep: dict[str, Any], fmt: str, report_path: str | None, width: int
     details = markdown_limit.details_path(path)
     r = render_batch(rep, fmt, width, f"`{details.name}` (beside this file)")
     # the report and its details file commit together (output/commit.py)
-    write_texts({path: r.text, **({details: r.details} if r.details is not None else {})})
+    write_texts({path: r.text, **({details: r.details} if r.details is not None else {})},
+                {path: Holds.REPORT, details: Holds.REPORT})
     notes = [f"report written to {report_path}"]
     if r.details is not None:
         notes[0] += (f": its summary ({len(r.text):,} characters); the whole report "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .report import md_row
-from .run_totals import proofs_words, totals
+from .run_totals import cache_part, proofs_words, totals, wall_words
 from .text_table import DEFAULT_WIDTH, table, wrap_line
 from .units import UNITS, count
 
@@ -147,8 +147,8 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
     tally = disagreement_tally(report["cases"])
     for line in (f"ops: {s['ops_covered']} of {count(s['ops_total'], 'op')} (ai.onnx) have a "
                  f"case" + (f" ({by_type_ops} more decided by type)" if by_type_ops else "")
-                 + f", {s['ops_run']} run in {proofs_words(totals(report))} "
-                 f"({s['cache_hits']} from the cache)",
+                 + f", {s['ops_run']} run in {proofs_words(totals(report))}"
+                 + cache_part(report),
                  f"case results: {c['agree']} agree, {c['disagree']} disagree "
                  f"({s['declared_disagreements']} declared by their cases, "
                  f"{s['unwaived_disagreements']} new), {c['proposed']} proposed, "
@@ -156,7 +156,7 @@ def batch_text(report: dict[str, Any], width: int | None = DEFAULT_WIDTH) -> str
                  f"disagreements: {tally_words(tally['math'])} by the math; "
                  f"{tally_words(tally['convention'])} decided by a convention",
                  f"cases: {s['invalid_cases']} invalid, {s['failed_cases']} failed; "
-                 f"wall time {s['wall_time_s']:.1f} s"):
+                 + wall_words(report)):
         lines += wrap_line(line, width)
     t = s.get("by_type")
     if t and (t["ops"] or t["partly"]):

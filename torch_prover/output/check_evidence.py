@@ -33,8 +33,10 @@ from ..engine import test_data
 from ..engine.numeric import numeric
 from ..engine.versions.float32_copy import KernelGap
 from ..errors import describe
+from ..inputs import Bound, InputError, read_bytes
 from ..vocab import EvidenceStatus, OutputCheck, Runtime
-from .evidence import OWN_ENTRIES, load_pb, read_regular
+from .evidence import OWN_ENTRIES
+from .evidence_data import load_pb
 
 KIND_OF = {Runtime.ONNXRUNTIME: "onnxruntime", Runtime.REFERENCE: "reference"}
 """A record's runtime -> numeric.Runner's kind."""
@@ -54,16 +56,14 @@ def record_at(d: Path) -> dict[str, Any] | None:
     node-tests read every record through this before any work."""
     from ..engine.record import RECORD_FORMAT
     from ..errors import UsageError
-    from .evidence import read_regular
     from .json_schema import first_problem
     path = d / "proof.json"
     if not os.path.lexists(path):
         return None
     try:
-        rec = json.loads(read_regular(path).decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}; give an evidence tree "
-                         "torch-prover wrote") from None
+        rec = json.loads(read_bytes(path, Bound.RECORD, follow=False).decode("utf-8"))
+    except InputError as exc:
+        raise UsageError(f"{exc}; give an evidence tree torch-prover wrote") from None
     except (ValueError, RecursionError):
         raise UsageError(f"{path}: not JSON, so not a record torch-prover wrote") from None
     if older(rec):
@@ -200,9 +200,9 @@ def check_dir(d: Path, root: Path, recheck: Recheck | None = None,
         return result(EvidenceStatus.CANNOT_RUN, f"the record is a failed case: {rec['error']}")
     data = rec["test_data"]
     try:
-        model_bytes = read_regular(d / "model.onnx")
-    except OSError as exc:
-        return result(EvidenceStatus.MISMATCH, f"model.onnx: {exc.strerror or describe(exc)}")
+        model_bytes = read_bytes(d / "model.onnx", Bound.EVIDENCE, follow=False)
+    except InputError as exc:
+        return result(EvidenceStatus.MISMATCH, f"model.onnx: {exc.problem}")
     if hashlib.sha256(model_bytes).hexdigest() != rec["model"]["sha256"]:
         return result(EvidenceStatus.MISMATCH, "model.onnx is not the model the record "
                                                "names (sha256 differs)")
@@ -260,9 +260,9 @@ def check_dir(d: Path, root: Path, recheck: Recheck | None = None,
     compared = _recorded_forward(rec, compared, differ, found)
     try:
         checked, skipped = _gradients(rec, model, feeds, runner, files, found)
-    except OSError as exc:   # a gradient file that is a FIFO, or unreadable
+    except InputError as exc:   # a gradient file that is a FIFO, or unreadable
         checked, skipped = 0, []
-        found.problems.append(f"gradient data unreadable: {describe(exc)}")
+        found.problems.append(f"gradient data unreadable: {exc}")
     parts = (["a float32 copy of model.onnx ran"] if copy is not None else []) + [
              f"{compared} of {len(wants)} outputs compared",
              f"gradients: {checked} re-checked" + (f", {len(skipped)} not" if skipped else "")]

@@ -17,6 +17,12 @@ exclusive ``flock`` on the directory:
 3. the journal is removed (the commit is done), then the scratch directory with the old
    files.
 
+A file staged with what it holds (``text(..., holds=)``: a report, a patch, a script...) is
+listed in the directory's manifest (``ownership.OUTPUTS``) with its digest; the manifest is
+read, updated and staged as the last entry while the lock is held, so two commands
+committing into one directory cannot drop each other's entries, and it is committed with
+the files it lists (``ownership``: what makes such a file ours to replace next time).
+
 A kill before step 1 leaves the old set and a scratch directory without a journal; after
 it, a journal that ``recover`` (run by the next command writing there, before its checks:
 ``preflight.outputs_checked``) plays forward -- each step is skipped once done, so playing
@@ -31,6 +37,7 @@ can kill it there with -9 deterministically (tests/test_reliability_commit.py).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -40,6 +47,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .ownership import OUTPUTS, Holds, entry, outputs_text, read_outputs
 from .scratch import leftovers, process_prefix
 
 PURPOSE = "commit"
@@ -161,6 +169,7 @@ class Commit:
         (self.scratch / "staged").mkdir()
         self.names: list[str] = []
         self.finals: dict[Path, Path] = {}   # staged path -> the final path it becomes
+        self.owned: dict[str, tuple[Holds, Path]] = {}   # name -> what it holds, staged path
 
     def __enter__(self) -> Commit:
         return self
@@ -193,13 +202,29 @@ class Commit:
         (self.scratch / "staged" / str(len(self.names) - 1)).touch()
         return slot
 
-    def text(self, final: str | os.PathLike, text: str) -> None:
-        """Stage a text file (UTF-8), with the permissions ``open()`` gives."""
+    def text(self, final: str | os.PathLike, text: str, holds: Holds | None = None) -> None:
+        """Stage a text file (UTF-8), with the permissions ``open()`` gives; ``holds``: list
+        it in the directory's manifest as holding that (module docstring)."""
         def fill(path: Path) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
             os.chmod(path, 0o666 & ~umask())
-        self.stage(final, fill)
+        slot = self.stage(final, fill)
+        if holds is not None:
+            self.owned[Path(final).name] = (holds, slot)
+
+    def _list_owned(self) -> None:
+        """Stage the directory's manifest with this commit's files in it (under the lock):
+        the entries of files still there kept, those of files gone or replaced dropped."""
+        path = self.parent / OUTPUTS
+        files = read_outputs(self.parent)
+        if files is None:   # preflight refused it before any work: it appeared since
+            raise OSError(errno.EEXIST, "exists and is not torch-prover's manifest of its "
+                                        "outputs; it is left alone", str(path))
+        kept = {n: e for n, e in files.items()
+                if n not in self.names and os.path.lexists(self.parent / n)}
+        kept.update({n: entry(holds, slot) for n, (holds, slot) in self.owned.items()})
+        self.text(path, outputs_text(kept))
 
     def remove(self, final: str | os.PathLike) -> None:
         """Remove ``final`` with the set (the caller proved it is ours)."""
@@ -217,6 +242,8 @@ class Commit:
         """Steps 1-3 of the module docstring; an OSError names the output it concerns."""
         _step("staged")
         with _locked(self.parent):
+            if self.owned:
+                self._list_owned()
             tmp = self.scratch / (JOURNAL + ".tmp")
             tmp.write_text(json.dumps({"names": self.names}), encoding="utf-8")
             os.rename(tmp, self.scratch / JOURNAL)
@@ -229,13 +256,14 @@ class Commit:
             _done(self.scratch)
 
 
-def write_texts(files: dict[Path, str]) -> None:
-    """Files of one directory written together (all or none): ``{path: text}``."""
+def write_texts(files: dict[Path, str], holds: dict[Path, Holds] | None = None) -> None:
+    """Files of one directory written together (all or none): ``{path: text}``; ``holds``:
+    what each output holds, listed in the directory's manifest (``Commit.text``)."""
     paths = list(files)
     parents = {Path(p).parent for p in paths}
     if len(parents) != 1:
         raise ValueError("write_texts: one directory at a time")
     with Commit(parents.pop()) as c:
         for path, text in files.items():
-            c.text(path, text)
+            c.text(path, text, (holds or {}).get(path))
         c.commit()

@@ -1,4 +1,4 @@
-"""The only module that writes under the evidence directory, and the only one that deletes.
+"""The only module that writes or deletes a case directory of the evidence.
 
 Layout is ONNX's node-test data layout, so standard ONNX tooling can load it::
 
@@ -28,11 +28,9 @@ Do no harm (docs/design.md §4). ``--out`` may be any directory a user names, ho
   refused with a clear message (``OutputError``).
 - Files get the user's normal permissions (umask), not ``mkstemp``'s private 0600.
 
-Reproducible on any machine: a rewrite whose ``proof.json`` and ``model.onnx`` are byte for
-byte the ones on disk, and whose test data differ only by floating-point noise (torch's
-AVX2 and AVX-512 exp/log kernels differ in the last bit: ``data_noise``), keeps the files on
-disk. The record is the claim and must repeat exactly; the sample tensors are PyTorch's
-values on the machine that first wrote them, and stay valid to within that noise.
+Reproducible on any machine: a rewrite that changes nothing keeps the files on disk
+(``evidence_data.same_evidence``); the index files beside the evidence are
+``index_files.py``'s.
 """
 from __future__ import annotations
 
@@ -42,30 +40,27 @@ import json
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 import onnx
 import onnx.helper
 import onnx.numpy_helper
 import torch
 
 from ..errors import OutputError
+from ..inputs import Bound, InputError, read_bytes
 from ..engine import test_data
 from ..engine.export import output_index
 from ..engine.prove import Proof
-from .report import md_row
-from ..vocab import DocKind
+from .evidence_data import same_evidence
+from .ownership import Holds
 
 OWN_ENTRIES = frozenset({"model.onnx", "proof.json", "test_data_set_0"})
 _DATA_FILE = re.compile(test_data.DATA_FILE_PATTERN)
 _TMP_TAG = ".torch-prover-"
 _TMP_NAME = re.compile(r"^\.(?P<case>.+)\.torch-prover-(?P<old>old-)?[A-Za-z0-9_]+$")
-INDEX_HEADER = "# Evidence index"
-INDEX_GENERATOR = "torch-prover verify-all"
 
 
 # ----------------------------------------------------------------------------- permissions
@@ -84,12 +79,13 @@ def _share(path: Path | int, mode: int) -> None:
 
 
 # ----------------------------------------------------------------------------- writing
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, holds: Holds | None = None) -> None:
     """Write ``text`` to ``path`` as a commit of one file (``output/commit.py``: staged in
     a scratch directory beside it, renamed, swept by the next run if killed). An OSError
-    names ``path``, the file the user asked for, never the temporary."""
+    names ``path``, the file the user asked for, never the temporary. ``holds``: an output
+    the output rule guards, listed in its directory's manifest (``output/ownership.py``)."""
     from .commit import write_texts
-    write_texts({Path(path): text})
+    write_texts({Path(path): text}, {Path(path): holds} if holds is not None else None)
 
 
 def dumps(record: Any) -> str:
@@ -183,73 +179,6 @@ def _pb(path: Path, tensor, name: str) -> None:
     _write_file(path, proto.SerializeToString())
 
 
-# ----------------------------------------------------------------------------- sameness
-NOISE_ULPS = 1000
-"""Test data equal to within this many units of the dtype's epsilon, relative to the
-tensor's largest magnitude, count as the same sample (see the module docstring)."""
-
-
-def read_regular(path: Path) -> bytes:
-    """The bytes of ``path``, a regular file: a FIFO, a device or a symlink is refused
-    (OSError naming it) before a read could block on it or follow it out of the tree --
-    opened without blocking or following, then judged on the open file (no race)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
-    finally:
-        os.close(fd)
-
-
-def load_pb(path: Path) -> np.ndarray:
-    t = onnx.TensorProto()
-    t.ParseFromString(read_regular(path))
-    return onnx.numpy_helper.to_array(t)
-
-
-def data_noise(a: np.ndarray, b: np.ndarray) -> bool:
-    """``a`` and ``b`` are the same tensor up to floating-point noise (exact otherwise)."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)):
-        return bool(np.array_equal(a, b))
-    if np.array_equal(a, b, equal_nan=True):
-        return True
-    same_nan = np.array_equal(np.isnan(a), np.isnan(b))
-    x, y = np.nan_to_num(a), np.nan_to_num(b)
-    scale = max(float(np.abs(x).max(initial=0.0)), float(np.abs(y).max(initial=0.0)),
-                float(np.finfo(a.dtype).tiny))
-    eps = float(np.finfo(a.dtype).eps)
-    return same_nan and float(np.abs(x - y).max(initial=0.0)) <= NOISE_ULPS * eps * scale
-
-
-def same_evidence(old: Path, new: Path) -> bool:
-    """Same record and model byte for byte, same data files up to ``data_noise``. A file
-    missing from ``old`` (a deleted model.onnx, no test_data_set_0) is not the same: the
-    directory is rewritten, never left broken."""
-    try:
-        for name in ("proof.json", "model.onnx"):
-            if (old / name).read_bytes() != (new / name).read_bytes():
-                return False
-        a, b = old / "test_data_set_0", new / "test_data_set_0"
-        names = sorted(p.name for p in a.iterdir())
-    except OSError:
-        return False
-    if names != sorted(p.name for p in b.iterdir()):
-        return False
-    for name in names:
-        if (a / name).read_bytes() == (b / name).read_bytes():
-            continue
-        try:
-            if not data_noise(load_pb(a / name), load_pb(b / name)):
-                return False
-        except Exception:   # unreadable: not the same
-            return False
-    return True
-
-
 def evidence_digests(d: Path) -> dict[str, str]:
     """sha256 of every file of a case directory but proof.json (model.onnx and the data
     files), by relative path: what the cache stores beside a record, so evidence changed
@@ -328,8 +257,8 @@ def is_record(rec: Any, op: str | None = None, case: str | None = None) -> bool:
 def read_record(path: Path) -> dict[str, Any] | None:
     """A proof record read from ``path``, or None when it is not one of ours."""
     try:
-        rec = json.loads(read_regular(path).decode("utf-8"))
-    except (OSError, ValueError):
+        rec = json.loads(read_bytes(path, Bound.RECORD, follow=False).decode("utf-8"))
+    except (InputError, ValueError, RecursionError):
         return None
     return rec if is_record(rec) else None
 
@@ -356,8 +285,8 @@ def why_not_ours(d: Path, op: str, case: str) -> str | None:
     if not proof.exists():
         return "has no proof.json, so nothing shows it is torch-prover's evidence"
     try:
-        rec = json.loads(proof.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rec = json.loads(read_bytes(proof, Bound.RECORD, follow=False).decode("utf-8"))
+    except (InputError, ValueError, RecursionError):
         return "has a damaged proof.json (not JSON): it cannot show it is torch-prover's"
     if not is_record(rec):
         return "has a proof.json that is not a torch-prover record"
@@ -406,82 +335,3 @@ def prune(out: Path, keep: set[tuple[str, str]]) -> list[Path]:
         if mine and not any(op_dir.iterdir()):
             op_dir.rmdir()
     return removed
-
-
-# ----------------------------------------------------------------------------- the index
-def _ours_or_absent(path: Path, is_ours) -> bool:
-    if path.is_symlink():
-        return False
-    if not path.exists():
-        return True
-    try:
-        return bool(is_ours(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return False
-
-
-def _index_json_is_ours(text: str) -> bool:
-    data = json.loads(text)
-    return isinstance(data, dict) and {"format", "summary", "ops"} <= set(data)
-
-
-def write_index(out: Path, report: dict[str, Any]) -> list[str]:
-    """models/index.json and models/README.md: every ai.onnx op, its status and why.
-
-    Returns warnings: a README.md or index.json that torch-prover did not write (a user's
-    ``--out`` may be any directory) is left alone and named."""
-    out = Path(out)
-    warnings = []
-    ops = report["ops"]
-    cases: dict[str, list[str]] = {}
-    for r in report["cases"]:
-        cases.setdefault(r["op"], []).append(r["case"])
-    index = {"kind": DocKind.INDEX, "format": 1, "versions": next((r["versions"] for r in report["cases"]
-                                            if "versions" in r), {}),
-             "summary": {k: v for k, v in report["summary"].items()
-                         if k not in ("wall_time_s", "cache_hits")},
-             "ops": [{**o, "cases": cases.get(o["op"], [])} for o in ops]}
-    if _ours_or_absent(out / "index.json", _index_json_is_ours):
-        write_text(out / "index.json", dumps(index))
-    else:
-        warnings.append(f"{out / 'index.json'} was not written by torch-prover: left alone")
-    counts: dict[str, int] = {}
-    for o in ops:
-        counts[o["status"]] = counts.get(o["status"], 0) + 1
-    lines = [INDEX_HEADER, "",
-             f"Generated by `{INDEX_GENERATOR}`; do not edit. Each case directory holds "
-             "`model.onnx`, `test_data_set_0/` (inputs, outputs, the dy of each output, "
-             "input gradients) and `proof.json`; `torch-prover check-evidence` re-runs "
-             "them.", "",
-             ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), "",
-             "| op | status | cases | detail |", "|---|---|---|---|"]
-    for o in ops:
-        links = ", ".join(f"[{c}]({o['op']}/{c}/proof.json)" for c in cases.get(o["op"], []))
-        lines.append(md_row(o["op"], o["status"], links, o["reason"]))
-    if _ours_or_absent(out / "README.md",
-                       lambda t: t.startswith(INDEX_HEADER) and INDEX_GENERATOR in t[:300]):
-        write_text(out / "README.md", "\n".join(lines) + "\n")
-    else:
-        warnings.append(f"{out / 'README.md'} was not written by torch-prover: left alone")
-    return warnings
-
-
-VERSIONS_INDEX = "versions.json"
-"""The per-version table of the last full ``verify-all --versions all`` (``write_versions``)."""
-
-
-def _versions_json_is_ours(text: str) -> bool:
-    data = json.loads(text)
-    return isinstance(data, dict) and {"format", "selection", "summary", "ops"} <= set(data)
-
-
-def write_versions(out: Path, section: dict[str, Any]) -> list[str]:
-    """models/versions.json: the per-version cells of a full all-versions run, without the
-    variants' records (each is in its own case directory). A default run leaves it alone,
-    so the committed table stays what the last all-versions run found."""
-    path = Path(out) / VERSIONS_INDEX
-    if not _ours_or_absent(path, _versions_json_is_ours):
-        return [f"{path} was not written by torch-prover: left alone"]
-    write_text(path, dumps({"format": 1, **{k: v for k, v in section.items()
-                                            if k != "cases"}}))
-    return []

@@ -23,7 +23,7 @@ from .body_text import body_summary
 from .html_versions import versions_card, versions_section
 from .report import numeric_line
 from .units import UNITS, count
-from .run_totals import cache_words, totals
+from .run_totals import cache_words, stated, totals
 
 VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
 # evidence -> (stroke colour, dash pattern, width, legend text)
@@ -255,7 +255,7 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
         ("case results", _e(sum(int(params.get(v, 0) or 0) for v in VERDICTS)),
          f'<div class="bar">{pbar}</div><div class="chips">' + "".join(
              _verdict_chip(v, int(params.get(v, 0) or 0)) for v in VERDICTS) + "</div>"),
-        ("wall time", f"{float(wall):.0f}<small> s</small>" if isinstance(wall, (int, float))
+        ("wall time", f"{float(wall):.0f}<small> s</small>" if stated(report, "wall_time_s")
          else "–", f'<div class="muted small cache">{_e(cache_words(report))}</div>'),
     ]
     if report.get("versions"):

@@ -1,22 +1,32 @@
-"""Whether an existing file is one torch-prover wrote, by what it holds: the third part of
-the output rule (docs/safety.md; ``preflight.outputs_checked``): an output path is never a
-file this command did not create.
+"""Whether an existing file is one torch-prover wrote: the third part of the output rule
+(docs/safety.md; ``preflight.outputs_checked``): an output path is never a file this
+command did not create.
 
-Each kind of output file starts in a way no file of someone else's plausibly does, and the
-reader looks only at its first bytes (``HEAD_BYTES``): a report in any of its four
-formats (a JSON ``batch-report``, the text report's op table, the Markdown report's title,
-the HTML report's page title), a generated proof script's docstring, and fix-tags' patch,
-PR text and evidence file (each led by a line this module defines and their writers
-use). An empty file holds nothing to lose, so it may be replaced too. Anything else --
-your notes, an ONNX checkout's README, a report of another tool -- is refused.
+Ownership by manifest, not by shape. A file's first bytes prove nothing -- your notes can
+begin with a report's title -- so every single-file output (a report in any format, its
+details file, ``--junit``, ``script -o``, fix-tags' patch, PR text and evidence file, PR
+mode's comment) is listed, when it is written, in its directory's manifest
+(``.torch-prover-outputs.json``: each name with what it holds and the sha256 of its bytes),
+committed in the same commit as the file (``output/commit.py``). An existing file is ours
+to replace only when that manifest lists it as holding what this command writes there,
+with the digest it has now; an empty file holds nothing to lose, so it may be replaced too.
+Anything else -- your notes, a report you edited, a file an older torch-prover wrote
+before the manifest -- is refused. node-tests' tree is owned the same way, by its own
+manifest (``node-tests.json``: ``listed``).
+
+The first lines each output begins with (``PATCH_HEAD``...) are still defined here, for
+their writers and for ``output/leftovers.py``, which recognises an older torch-prover's
+half-written temporaries by them.
 """
 from __future__ import annotations
 
-import re
-from ..compat import StrEnum
+import json
+import os
+import stat
 from pathlib import Path
+from typing import Any
 
-HEAD_BYTES = 4096
+from ..compat import StrEnum
 
 PATCH_HEAD = "# torch-prover fix-tags: differentiability tag edits for onnx/defs"
 """The patch's first line (``git apply`` and ``patch`` skip text before the first diff)."""
@@ -30,18 +40,16 @@ PR_COMMENT_HEADS = ("## torch-prover: the differentiability tags this PR changes
                     "PR gate: ")
 """PR mode's comment (gate/comment.py), Markdown and text, by their first line."""
 
-_TEXT_REPORT = re.compile(r"op +status +reason *\n")
-_JSON_PR_GATE = re.compile(r'\{\s*"kind":\s*"pr-gate"')
-_JUNIT = re.compile(r"\A<\?xml[^>]*\?>\s*<testsuites\b[^>]*>\s*<testsuite\b[^>]*"
-                    r"\bname=\"torch-prover[ \"]")
-_JSON_REPORT = re.compile(r'\{\s*"kind":\s*"batch-report"')
+OUTPUTS = ".torch-prover-outputs.json"
+"""The manifest of the single-file outputs torch-prover wrote in a directory."""
+OUTPUTS_FORMAT = 1
 
 
 class Holds(StrEnum):
     """What a command writes to an output file (its words name it in a refusal)."""
 
     REPORT = "a verify-all or merge report"
-    SCRIPT = "a proof script torch-prover generated"
+    SCRIPT = "a proof script"
     PATCH = "a fix-tags patch"
     PR_TEXT = "a fix-tags PR text"
     PR_EVIDENCE = "a fix-tags evidence file"
@@ -50,34 +58,65 @@ class Holds(StrEnum):
     STEP_SUMMARY = "GitHub's step summary"   # appended to, never replaced: always ours to add to
     CASE_SCAFFOLD = "a new-case scaffold"     # a new file only: never replaced
 
+    @property
+    def key(self) -> str:
+        """Its word in the manifest (``pr-text``): stable, unlike the words above."""
+        return self.name.lower().replace("_", "-")
 
-def _is(head: str, holds: Holds) -> bool:
+    @property
+    def listed(self) -> bool:
+        """Written whole and listed in the manifest (the step summary is appended to, the
+        scaffold only ever created)."""
+        return self not in (Holds.STEP_SUMMARY, Holds.CASE_SCAFFOLD)
+
+
+def read_outputs(directory: Path) -> dict[str, dict[str, str]] | None:
+    """The manifest of ``directory``, ``{name: {"holds": key, "sha256": digest}}``: empty
+    when there is none, None when ``OUTPUTS`` there is not one torch-prover wrote (not a
+    regular file, not JSON, not its shipped schema's ``outputs`` document)."""
+    from ..inputs import Bound, InputError, read_bytes
+    from .json_schema import first_problem
+    path = Path(directory) / OUTPUTS
+    if not os.path.lexists(path):
+        return {}
+    try:
+        doc = json.loads(read_bytes(path, Bound.RECORD, follow=False).decode("utf-8"))
+    except (InputError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "outputs" or first_problem(doc, "outputs"):
+        return None
+    return doc["files"]
+
+
+def outputs_text(files: dict[str, dict[str, str]]) -> str:
+    """The manifest's text for ``files`` (``read_outputs``' shape)."""
+    doc = {"kind": "outputs", "format": OUTPUTS_FORMAT,
+           "files": {n: files[n] for n in sorted(files)}}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def entry(holds: Holds, written: Path) -> dict[str, Any]:
+    """The manifest's entry of a file holding ``holds``, as ``written`` (its staged bytes)."""
+    return {"holds": holds.key, "sha256": digest(written)}
+
+
+def written_by_us(path: Path, holds: Holds) -> bool:
+    """``path`` (an existing file) is empty, or its directory's manifest lists it as holding
+    ``holds`` with the digest it has now (the module docstring)."""
     if holds is Holds.STEP_SUMMARY:   # GitHub's file, which a step appends to
         return True
     if holds is Holds.CASE_SCAFFOLD:  # a catalogue module someone is writing
         return False
-    if holds is Holds.JUNIT:
-        return bool(_JUNIT.match(head))
-    if holds is Holds.PR_COMMENT:
-        return bool(_JSON_PR_GATE.match(head)) or head.startswith(PR_COMMENT_HEADS)
-    if holds is Holds.REPORT:
-        return bool(_JSON_REPORT.match(head) or _TEXT_REPORT.match(head)
-                    or head.startswith(MARKDOWN_REPORT_HEAD + "\n")
-                    or (head.startswith("<!DOCTYPE html>") and HTML_REPORT_TITLE in head))
-    first = {Holds.SCRIPT: SCRIPT_HEAD, Holds.PATCH: PATCH_HEAD + "\n",
-             Holds.PR_TEXT: PR_TEXT_HEAD + "\n", Holds.PR_EVIDENCE: PR_EVIDENCE_HEAD + "\n"}
-    return head.startswith(first[holds])
-
-
-def written_by_us(path: Path, holds: Holds) -> bool:
-    """``path`` (an existing regular file) is empty or holds what torch-prover writes as
-    ``holds``; a file that cannot be read is not provably ours."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+        st = os.lstat(path)
     except OSError:
         return False
-    return not head or _is(head.decode("utf-8", "replace"), holds)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if st.st_size == 0:
+        return True
+    listed_as = (read_outputs(Path(path).parent) or {}).get(Path(path).name)
+    return isinstance(listed_as, dict) and listed_as == entry(holds, Path(path))
 
 
 def digest(path: Path) -> str | None:

@@ -16,6 +16,15 @@ from .units import count
 
 VERDICT_ORDER = ("agree", "disagree", "proposed", "inconclusive")
 
+RUN_ONLY = ("wall_time_s", "cache_hits")
+"""What a run states about itself that no record holds: how long it took, and how many
+proofs the cache served. A report rebuilt from saved records (``report``, ``merge``,
+``fix-tags --report``: ``batch/report_io.rebuild``) cannot re-derive them, so it holds null
+for both and no rendering shows a number for them (docs/reports.md); the evidence index
+leaves them out (``index_files.write_index``)."""
+NOT_REDERIVED = ("wall time and cache use not shown (a report rebuilt from saved records "
+                 "cannot re-derive them)")
+
 
 @dataclass(frozen=True)
 class Totals:
@@ -41,6 +50,26 @@ def totals(rep: dict[str, Any]) -> Totals:
                   int(s.get("cache_hits") or 0))
 
 
+def stated(rep: dict[str, Any], field: str) -> bool:
+    """The report states its run's ``field`` (one of ``RUN_ONLY``: a run's own report does),
+    rather than holding null for it (a report rebuilt from saved records)."""
+    value = (rep.get("summary") or {}).get(field)
+    return isinstance(value, int if field == "cache_hits" else (int, float)) and \
+        not isinstance(value, bool)
+
+
+def cache_part(rep: dict[str, Any]) -> str:
+    """`` (8 from the cache)`` for the text report's ops line; nothing when not stated."""
+    return f" ({rep['summary']['cache_hits']} from the cache)" \
+        if stated(rep, "cache_hits") else ""
+
+
+def wall_words(rep: dict[str, Any]) -> str:
+    """``wall time 4.2 s``, or ``NOT_REDERIVED`` for a report rebuilt from saved records."""
+    return f"wall time {rep['summary']['wall_time_s']:.1f} s" \
+        if stated(rep, "wall_time_s") else NOT_REDERIVED
+
+
 def proofs_words(t: Totals) -> str:
     """``337 cases`` or ``337 cases and 657 version variants``."""
     return count(t.cases, "case") + (f" and {count(t.variants, 'version variant')}"
@@ -51,9 +80,8 @@ def cache_words(rep: dict[str, Any]) -> str:
     """How much of the run the cache served: a wall time alone misleads for a cached run.
     ``994 of 994 proofs from the cache (337 cases and 657 version variants), 0 proved in
     this run``; without --versions, ``337 of 337 cases from the cache, ...``."""
-    s = rep.get("summary") or {}
-    if not isinstance(s.get("cache_hits"), int):
-        return "cache use not recorded"
+    if not stated(rep, "cache_hits"):
+        return NOT_REDERIVED
     t = totals(rep)
     if not t.variants:
         return f"{t.cache_hits} of {count(t.cases, 'case')} from the cache, {t.proved_now} " \

@@ -408,11 +408,12 @@ def cmd_script(args) -> int:
     """``torch-prover script OP [--case NAME] [-o FILE]``."""
     from ..cases import find_case
     from ..output.evidence import write_text
+    from ..output.ownership import Holds
     from ..tags.schema import canonical_op
     case = find_case(canonical_op(args.op), args.case)
     text = render_case(case)
     if args.output is not None:
-        write_text(Path(args.output), text)
+        write_text(Path(args.output), text, Holds.SCRIPT)
         print(f"wrote {args.output}; run it with `torch-prover run {args.output}`",
               file=sys.stderr)
     else:
