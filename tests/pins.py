@@ -12,13 +12,13 @@ fails, with the versions named.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from functools import cache
 from pathlib import Path
 
+from torch_prover.engine.record import EVIDENCE_DISTRIBUTIONS, versions
+
 ROOT = Path(__file__).resolve().parent.parent
-EVIDENCE_DISTRIBUTIONS = ("torch", "onnx", "onnxruntime", "onnxscript")
 
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
 _TORCH_WARNING = re.compile(r"^\S*/torch/\S+:\d+: \w*Warning: .*\n(?:[ \t]+\S.*\n)?", re.M)
@@ -26,7 +26,7 @@ _TORCH_WARNING = re.compile(r"^\S*/torch/\S+:\d+: \w*Warning: .*\n(?:[ \t]+\S.*\
 UserWarning: ...`` and its source line): a new torch release adds such warnings."""
 
 
-def _base(version: str) -> str:
+def base(version: str) -> str:
     """``2.13.0+cpu`` -> ``2.13.0``: the local build label (CPU or CUDA wheel) is no release."""
     return version.split("+", 1)[0]
 
@@ -44,7 +44,8 @@ def pinned() -> dict[str, str]:
 
 @cache
 def installed() -> dict[str, str]:
-    return {d: importlib.metadata.version(d) for d in EVIDENCE_DISTRIBUTIONS}
+    """What the evidence records of the installed packages (``engine.record.versions``)."""
+    return versions()
 
 
 @cache
@@ -52,15 +53,15 @@ def other_torch() -> str | None:
     """The installed torch's version when torch alone differs from the pins, else None
     (the pinned install, or another onnx/onnxruntime/onnxscript, where nothing is masked)."""
     have, pins = installed(), pinned()
-    if any(_base(have[d]) != pins[d] for d in EVIDENCE_DISTRIBUTIONS if d != "torch"):
+    if any(base(have[d]) != pins[d] for d in EVIDENCE_DISTRIBUTIONS if d != "torch"):
         return None
-    return have["torch"] if _base(have["torch"]) != pins["torch"] else None
+    return have["torch"] if base(have["torch"]) != pins["torch"] else None
 
 
 def _torch_version() -> re.Pattern[str]:
     """Every spelling a record or a report may hold for the installed or the pinned torch,
     with or without its local build label (``2.13.0+cpu``, ``2.15.0+cu132``, ``2.15.0``)."""
-    bases = sorted({_base(installed()["torch"]), pinned()["torch"]}, key=len, reverse=True)
+    bases = sorted({base(installed()["torch"]), pinned()["torch"]}, key=len, reverse=True)
     return re.compile("(?:" + "|".join(map(re.escape, bases)) + r")(?:\+[0-9A-Za-z.]+)?")
 
 

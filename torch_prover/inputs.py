@@ -93,10 +93,11 @@ def file_kind(mode: int) -> str:
 
 
 def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "",
-               follow: bool = True) -> bytes:
+               follow: bool = True, head: int | None = None) -> bytes:
     """The bytes of ``path``, a regular file (after symlinks; ``follow=False``: a symlink is
     refused, as inside an evidence tree) of at most ``bound`` bytes; InputError otherwise,
-    before anything is read."""
+    before anything is read. ``head``: only the first ``head`` bytes are read (and
+    returned), the file still held to ``bound``."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
@@ -117,7 +118,8 @@ def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "",
                                    f"most {bound.limit})", what)
         with os.fdopen(fd, "rb", buffering=0) as f:
             fd = None    # the file object closes it
-            data = _read_upto(f, st.st_size, bound.limit + 1)
+            data = (_read_upto(f, st.st_size, bound.limit + 1) if head is None
+                    else _read_upto(f, min(st.st_size, head), head))
     except OSError as exc:
         raise InputError(path, f"cannot read it ({exc.strerror or exc})", what) from None
     finally:

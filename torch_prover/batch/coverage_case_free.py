@@ -14,38 +14,16 @@ cells listed and the reason naming what they leave undecided.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..engine.onnx_points.judge import CaseFreeRule
 from ..engine.onnx_points.source import NodeTest, Skipped
-from ..engine.onnx_points.store import installed_tests
 from ..output.coverage import CASE_FREE, case_free_note
 from ..output.batch_report import BY_TYPE, MISSING
 from ..tags.schema import schema_tags
 from .case_free import cells as case_free_cells
-from .onnx_points import PointsRun, measure_versions
-
-@dataclass(frozen=True)
-class Points:
-    """The node tests consulted for a coverage listing: every installed test (to say why a
-    version has none) and the wanted versions' measured witnesses."""
-
-    tests: Sequence[NodeTest | Skipped]
-    run: PointsRun
-    warnings: tuple[str, ...]
-
-
-def points_for(keys: Iterable[tuple[str, int]], cache_dir: Path | None) -> Points | None:
-    """ONNX's node tests of these (op, schema version)s, measured; None when none is asked
-    (nothing collected, nothing read)."""
-    wanted = sorted(set(keys))
-    if not wanted:
-        return None
-    tests, warning = installed_tests(cache_dir)
-    return Points(tests, measure_versions(tests, wanted), (warning,) if warning else ())
-
+from .onnx_points import Points, no_test_of, points_for
 
 def _why_none(op: str, version: int, points: Points) -> str:
     """Why ONNX's node tests give an (op, version) no usable point: none of that version,
@@ -54,10 +32,8 @@ def _why_none(op: str, version: int, points: Points) -> str:
     if measured:
         said = "; ".join(w.detail for w in measured)
     else:
-        others = sorted({t.version for t in points.tests
-                         if isinstance(t, NodeTest) and t.op == op} - {version})
-        said = f"no usable ONNX node test of {op}-{version}" + (
-            f" (its tests are of {', '.join(f'{op}-{v}' for v in others)})" if others else "")
+        said = no_test_of(op, version, {t.version for t in points.tests
+                                        if isinstance(t, NodeTest) and t.op == op}, "usable ")
     skipped = Counter(t.reason.value for t in points.tests
                       if isinstance(t, Skipped) and t.op == op)
     if skipped:

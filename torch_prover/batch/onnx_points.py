@@ -148,6 +148,28 @@ def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skip
                      per_version, by, skips)
 
 
+@dataclass(frozen=True)
+class Points:
+    """The node tests consulted for a few schema versions: every installed test (to say why
+    a version has none) and the wanted versions' measured witnesses."""
+
+    tests: Sequence[points_source.NodeTest | points_source.Skipped]
+    run: PointsRun
+    warnings: tuple[str, ...]
+
+
+def points_for(keys: Iterable[tuple[str, int]], cache_dir: Path | None,
+               body: bool = True) -> Points | None:
+    """ONNX's node tests of these (op, schema version)s, read from the result cache's
+    collection and measured (``measure_versions``); None when none is asked (nothing
+    collected, nothing read): what ``coverage`` and fix-tags' guard ask."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return None
+    tests, warning = installed_tests(cache_dir)
+    return Points(tests, measure_versions(tests, wanted, body=body), (warning,) if warning else ())
+
+
 def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
                      body: bool = False) -> PointsRun:
     """An ONNX checkout's committed node tests (``--onnx-src``), measured (not cached: a PR's
@@ -201,14 +223,18 @@ def _version_cells(section: Mapping[str, Any]) -> list[tuple[Cell, dict]]:
     return out
 
 
+def no_test_of(op: str, version: int, versions: Iterable[int], kind: str = "") -> str:
+    """``no ONNX node test of Op-V (its tests are of Op-W)``: the other versions named."""
+    others = sorted(set(versions) - {version})
+    return f"no {kind}ONNX node test of {op}-{version}" + (
+        f" (its tests are of {', '.join(f'{op}-{v}' for v in others)})" if others else "")
+
+
 def _unavailable(run: PointsRun, cell: Cell) -> str:
     """Why no ONNX point measured the cell's parameter."""
     ws = run.by_version.get((cell.op, cell.version), ())
     if not ws:
-        others = sorted(v for op, v in run.by_version if op == cell.op)
-        return (f"no ONNX node test of {cell.op}-{cell.version}" +
-                (f" (its tests are of {', '.join(f'{cell.op}-{v}' for v in others)})"
-                 if others else ""))
+        return no_test_of(cell.op, cell.version, {v for op, v in run.by_version if op == cell.op})
     if all(w.skip is not None for w in ws):
         return f"the runtime reproduces none of the {len(ws)} tests measured (see mismatches)"
     return f"no test measured gives {cell.name} a floating value with a floating output"

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..batch.onnx_points import PointsRun, measure_versions
+from ..batch.onnx_points import PointsRun, points_for
 from ..engine.onnx_points.judge import cell_state
-from ..engine.onnx_points.store import installed_tests
 from ..tags.schema import UnknownOpError, schema_tags
 from ..vocab import PointsState, Tag
 from .plan import Edit, Plan, Withheld
@@ -65,16 +64,15 @@ def guarded(plan: Plan, cache_dir: Path | None) -> tuple[Plan, tuple[str, ...]]:
     keys = {(op, version) for e in plan.edits if _checked(e) for op, version, *_ in _names(e)}
     if not keys:
         return plan, ()
-    tests, warning = installed_tests(cache_dir)
-    run = measure_versions(tests, keys, body=False)
+    points = points_for(keys, cache_dir, body=False)
     kept, held = [], []
     for e in plan.edits:
-        why = contradiction(run, e) if _checked(e) else None
+        why = contradiction(points.run, e) if _checked(e) else None
         if why is None:
             kept.append(e)
         else:
             held += [(f, Withheld.ONNX_POINTS, why) for f in e.findings]
     if not held:
-        return plan, (warning,) if warning else ()
+        return plan, points.warnings
     return (replace(plan, edits=tuple(kept), withheld=plan.withheld + tuple(held)),
-            (warning,) if warning else ())
+            points.warnings)

@@ -88,7 +88,7 @@ def sweep(path: str | os.PathLike, recognised: Recognised) -> list[Path]:
             st = os.lstat(e.path)
             if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
                 continue
-            head = read_bytes(e.path, Bound.REPORT, follow=False)[:HEAD_CHARS]
+            head = read_bytes(e.path, Bound.REPORT, follow=False, head=HEAD_CHARS)
         except (OSError, InputError):
             continue
         if head and not recognised(head.decode("utf-8", "replace")):
