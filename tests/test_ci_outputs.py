@@ -19,7 +19,9 @@ import pytest
 from junitparser import JUnitXml
 
 from torch_prover import cli
-from torch_prover.ci.github import Locator, annotations, command, escape_data, escape_property
+from torch_prover.ci.github import Locator, annotations, command
+from torch_prover.output.inert import workflow_data as escape_data
+from torch_prover.output.inert import workflow_property as escape_property
 from torch_prover.ci.junit import junit_xml
 from torch_prover.ci.outcomes import Result, Why, all_tests
 from torch_prover.batch.summary import exit_code

@@ -45,6 +45,9 @@ PR_NUMBER = "7"
 SELECTION = "--ops Abs,Neg,Relu"
 TORCH_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
 CHECK = Path(sys.executable).parent / "check-jsonschema"
+PINNED_SPEC = "torch-prover @ git+https://github.com/OWNER/torch-prover@" + "0" * 40
+"""What the local run sets TORCH_PROVER_SPEC to (the form the workflow accepts); its pip
+lines install this checkout instead."""
 
 
 def _yaml(text: str):
@@ -151,10 +154,11 @@ def _git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def _onnx_checkout(tmp: Path, tag_change: bool = True) -> tuple[Path, str]:
+def _onnx_checkout(tmp: Path, tag_change: bool | str = True) -> tuple[Path, str]:
     """An "ONNX repository" (origin: main, and the PR's branch ``pr`` from main's first
     commit; module doc), its checkout at the PR's head, and main's tip (the PR event's
-    ``base.sha``). ``tag_change=False``: the PR edits a README only."""
+    ``base.sha``). ``tag_change=False``: the PR edits a README only; ``"doc"``: it edits
+    Relu-14's doc string in docs/Changelog.md, no tag."""
     installed = _installed_changelog(tmp)
     seed = tmp / "seed"
     shutil.copytree(ROOT / "tests" / "data" / "onnx-src" / "onnx", seed / "onnx")
@@ -170,7 +174,13 @@ def _onnx_checkout(tmp: Path, tag_change: bool = True) -> tuple[Path, str]:
     _git(seed, "add", ".")
     _git(seed, "commit", "-q", "-m", "base")
     _git(seed, "checkout", "-q", "-b", "pr")
-    if tag_change:
+    if tag_change == "doc":
+        before = retag(installed, "Relu-14", "X", "non-differentiable")
+        heading = '### <a name="Relu-14"></a>**Relu-14**</a>\n\n'
+        assert heading in before
+        changelog.write_text(before.replace(heading, heading + "  Rectified linear unit.\n"),
+                             encoding="utf-8")
+    elif tag_change:
         changelog.write_text(installed, encoding="utf-8")        # the PR's tag fix
     else:
         (seed / "README.md").write_text("ONNX\n", encoding="utf-8")
@@ -202,7 +212,7 @@ def _project_copy(tmp: Path) -> Path:
 class Runner:
     """Runs the workflow's jobs for one event, step by step (module docstring)."""
 
-    def __init__(self, tmp: Path, workflow: dict, tag_change: bool = True):
+    def __init__(self, tmp: Path, workflow: dict, tag_change: bool | str = True):
         self.tmp, self.workflow = tmp, workflow
         self.workspace, self.base_sha = _onnx_checkout(tmp, tag_change)
         self.project = _project_copy(tmp)
@@ -224,7 +234,7 @@ class Runner:
         temp.mkdir(parents=True, exist_ok=True)
         base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PIP_"))}
         return {**base, **{k: str(v) for k, v in self.workflow.get("env", {}).items()},
-                "TORCH_PROVER_SPEC": str(self.project),     # the release on GitHub
+                "TORCH_PROVER_SPEC": PINNED_SPEC,   # pip installs self.project (run_job)
                 "PATH": f"{self.bin}:{self.venv / 'bin'}:{os.environ['PATH']}",
                 "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true",
                 "GITHUB_WORKSPACE": str(self.workspace),
@@ -248,6 +258,8 @@ class Runner:
             title = step.get("name") or step.get("uses") or f"step {i}"
             if not _step_runs(step.get("if"), outputs, failed):
                 continue
+            values.update({f"steps.{sid}.outputs.{k}": v for sid, out in outputs.items()
+                           for k, v in out.items()})
             values["steps.built.outputs.status || steps.gate.outputs.status"] = (
                 outputs.get("built", {}).get("status") or outputs.get("gate", {}).get("status")
                 or "")
@@ -259,7 +271,10 @@ class Runner:
                 self.action(step["uses"], {k: _substitute(str(v), values)
                                            for k, v in (step.get("with") or {}).items()})
                 continue
-            script = _substitute(step["run"], values)
+            script = _substitute(step["run"], values).replace(
+                '"$TORCH_PROVER_SPEC"', f'"{self.project}"')   # the pinned release on GitHub
+            if "python -m pip wheel" in script:   # onnx's build: this fixture's, for real
+                script = script.replace("python -m pip wheel", f"{sys.executable} -m pip wheel")
             if "torch==" in script:
                 assert TORCH_INDEX in script   # the comment's promise: the CPU index
                 script = script.replace(TORCH_INDEX, "").replace(
@@ -299,6 +314,10 @@ class Runner:
                 if p.exists():
                     shutil.copytree(p, dst / p.relative_to(base), dirs_exist_ok=True)
             return
+        if name == "actions/download-artifact" and "name" in args:   # one artifact, by name
+            shutil.copytree(self.artifacts / args["name"], Path(args["path"]),
+                            dirs_exist_ok=True)
+            return
         if name == "actions/download-artifact":
             found = [a for a in sorted(self.artifacts.iterdir())
                      if fnmatch.fnmatch(a.name, args["pattern"])]
@@ -337,7 +356,7 @@ def test_every_step_runs(ran):
     PR gate's build steps do not run (the PR changes tags of versions the installed onnx
     has)."""
     jobs = {job for job, *_ in ran.results}
-    assert jobs == {"pr-gate", "shard-1", "shard-2", "shard-3", "merge"}
+    assert jobs == {"pr-gate", "build-onnx", "shard-1", "shard-2", "shard-3", "merge"}
     failed = [(job, step, code, tail) for job, step, code, tail in ran.results if code]
     assert not failed, "\n\n".join(f"{j} / {s}: exit {c}\n{t}" for j, s, c, t in failed)
     pr_steps = [step for job, step, *_ in ran.results if job == "pr-gate"]
@@ -401,3 +420,21 @@ def test_a_pr_that_touches_no_tag_passes_at_the_first_step(tmp_path):
     # no comment to post (the comment workflow posts none), the PR's number uploaded
     artifact = runner.artifacts / "torch-prover-pr"
     assert sorted(p.name for p in artifact.iterdir()) == ["pr-number"]
+
+
+def test_a_pr_that_changes_no_tag_gets_no_comment(tmp_path):
+    """A doc-string edit in docs/Changelog.md touches a tag source, so the gate runs -- and
+    finds no changed tag: one line in the job's summary saying why, no comment in the
+    artifact (the comment workflow posts none), the check passes."""
+    runner = Runner(tmp_path, _yaml(WORKFLOW.read_text()), tag_change="doc")
+    runner.run("pull_request")
+    failed = [(step, code, tail) for _, step, code, tail in runner.results if code]
+    assert not failed, failed
+    summary = (tmp_path / "summary-pr-gate.md").read_text()
+    assert summary.count("\n") == 1
+    assert summary.startswith("torch-prover: no PR comment: nothing to prove: the PR's docs "
+                              "have the base's tags in each of the")
+    artifact = runner.artifacts / "torch-prover-pr"
+    assert sorted(p.name for p in artifact.iterdir()) == ["pr-gate.json", "pr-number"]
+    steps = [step for _, step, *_ in runner.results]
+    assert steps[-1] == "The gate's verdict"

@@ -163,8 +163,8 @@ def test_a_confirmed_change_passes(docs, cache, tmp_path):
     assert done.stdout.startswith("PR gate: 1 changed tags, none refuted (1 confirmed) in 1 ")
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("## torch-prover: the differentiability tags this PR changes")
-    assert "| Relu-14 | changed tags | input 0 (X) | non-differentiable | differentiable | " \
-           "confirmed |" in comment
+    assert "| `Relu-14` | changed tags | input 0 (`X`) | non-differentiable | differentiable " \
+           "| confirmed |" in comment
     lo, hi = _in_force("Relu", 14)
     relu = {c.name for c in all_cases() if c.op == "Relu" and lo <= c.export_opset <= hi}
     written = {p.parent.relative_to(tmp_path / "evidence").as_posix()
@@ -203,6 +203,33 @@ def test_an_unchanged_base_proves_nothing(docs, no_work, capsys, monkeypatch):
     assert (f"nothing to prove: the installed onnx has the base's tags in each of the {total} "
             "schema versions compared, and no other") in " ".join(out.split())
     assert out.rstrip().endswith("exit 0: the gate passes (no changed tag refuted)")
+
+
+@pytest.mark.parametrize("fmt, written", [("json", "PR gate report (JSON) written to "),
+                                          ("markdown", "PR comment written to ")])
+def test_report_says_what_it_wrote_and_names_the_base_by_its_commit(
+        docs, no_work, capsys, monkeypatch, tmp_path, fmt, written):
+    """Run 1's JSON is not announced as a PR comment; TORCH_PROVER_BASE_COMMIT (the
+    workflow's merge base) names the base in the document and the comment, not its path;
+    a value that is not a commit is refused before any work."""
+    monkeypatch.chdir(docs.parent)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv("TORCH_PROVER_BASE_COMMIT", commit)
+    report = tmp_path / f"report.{fmt}"
+    code = cli.main(["verify-all", "--changed-from", "docs/Changelog.md", "--no-write",
+                     "--format", fmt, "--report", str(report)])
+    err = capsys.readouterr().err
+    assert code == 0 and err == f"{written}{report}\n", err
+    written_text = report.read_text(encoding="utf-8")
+    if fmt == "json":
+        assert validate_text(written_text)["base"]["commit"] == commit
+    else:
+        assert f"Base: the merge base `{commit}` (Changelog.md" in written_text
+        assert "docs/Changelog.md" not in written_text.split("PR:")[0]
+    monkeypatch.setenv("TORCH_PROVER_BASE_COMMIT", "main\n::error::x")
+    code = cli.main(["verify-all", "--changed-from", "docs/Changelog.md", "--no-write"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "not a commit" in err
 
 
 # ----------------------------------------------------------------------------- other bases
@@ -317,22 +344,24 @@ def test_a_base_that_is_not_onnx_docs_is_refused(tmp_path, content, says, no_wor
 
 
 def test_a_comment_past_githubs_limit_keeps_the_table(pr_run):
-    """Many changed versions: the details go, the table and headline stay, under 65,536;
-    past that too, the table's rows are kept while they fit (output/markdown_limit.py, the
-    one splitter), in order, and the comment says how many more JSON has."""
+    """Many changed versions: the details go, the table and headline stay, under 65,536
+    with the marker line the comment workflow puts first; past that too, the table's rows
+    are kept while they fit (output/markdown_limit.py, the one splitter), in order, and the
+    comment says how many more JSON has."""
     from torch_prover.gate.comment import markdown
-    from torch_prover.output.markdown_limit import PR_BODY_LIMIT
+    from torch_prover.output.markdown_limit import COMMENT_MARKER, PR_BODY_LIMIT
+    posted = len(COMMENT_MARKER) + 1   # the marker's line, before the comment
     doc = dict(pr_run["doc"])
     doc["changes"] = doc["changes"] * 60
     md = markdown(doc)
-    assert len(md) <= PR_BODY_LIMIT < len(markdown({**doc, "changes": doc["changes"][:3]})) * 60
+    assert posted + len(md) <= PR_BODY_LIMIT < len(markdown({**doc, "changes": doc["changes"][:3]})) * 60
     assert "The proofs behind each verdict are left out" in md
-    assert md.count("| Clip-13 | changed tags | input 1 (min) |") == 60
+    assert md.count("| `Clip-13` | changed tags | input 1 (`min`) |") == 60
     rows = md.count("\n| ") - 2          # every table line but the header's two
     doc["changes"] = doc["changes"] * 20
     md = markdown(doc)
     kept = md.count("\n| ") - 2
-    assert len(md) <= PR_BODY_LIMIT and rows < kept < rows * 20
+    assert posted + len(md) <= PR_BODY_LIMIT and rows < kept < rows * 20
     assert md.startswith("## torch-prover: the differentiability tags this PR changes")
     assert f"... and {rows * 20 - kept} more changed parameters: `--format json` has every row" in md
     assert "The proofs behind each verdict are left out" in md

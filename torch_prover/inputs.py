@@ -32,7 +32,9 @@ class Bound(Enum):
     source: 16 MiB); the largest proof record and cache entry ~20 kB (record: 16 MiB); the
     largest ``model.onnx`` and ``.pb`` under models/ are ~19 kB and ~1 kB, but a ``run``
     script may export real weights, so evidence files are bounded by protobuf's own limit on
-    a serialized message (2 GiB)."""
+    a serialized message (2 GiB). A checkout's committed node tests (``--onnx-src``: a PR's
+    files) are ONNX's own, whose largest file is 393 kB (``test_*pool_3d_default``'s
+    input): node test 64 MiB."""
 
     DOCS = (64 * 2 ** 20, "ONNX docs file")
     TOML = (16 * 2 ** 20, "TOML file")
@@ -41,6 +43,7 @@ class Bound(Enum):
     CPP = (16 * 2 ** 20, "C++ source file")
     RECORD = (16 * 2 ** 20, "proof record or cache entry")
     EVIDENCE = (2 ** 31, "model or test-data file")
+    NODE_TEST = (64 * 2 ** 20, "node-test model or tensor file")
 
     @property
     def limit(self) -> int:

@@ -2,9 +2,11 @@
 
 An annotation is one line, ``::error file=F,line=N,title=T::message``. GitHub's workflow
 command rules (actions/toolkit, ``command.ts``) escape ``%``, CR and LF in the message and,
-in a property's value, also ``:`` and ``,``; anything else is taken literally. Escaping is
+in a property's value, also ``:`` and ``,``; anything else is taken literally. Escaping
+(``output.inert``, the one escaping: every other control character shown as its escape) is
 what keeps a record's text -- a reason, a case name a PR wrote -- from ending the line and
-starting a command of its own (``\\n::add-mask::``...). Each failing test becomes an
+starting a command of its own (``\\n::add-mask::``...); the step summary's names are code
+spans and its prose inert Markdown (``inert.md_code``, ``md_text``). Each failing test becomes an
 ``::error`` at the ``.Input``/``.Output`` call declaring its parameter in ``onnx/defs``
 when the ONNX sources are given (``fix.locate``, the locator fix-tags edits with), at the
 schema's ``ONNX_OPERATOR_SET_SCHEMA`` line for a failed case, and with no file otherwise
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import OutputError
+from ..output.inert import md_code, md_text, workflow_data, workflow_property
 from ..output.markdown_limit import PR_BODY_LIMIT, Block, fit, limit_words
 from ..output.report import md_row
 from .outcomes import WARNED, Grain, Result, Test, counts
@@ -27,21 +30,11 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's limit on one step's summary (bytes): a larger one is not shown at all."""
 
 
-def escape_data(text: str) -> str:
-    """A workflow command's message: ``%``, CR, LF escaped."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """A workflow command's property value: the message's escapes plus ``:`` and ``,``."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def command(name: str, message: str, **properties: Any) -> str:
     """``::name k=v,...::message``, every part escaped; ``None`` properties left out."""
-    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items()
+    props = ",".join(f"{k}={workflow_property(v)}" for k, v in properties.items()
                      if v is not None)
-    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+    return f"::{name}{' ' + props if props else ''}::{workflow_data(message)}"
 
 
 @dataclass(frozen=True)
@@ -126,7 +119,7 @@ def summary_markdown(found: list[Test], report: dict[str, Any], command_line: st
     failed = [t for t in found if t.result is Result.FAILED]
     skipped = [t for t in found if t.result is Result.SKIPPED]
     head = [f"## torch-prover: {report.get('status', 'ok')}", "",
-            f"`{command_line}`: {report.get('reason', '')}", "",
+            f"{md_code(command_line)}: {md_text(report.get('reason', ''))}", "",
             f"{n['tests']} tests (one per parameter of each schema version, plus each case "
             f"that gave no proof): **{n['failed']} failed**, {n['passed']} passed, "
             f"{n['skipped']} skipped (accepted without a decision: "
@@ -137,8 +130,8 @@ def summary_markdown(found: list[Test], report: dict[str, Any], command_line: st
     if failed:
         head += [f"### Failed ({len(failed)})", "", "| test | why | detail | reproduce |",
                  "|---|---|---|---|"]
-    rows = tuple(md_row(f"`{t.label}`", t.why, t.message,
-                        f"`{t.reproduce}`" if t.reproduce else "") for t in failed)
+    rows = tuple(md_row(md_code(t.label), md_text(t.why), md_text(t.message),
+                        md_code(t.reproduce) if t.reproduce else "") for t in failed)
     more = ("\n... and {n} more failed tests (the summary keeps to "
             f"{limit_words(limit)}): see the JUnit XML or the report.")
     block = Block(tuple(head), rows, more, tail)

@@ -5,8 +5,10 @@ why it and not junit-xml): one ``<testsuite>`` per command, one ``<testcase>`` p
 classname the op, name the parameter and schema version (``Clip-13 input 1 (min)``) or the
 case -- with ``<failure>`` for a failed test and ``<skipped>`` for an accepted, undecided
 one (its ``type`` says why: declared, waived, not decided...), each with its one-line
-message and the command that reproduces it. XML 1.0 cannot hold most control characters:
-any in a record's text is replaced (U+FFFD), so the file always parses.
+message and the command that reproduces it. Every name and message goes through the one
+escaping (``output.inert.xml_text``): a name a PR chose stays on one line, its control
+characters shown as escapes; a detail's other characters XML 1.0 cannot hold are replaced
+(U+FFFD), so the file always parses.
 
 What a dashboard reads (mikepenz/action-junit-report, Jenkins' xUnit): the suite's name is
 the command's verb and selection, never a path (``options.suite_name``); with the ONNX
@@ -18,22 +20,15 @@ junitparser writes one there, so it is dropped (the ``<testsuite>`` keeps its co
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 from xml.etree import ElementTree
 
+from ..output.inert import xml_text as _xml
 from .outcomes import Result, Test
 
 Place = Callable[[Test], tuple[str | None, int | None]]
 """A test's file and line (``github.Locator.place``), or (None, None)."""
-
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def _xml(text: Any) -> str:
-    return _NOT_XML.sub("\ufffd", str(text))
-
 
 def junit_xml(found: list[Test], suite_name: str, wall_time_s: float | None = 0.0,
               place: Place | None = None) -> str:
@@ -45,7 +40,8 @@ def junit_xml(found: list[Test], suite_name: str, wall_time_s: float | None = 0.
     cases = []
     for t in found:
         case = TestCase(_xml(t.label), classname=_xml(t.op))
-        detail = _xml(t.message + (f"\nreproduce: {t.reproduce}" if t.reproduce else ""))
+        detail = _xml(t.message + (f"\nreproduce: {t.reproduce}" if t.reproduce else ""),
+                      lines=True)
         if t.result is Result.FAILED:
             failure = Failure(_xml(f"{t.why}: {t.message}"), _xml(t.why))
             failure.text = detail
@@ -70,7 +66,7 @@ def junit_xml(found: list[Test], suite_name: str, wall_time_s: float | None = 0.
     for t, elem in zip(found, root.iter("testcase")) if place is not None else ():
         path, line = place(t)
         if path is not None:
-            elem.set("file", path)
+            elem.set("file", _xml(path))
             if line is not None:
                 elem.set("line", str(line))
     out = io.BytesIO()

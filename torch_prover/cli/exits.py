@@ -8,6 +8,7 @@ import sys
 
 from ..errors import OutputError, Outcome
 from ..output import documents, report
+from ..output.inert import one_line
 
 
 class StdoutError(OutputError):
@@ -46,7 +47,9 @@ def fail(command: str | None, outcome: Outcome, code: int, message: str,
     """The one way a command ends on an error: one line on stderr and, with ``--format
     json``, the error document on stdout (so a CI step that parses stdout always can;
     when stdout itself fails, the line on stderr is all there is)."""
-    print(f"torch-prover{' ' + command if command else ''}: {message}", file=sys.stderr)
+    # one line whatever a path in it holds (a new line, an escape): issue 42's problem 9
+    print(f"torch-prover{' ' + command if command else ''}: {one_line(message)}",
+          file=sys.stderr)
     if as_json:
         try:
             sys.stdout.write(report.to_json(documents.error_doc(command, outcome, code,

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from ..batch.case_free import cells
 from ..batch.onnx_points import PointsRun
+from ..vocab import BodyOutcome
 from .changes import PrTags
 from .judge import GateVerdict, Judged, Witness
 from .select import Proving
@@ -27,12 +28,28 @@ _FROM_VERDICT = {"agree": GateVerdict.CONFIRMED, "disagree": GateVerdict.REFUTED
                  "proposed": GateVerdict.PROPOSED}
 
 
-def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str]) -> Judged:
+def what_was_measured(run: PointsRun, op: str, version: int, io: str, name: str) -> str:
+    """What ONNX's node tests measured for one parameter, test by test, as a case's line
+    says what its witnesses measured: ``test_abs (onnxruntime): smooth; test_x: flat``
+    (the function body's outcome too, where it applies)."""
+    out = []
+    for w in run.by_version.get((op, version), ()):
+        if w.skip is not None:
+            continue
+        for p in w.params:
+            if (p.io, p.name) != (io, name):
+                continue
+            body = "" if p.body == BodyOutcome.NOT_APPLICABLE else f", function body {p.body}"
+            out.append(f"{w.test} ({w.runtime or 'no runtime'}): {p.outcome}{body}")
+    return "; ".join(out) or "no test exercises it"
+
+
+def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], seen: str = "") -> Judged:
     if cell is None or not tests:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
                        why="not proved: no case and no ONNX node test")
     w = Witness("case-free", None, cell["verdict"], cell["supports"], cell["rule"],
-                f"{cell['rule']} ({', '.join(cell['tests']) or 'no test exercises it'})", None)
+                f"{cell['rule']}: ONNX's node tests measured {seen or 'nothing'}", None)
     verdict = _FROM_VERDICT.get(cell["verdict"])
     if verdict is None:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
@@ -53,7 +70,9 @@ def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
         tags = pr.tags(change.op, change.version)
         found = {(c["io"], c["name"]): c for c in (cells(run, tags) if tags is not None else ())}
         tests = run.used(change.op, change.version)
-        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests)
+        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests,
+                              what_was_measured(run, change.op, change.version, j.param.io,
+                                       j.param.name))
                          if j.param.pr is not None else j for j in js))
     return out
 

@@ -11,6 +11,7 @@ other case, no index files, no pruning (a partial run must not rewrite ``models/
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +20,18 @@ from typing import Any, Callable
 from .. import preflight
 from ..case import Case
 from ..errors import UsageError
+from ..output.inert import one_line
 from . import mismatch
 from .changes import Diff, PrTags, diff
 from .select import Proving, select, to_run
 
 FORMATS = ("text", "json", "markdown")
+
+BASE_COMMIT = "TORCH_PROVER_BASE_COMMIT"
+"""The environment variable that names the base by its commit (the workflow sets it to the
+PR's merge base): the comment names that commit, not the path of the base's docs file."""
+
+WRITTEN = {"markdown": "PR comment", "json": "PR gate report (JSON)", "text": "PR gate report"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class Request:
     case_free: bool = False          # judge every changed version from ONNX's node tests
     onnx_points: int = 4             # ONNX node tests measured per version (--case-free)
     onnx_src: str | None = None      # the PR's checkout: its committed node tests
+    base_commit: str | None = None   # the base's commit, how the comment names the base
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,9 @@ def prepare(req: Request) -> Prepared:
     if req.case_free and (not req.numeric or req.onnx_points < 1):
         raise UsageError("--case-free decides from ONNX's node tests: it needs the numeric "
                          "witness and --onnx-points of at least 1")
+    if req.base_commit is not None and not re.fullmatch(r"[0-9a-f]{7,40}", req.base_commit):
+        raise UsageError(f"{BASE_COMMIT}={one_line(req.base_commit)!s}: not a commit (7 to 40 "
+                         "lowercase hex digits, as `git merge-base` prints)")
     base = _load_base(req.changed_from)
     pr_docs = _load_pr(req.tags_from)
     waivers = load_waivers(req.waivers)
@@ -167,7 +179,7 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
-                cache_hits=result.cache_hits if result else 0)
+                cache_hits=result.cache_hits if result else 0, base_commit=req.base_commit)
     warnings = prepared.warnings + tuple(result.warnings if result else ())
     return doc, warnings
 
@@ -190,6 +202,6 @@ def emit(doc: dict[str, Any], fmt: str, report: str | None, width: int | None,
     if report:
         write_text(Path(report), rendered, Holds.PR_COMMENT)
         stdout.write(rendered if fmt == "json" else render(doc, "text", width))
-        print(f"PR comment written to {report}", file=stderr)
+        print(f"{WRITTEN[fmt]} written to {one_line(report)}", file=stderr)
     else:
         stdout.write(rendered)

@@ -51,7 +51,8 @@ def _reason(diff: Diff, n: dict[str, int], changes: int) -> str:
 
 def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Judged]],
           records: Sequence[dict[str, Any]], also: Sequence[dict[str, Any]], *,
-          onnx_version: str, wall_time_s: float, cache_hits: int) -> dict[str, Any]:
+          onnx_version: str, wall_time_s: float, cache_hits: int,
+          base_commit: str | None = None) -> dict[str, Any]:
     flat = [j for js in judged for j in js]
     n = counts(flat)
     code = EXIT_FINDING if any(j.verdict in FAILING for j in flat) else EXIT_OK
@@ -59,7 +60,8 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
               for r in records if r.get("kind") == DocKind.FAILED_CASE]
     return {**head(DocKind.PR_GATE, code, _reason(diff, n, len(provings))),
             "base": {"path": diff.base_path, "kind": diff.base_kind,
-                     "source": diff.base_source, "latest_only": diff.latest_only},
+                     "source": diff.base_source, "latest_only": diff.latest_only,
+                     **({"commit": base_commit} if base_commit else {})},
             "pr": {"source": diff.pr_label if diff.pr_path is not None else "onnx.defs",
                    "onnx": onnx_version, "path": diff.pr_path},
             "summary": {"versions_compared": diff.compared, "changed_versions": len(provings),

@@ -19,6 +19,13 @@ from typing import Sequence
 PR_BODY_LIMIT = 65536
 """GitHub's limit on a pull request's or a comment's body, in characters."""
 
+COMMENT_MARKER = "<!-- torch-prover -->"
+"""The first line of the one torch-prover PR comment: the comment workflow puts it before
+the comment (``ci.pr_comment``) to find and update the comment again."""
+
+COMMENT_LIMIT = PR_BODY_LIMIT - len(COMMENT_MARKER) - 1
+"""The room a PR comment has: GitHub's limit less the marker's line (``gate.comment``)."""
+
 
 @dataclass(frozen=True)
 class Block:

@@ -3,6 +3,7 @@ report all tags; with ``--changed-from BASE``, PR mode: the PR gate (gate/comman
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ...ci import options as ci_options
@@ -92,7 +93,8 @@ def _pr_gate(args: argparse.Namespace) -> int:
         report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
         torchscript=False if args.no_torchscript else None, tags_from=args.tags_from,
         case_free=args.case_free, onnx_points=args.onnx_points,
-        onnx_src=node_tests_src(args)))
+        onnx_src=node_tests_src(args),
+        base_commit=os.environ.get(gate.BASE_COMMIT) or None))
     if note:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)

@@ -4,7 +4,9 @@ opset and the schema version in force there -- or why it gives none (``vocab.Poi
 Two sources: the installed onnx (``onnx.backend.test.case.node.collect_testcases``, which
 builds every case in Python; the wheel ships no data) and an ONNX checkout's committed
 ``onnx/backend/test/data/node/test_*/`` (``model.onnx``, ``test_data_set_*/input_*.pb``,
-``output_*.pb``), which a build-free PR gate can read. A test counts only when its model is
+``output_*.pb``), which a build-free PR gate can read -- each file through the bounded
+reader (``inputs.read_bytes``: a regular file, no symlink, 64 MiB at most), the model from
+its bytes (never its external data). A test counts only when its model is
 one ai.onnx node on tensors: a multi-node or ``_expanded`` model is the op's composition,
 not its node, and a sampling op's outputs are one realization (skipped, with the reason).
 """
@@ -24,6 +26,7 @@ import onnx.numpy_helper
 from google.protobuf.message import DecodeError
 
 from ...errors import ProverError
+from ...inputs import Bound, InputError, read_bytes
 from ...vocab import PointsSkip
 from ..versions.runtimes import model_opset
 
@@ -122,9 +125,16 @@ def installed() -> list[NodeTest | Skipped]:
             for c in cases if c.model is not None]
 
 
+def _read(path: Path) -> bytes:
+    """A checkout's node-test file (a PR's, in CI), through the one bounded reader: a
+    regular file, no symlink, at most ``Bound.NODE_TEST`` -- a FIFO, a device or a huge
+    file is refused before a byte is read (``InputError``)."""
+    return read_bytes(path, Bound.NODE_TEST, follow=False)
+
+
 def _read_tensor(path: Path) -> np.ndarray:
     t = onnx.TensorProto()
-    t.ParseFromString(path.read_bytes())
+    t.ParseFromString(_read(path))
     return onnx.numpy_helper.to_array(t)
 
 
@@ -149,8 +159,13 @@ def from_checkout(checkout: Path, names: Sequence[str] | None = None) -> list[No
         name = d.name
         if names is not None and name not in names:
             continue
-        try:
-            model = onnx.load(str(d / "model.onnx"))
+        if d.is_symlink():
+            found.append(Skipped(name, "", PointsSkip.UNREADABLE,
+                                 "the test directory is a symlink: only the checkout's own "
+                                 "files are read"))
+            continue
+        try:   # from its bytes: a model's external data (a path it names) is never opened
+            model = onnx.load_model_from_string(_read(d / "model.onnx"))
             what = classify(name, model)
             if isinstance(what, Skipped):
                 found.append(what)
@@ -158,6 +173,10 @@ def from_checkout(checkout: Path, names: Sequence[str] | None = None) -> list[No
             sets = [([_read_tensor(p) for p in _numbered(s, "input")],
                      [_read_tensor(p) for p in _numbered(s, "output")])
                     for s in sorted(d.glob("test_data_set_*")) if s.is_dir()]
+        except InputError as exc:
+            found.append(Skipped(name, "", PointsSkip.UNREADABLE,
+                                 f"{Path(exc.path).relative_to(d)}: {exc.problem}"))
+            continue
         except (OSError, ValueError, DecodeError) as exc:
             found.append(Skipped(name, "", PointsSkip.UNREADABLE, f"{type(exc).__name__}: {exc}"))
             continue
