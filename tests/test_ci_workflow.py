@@ -271,8 +271,8 @@ class Runner:
                 self.action(step["uses"], {k: _substitute(str(v), values)
                                            for k, v in (step.get("with") or {}).items()})
                 continue
-            script = _substitute(step["run"], values).replace(
-                '"$TORCH_PROVER_SPEC"', f'"{self.project}"')   # the pinned release on GitHub
+            script = _substitute(step["run"], values).replace(   # the pinned release
+                '-c "$CONSTRAINTS" "$TORCH_PROVER_SPEC"', f'-c "$CONSTRAINTS" "{self.project}"')
             if "python -m pip wheel" in script:   # onnx's build: this fixture's, for real
                 script = script.replace("python -m pip wheel", f"{sys.executable} -m pip wheel")
             if "torch==" in script:
