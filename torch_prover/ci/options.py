@@ -110,7 +110,8 @@ def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
         write_junit(p.junit, found, p.suite,
                     report.get("summary", {}).get("wall_time_s"),
                     Locator(p.onnx_src).place if p.onnx_src is not None else None)
-        print(f"JUnit XML written to {p.junit}", file=sys.stderr)
+        from ..output.inert import one_line
+        print(f"JUnit XML written to {one_line(p.junit)}", file=sys.stderr)
     if p.github:
         from .github import Locator, annotations, append_summary, summary_markdown
         stream = sys.stderr if fmt == "json" else sys.stdout

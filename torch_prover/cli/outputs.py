@@ -40,7 +40,8 @@ def emit_batch(rep: dict, fmt: str, report_path: str | None) -> None:
     """A batch report to ``--report`` (the text report then on stdout) or to stdout
     (``output/batch_render.emit``: verify-all, merge and report alike)."""
     from ..output.batch_render import emit
+    from ..output.inert import one_line
     stdout, notes = emit(rep, fmt, report_path, terminal_width())
     sys.stdout.write(stdout)
-    for note in notes:
-        print(note, file=sys.stderr)
+    for note in notes:   # a path in a note is shown on one line (output/inert.py)
+        print(one_line(note), file=sys.stderr)
