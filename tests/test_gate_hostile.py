@@ -173,7 +173,8 @@ def test_the_workflows_lookup_runs_without_torch_prover_dependencies(tmp_path, a
 HOSTILE = ["@octocat", "[a link](https://evil.example/x)", "![img](https://evil.example/i.png)",
            "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "x`y``z`",
            "`", "#1234 https://evil.example www.evil.example", "\x1b[31mred\x1b]8;;https://e\x07",
-           "line\n::error::forged\r\n::add-mask::x", "a\\|b | c", "**bold** _i_ ~~s~~"]
+           "line\n::error::forged\r\n::add-mask::x", "a\\|b | c", "**bold** _i_ ~~s~~",
+           "x\\|<img src=x onerror=alert(1)>", "\u202egnp.exe"]
 """Names a PR can choose: its node-test directories (any byte but / and NUL), its docs'
 parameter names, its waivers' reasons."""
 
@@ -361,3 +362,31 @@ def test_zizmor_finds_nothing_in_the_workflows():
         for i, line in enumerate(lines):
             if "zizmor: ignore[" in line:
                 assert lines[i - 1].lstrip().startswith("#"), (path, line)   # the reason
+
+
+def test_the_comment_workflow_posts_only_where_the_lookup_says():
+    """The comment job runs for the expected workflow file only, in one concurrency group
+    per PR branch; the posting step runs only when the lookup named a PR and reads neither
+    the artifact's number nor its comment (the lookup's checked copy); the full check on
+    main is never cancelled, a PR's older run is."""
+    from ruamel.yaml import YAML
+    comment = YAML(typ="safe").load((ROOT / "docs/ci/torch-prover-comment.yml").read_text())
+    job = comment["jobs"]["comment"]
+    assert f"github.event.workflow_run.path == '{pr_comment.WORKFLOW}'" in job["if"]
+    assert "head_branch" in comment["concurrency"]["group"]
+    assert comment["concurrency"]["cancel-in-progress"] is False
+    lookup, post = job["steps"][-2], job["steps"][-1]
+    assert "python -m torch_prover.ci.pr_comment" in lookup["run"] and lookup["id"] == "target"
+    assert post["if"] == "steps.target.outputs.number != ''"
+    assert post["env"] == {"PR_NUMBER": "${{ steps.target.outputs.number }}",
+                           "BODY": "${{ steps.target.outputs.body }}"}
+    assert "pr-number" not in post["with"]["script"] and "pr-comment" not in post["with"]["script"]
+    gate = YAML(typ="safe").load((ROOT / "docs/ci/torch-prover.yml").read_text())
+    assert gate["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    assert "github.run_id" in gate["concurrency"]["group"]
+    builds = [s for j in gate["jobs"].values() for s in j["steps"]
+              if re.search(r"pip (install|wheel) [^\n]*--no-deps -v", s.get("run", ""))]
+    # the push path builds onnx once (build-onnx); the PR job's build step is its own path
+    assert [s["name"] for s in builds] == [
+        "Build the PR's onnx (only when it adds versions the installed onnx lacks)",
+        "Build onnx's wheel"]

@@ -161,4 +161,4 @@ def test_a_version_the_installed_onnx_lacks_is_not_proved_build_the_pr(docs, no_
     for p in doc["changes"][0]["parameters"]:
         assert p["verdict"] == "not proved" and "build the PR's onnx" in p["why"]
     from torch_prover.gate.comment import markdown
-    assert f"build the PR's onnx to prove them\n\n- Relu-{later}" in markdown(doc)
+    assert f"build the PR's onnx to prove them\n\n- `Relu-{later}`" in markdown(doc)

@@ -179,7 +179,8 @@ def test_problem_22_a_renamed_parameter_is_shown_as_a_rename(tmp_path, capsys, m
     base.write_text(rename_param((docs / "Changelog.md").read_text(encoding="utf-8"),
                                  "StringConcat-20", "X", "A"), encoding="utf-8")
     monkeypatch.setenv("COLUMNS", "200")
-    for fmt, sep in (("text", "  "), ("markdown", " | ")):
+    # Markdown: each name a code span (output/inert.py)
+    for fmt, sep, names in (("text", "  ", "A -> X"), ("markdown", " | ", "`A` -> `X`")):
         with deadline(120):
             code = cli.main(["verify-all", "--changed-from", str(base), "--no-write",
                              "--no-cache", "--format", fmt])
@@ -187,5 +188,5 @@ def test_problem_22_a_renamed_parameter_is_shown_as_a_rename(tmp_path, capsys, m
         assert code == 0, out
         row = next(line for line in out.splitlines() if "StringConcat-20" in line)
         cells = [c.strip() for c in row.strip(" |").split(sep) if c.strip()]
-        assert cells[1:4] == ["renamed parameter", "input 0 (A -> X)", "non-differentiable"], row
+        assert cells[1:4] == ["renamed parameter", f"input 0 ({names})", "non-differentiable"], row
         assert "changed tags" not in row
