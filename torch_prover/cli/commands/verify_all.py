@@ -7,6 +7,7 @@ import os
 import sys
 
 from ...ci import options as ci_options
+from ...output.inert import one_line
 from ..options import proof_options
 from ..outputs import emit_batch, terminal_width
 from ..settings import default_out, node_tests_src
@@ -73,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     for gone in outcome.removed:
         print(f"removed evidence of a case that no longer exists or no longer exports: {gone}", file=sys.stderr)
     for warning in outcome.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)   # output/inert.py
     emit_batch(outcome.report, args.format, args.report)
     ci_options.emit(ci, outcome.report, args.format)
     return outcome.exit_code
@@ -99,7 +100,7 @@ def _pr_gate(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     doc, warnings = gate.run(prepared)
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)   # output/inert.py
     gate.emit(doc, args.format, args.report, terminal_width(), sys.stdout, sys.stderr)
     ci_options.emit(ci, doc, args.format)
     return doc["exit_code"]
