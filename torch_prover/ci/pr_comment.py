@@ -67,7 +67,7 @@ def _full_name(repo: Any) -> str | None:
 
 def _artifact_number(artifact: Path) -> int | Decision:
     try:
-        raw = read_bytes(artifact / NUMBER_FILE, Bound.RECORD, head=64)
+        raw = read_bytes(artifact / NUMBER_FILE, Bound.RECORD, follow=False, head=64)
     except InputError as exc:
         return Decision(Post.REFUSED, f"no comment: the artifact's {NUMBER_FILE}: {exc.problem}")
     text = raw.decode("ascii", "replace").strip()
