@@ -102,19 +102,20 @@ def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
     stdout carries a JSON document: GitHub reads workflow commands on both), the summary."""
     if not (p.github or p.junit is not None):
         return
+    from .github import Locator
     from .outcomes import all_tests
     found = all_tests(report)
+    locator = Locator(p.onnx_src)   # onnx/defs read once, and only if a test needs a line
     if p.junit is not None:
         from .junit import write_junit
-        from .github import Locator
         write_junit(p.junit, found, p.suite,
                     report.get("summary", {}).get("wall_time_s"),
-                    Locator(p.onnx_src).place if p.onnx_src is not None else None)
+                    locator.place if p.onnx_src is not None else None)
         print(f"JUnit XML written to {p.junit}", file=sys.stderr)
     if p.github:
-        from .github import Locator, annotations, append_summary, summary_markdown
+        from .github import annotations, append_summary, summary_markdown
         stream = sys.stderr if fmt == "json" else sys.stdout
-        for line in annotations(found, Locator(p.onnx_src)):
+        for line in annotations(found, locator):
             print(line, file=stream)
         if p.step_summary is not None:
             append_summary(p.step_summary, summary_markdown(found, report, p.command_line))
