@@ -58,6 +58,7 @@ class Prepared:
     warnings: tuple[str, ...]
     started: float
     pr_docs: Any = None       # the PR's ChangelogMd (--tags-from), None: the installed onnx
+    absent: tuple[mismatch.Absent, ...] = ()   # the base's versions the installed onnx lacks
 
 
 def refuse_combinations(ops: str | None, versions: str, shard: str | None,
@@ -113,7 +114,8 @@ def prepare(req: Request) -> Prepared:
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
     pr = PrTags(pr_docs)
     found = diff(base, pr)
-    mismatch.check(found, mismatch.installed_lacks(base) if pr_docs is not None else ())
+    absent = mismatch.absences(base) if pr_docs is not None else ()
+    mismatch.check(found, absent)
     from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
     provings = select(found.changes, torchscript=torchscript, pr=pr)
@@ -128,7 +130,8 @@ def prepare(req: Request) -> Prepared:
         [("--changed-from", req.changed_from), ("--tags-from", req.tags_from),
          ("--waivers", req.waivers)], own_trees(out, todo, req.cache_dir, full=False))
     return Prepared(req, found, provings, tuple(todo), waivers, out,
-                    (warning,) if warning else (), started, pr_docs)
+                    (warning,) if warning else (), started, pr_docs,
+                    tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE))
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -167,7 +170,7 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
-                cache_hits=result.cache_hits if result else 0)
+                cache_hits=result.cache_hits if result else 0, absent=prepared.absent)
     warnings = prepared.warnings + tuple(result.warnings if result else ())
     return doc, warnings
 
