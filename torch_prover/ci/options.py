@@ -67,7 +67,10 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
     onnx_src = None
     if args.onnx_src is not None and (github or junit is not None):
         onnx_src = preflight.onnx_source(args.onnx_src)
-    elif args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src):
+    elif (args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src)
+          and getattr(args, "changed_from", None) is None):
+        # (PR mode reads the checkout's node tests, committed or generated, and says what is
+        # missing when it needs them: gate/command.prepare)
         raise UsageError("--onnx-src places GitHub annotations and JUnit testcases: give it "
                          "with --github (or in GitHub Actions, where GITHUB_ACTIONS=true "
                          "turns them on) or --junit, or name a checkout with "

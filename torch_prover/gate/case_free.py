@@ -2,10 +2,12 @@
 (``batch/case_free.py``), so a new op is decided on the PR that proposes it, before any case.
 
 Each changed parameter's case-free cell judges the PR's tag (the installed onnx's: the PR's
-build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's committed
-test data, which a build-free gate can read): ``confirmed``, ``refuted`` or ``proposed`` as a
-proof's record would, its witness named ``case-free``. A version without a usable ONNX node
-test is ``not proved``: "no case and no ONNX node test".
+build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's: its committed
+test data, or where it commits none (after onnx #7959) the tests its own generators write,
+``engine/onnx_points/generators.py``): ``confirmed``, ``refuted`` or ``proposed`` as a
+proof's record would, its witness named ``case-free`` and its reason naming the tests and
+where they came from (``PointsOrigin``). A version without a usable ONNX node test is ``not
+proved``: "no case and no ONNX node test".
 
 Without ``--case-free``, the cases decide; a changed version no case reaches (a new op on the
 PR that proposes it) falls back to the same case-free judgement (``fallback``), parameter by
@@ -27,12 +29,13 @@ _FROM_VERDICT = {"agree": GateVerdict.CONFIRMED, "disagree": GateVerdict.REFUTED
                  "proposed": GateVerdict.PROPOSED}
 
 
-def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str]) -> Judged:
+def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], origin: str) -> Judged:
     if cell is None or not tests:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
-                       why="not proved: no case and no ONNX node test")
+                       why=f"not proved: no case and no ONNX node test ({origin})")
     w = Witness("case-free", None, cell["verdict"], cell["supports"], cell["rule"],
-                f"{cell['rule']} ({', '.join(cell['tests']) or 'no test exercises it'})", None)
+                f"{cell['rule']} ({', '.join(cell['tests']) or 'no test exercises it'}; "
+                f"{origin})", None)
     verdict = _FROM_VERDICT.get(cell["verdict"])
     if verdict is None:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
@@ -53,7 +56,7 @@ def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
         tags = pr.tags(change.op, change.version)
         found = {(c["io"], c["name"]): c for c in (cells(run, tags) if tags is not None else ())}
         tests = run.used(change.op, change.version)
-        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests)
+        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests, run.origin.value)
                          if j.param.pr is not None else j for j in js))
     return out
 

@@ -44,7 +44,7 @@ class Request:
     tags_from: str | None = None     # the PR's docs/Changelog.md; None: the installed onnx
     case_free: bool = False          # judge every changed version from ONNX's node tests
     onnx_points: int = 4             # ONNX node tests measured per version (--case-free)
-    onnx_src: str | None = None      # the PR's checkout: its committed node tests
+    onnx_src: str | None = None      # the PR's checkout: its node tests, committed or generated
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,9 @@ def prepare(req: Request) -> Prepared:
     from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
     provings = select(found.changes, torchscript=torchscript, pr=pr)
+    if req.onnx_src is not None and _wants_points(req, provings):
+        from ..batch.onnx_points import origin_of
+        origin_of(req.onnx_src)   # the checkout's tests, committed or generated, or a refusal
     todo = to_run(provings) if not req.case_free else []
     if out is not None:
         preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
@@ -132,6 +135,14 @@ def prepare(req: Request) -> Prepared:
     return Prepared(req, found, provings, tuple(todo), waivers, out,
                     (warning,) if warning else (), started, pr_docs,
                     tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE))
+
+
+def _wants_points(req: Request, provings) -> bool:
+    """Whether ONNX's node tests judge anything: ``--case-free``, or a changed version no
+    case reaches (``case_free.needs_fallback``)."""
+    from .case_free import needs_fallback
+    return req.case_free or (req.numeric and req.onnx_points > 0
+                             and any(needs_fallback(p) for p in provings))
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -161,16 +172,18 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     judged = [judge(p, by_name, waived, req.tags_from) for p in prepared.provings]
     # gate/case_free.py: ONNX's node tests judge every changed version (--case-free), or
     # else the versions no case reaches (a new op), where they decide
-    if req.case_free or (req.numeric and req.onnx_points > 0
-                         and any(needs_fallback(p) for p in prepared.provings)):
+    points = None
+    if _wants_points(req, prepared.provings):
         from ..batch.onnx_points import measured
-        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True)
+        wanted = {p.change.op for p in prepared.provings if req.case_free or needs_fallback(p)}
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted)
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
-                cache_hits=result.cache_hits if result else 0, absent=prepared.absent)
+                cache_hits=result.cache_hits if result else 0, absent=prepared.absent,
+                points=points)
     warnings = prepared.warnings + tuple(result.warnings if result else ())
     return doc, warnings
 

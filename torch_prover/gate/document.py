@@ -52,7 +52,7 @@ def _reason(diff: Diff, n: dict[str, int], changes: int) -> str:
 def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Judged]],
           records: Sequence[dict[str, Any]], also: Sequence[dict[str, Any]], *,
           onnx_version: str, wall_time_s: float, cache_hits: int,
-          absent: Sequence[Any] = ()) -> dict[str, Any]:
+          absent: Sequence[Any] = (), points: Any = None) -> dict[str, Any]:
     flat = [j for js in judged for j in js]
     n = counts(flat)
     code = EXIT_FINDING if any(j.verdict in FAILING for j in flat) else EXIT_OK
@@ -72,5 +72,9 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
             "changes": [_change(p, js) for p, js in zip(provings, judged)],
             "removed": list(diff.removed),
             "absent": [{"version": a.label, "why": a.why.value} for a in absent],
+            # where every ONNX point of a case-free verdict came from (None: none consulted)
+            "points": None if points is None else {
+                "origin": points.origin.value, "source": points.source,
+                "problems": list(points.warnings)},
             "also": list(also), "failed": failed,
             "cases": list(records)}

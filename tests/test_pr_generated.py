@@ -1,0 +1,118 @@
+"""A new op decided on today's main, without a C++ build (issue 40, item 2).
+
+ONNX stopped committing ``onnx/backend/test/data/node`` (onnx #7959, a8f77b5b9,
+2026-08-04): a checkout of main holds only the tests' generators. The replay: onnx #8202
+(928f94127, "Add SwiGLU as a function-op", 2026-07-20), the last new op before #7959, as it
+would land today -- its generator ``onnx/backend/test/case/node/swiglu.py`` byte for byte
+(``tests/data/onnx-swiglu-928f9412``) in a checkout without node data, the PR's docs
+ONNX's Changelog.md of main (``tests/data/Changelog.md``, which documents SwiGLU-28 as the
+commit wrote it) and the base the same docs without SwiGLU-28's section (what the commit
+added to docs/Changelog.md). The expectations are the math: SwiGLU(A, B) = A * sigmoid(alpha
+* A) * B is smooth in A and in B, so the PR's differentiable tags on A, B and Y hold.
+
+The generators are the PR's code: they run in a child process with a timeout, write only
+tests into our scratch directory, and what they fail to make is named, never replaced by
+the installed onnx's tests.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gate_fixture import drop_section
+from json_contract import validate_text
+from torch_prover import cli
+from torch_prover.engine.onnx_points.generators import generate
+
+DATA = Path(__file__).resolve().parent / "data"
+CHECKOUT = DATA / "onnx-swiglu-928f9412"
+D = "differentiable"
+
+
+def _docs(tmp: Path) -> None:
+    text = (DATA / "Changelog.md").read_text(encoding="utf-8")
+    (tmp / "base.md").write_text(drop_section(text, "SwiGLU-28"), encoding="utf-8")
+    (tmp / "pr.md").write_text(text, encoding="utf-8")
+
+
+def test_a_new_op_is_decided_from_the_prs_generators(tmp_path):
+    _docs(tmp_path)
+    assert not (CHECKOUT / "onnx" / "backend" / "test" / "data").exists()   # post-#7959
+    done = subprocess.run(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--changed-from", "base.md",
+         "--tags-from", "pr.md", "--case-free", "--onnx-src", str(CHECKOUT), "--no-write",
+         "--cache-dir", str(tmp_path / "cache"), "--format", "json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "COLUMNS": "100"})
+    doc = validate_text(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert doc["points"]["origin"] == "the PR's generators"
+    assert "swiglu.py" in doc["points"]["source"] and doc["points"]["problems"] == []
+    found = {(c["op"], c["version"], p["name"]): p for c in doc["changes"]
+             for p in c["parameters"]}
+    assert set(found) == {("SwiGLU", 28, "A"), ("SwiGLU", 28, "B"), ("SwiGLU", 28, "Y")}
+    for p in found.values():
+        assert (p["pr"], p["verdict"], p["supports"]) == (D, "confirmed", D), p["why"]
+        w = p["witnesses"][0]
+        assert w["case"] == "case-free" and "the PR's generators" in w["reason"]
+        assert "test_swiglu" in w["reason"]
+    from torch_prover.gate.comment import markdown
+    assert "the PR's generators: ONNX checkout" in markdown(doc)
+
+
+def test_a_checkout_with_no_node_tests_and_no_generators_is_refused_saying_what_is_missing(
+        tmp_path, no_work, capsys, monkeypatch):
+    _docs(tmp_path)
+    (tmp_path / "onnx" / "defs").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
+                     "--case-free", "--onnx-src", str(tmp_path), "--no-write"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "neither onnx/backend/test/data/node" in err and "onnx/backend/test/case/node" in err
+    assert "#7959" in err
+
+
+def _checkout(tmp: Path, source: str) -> Path:
+    d = tmp / "co" / "onnx" / "backend" / "test" / "case" / "node"
+    d.mkdir(parents=True)
+    (d / "relu.py").write_text(source, encoding="utf-8")
+    return tmp / "co"
+
+
+HEAD = """
+import numpy as np
+import onnx
+from onnx.backend.test.case.base import Base
+from onnx.backend.test.case.node import expect
+"""
+
+
+def test_a_generator_that_hangs_is_stopped_and_named(tmp_path):
+    co = _checkout(tmp_path, "import time\ntime.sleep(600)\n")
+    made = generate(co, ["Relu"], timeout=3)
+    assert made.tests == () and made.files == ("relu.py",)
+    assert made.problems == ("the PR's generators ran past 3 s: stopped, nothing of them used",)
+
+
+def test_a_generators_bad_names_and_failures_are_named_the_rest_kept(tmp_path):
+    co = _checkout(tmp_path, HEAD + '''
+class Relu(Base):
+    @staticmethod
+    def export() -> None:
+        node = onnx.helper.make_node("Relu", inputs=["x"], outputs=["y"])
+        x = np.array([-1.0, 2.0, 3.0], dtype=np.float32)
+        expect(node, inputs=[x], outputs=[np.maximum(x, 0)], name="test_relu_ok")
+        expect(node, inputs=[x], outputs=[np.maximum(x, 0)], name="test_../../escape")
+        bad = onnx.helper.make_node("NoSuchOp", inputs=["x"], outputs=["y"])
+        expect(bad, inputs=[x], outputs=[x], name="test_no_such_op")
+''')
+    made = generate(co, ["Relu"])
+    assert [t.name for t in made.tests] == ["test_relu_ok"]
+    assert made.tests[0].op == "Relu"
+    assert any(p.startswith("test_../../escape") and "not a test name" in p
+               for p in made.problems)
+    assert any(p.startswith("test_no_such_op: ") for p in made.problems)
+    assert not (tmp_path / "escape").exists() and not (co.parent / "escape").exists()
