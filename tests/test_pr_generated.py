@@ -116,3 +116,53 @@ class Relu(Base):
                for p in made.problems)
     assert any(p.startswith("test_no_such_op: ") for p in made.problems)
     assert not (tmp_path / "escape").exists() and not (co.parent / "escape").exists()
+
+
+def test_a_version_the_installed_onnx_lacks_is_not_decided_from_generators(
+        tmp_path, no_work, capsys, monkeypatch):
+    """--case-free on a PR adding a version the installed onnx lacks (Relu past its newest
+    opset): its tests cannot be built without its schema, so it is "not proved: build the
+    PR's onnx", and no generator runs for it (``points`` null: none consulted)."""
+    import onnx.defs
+    from gate_fixture import section_span
+    text = (DATA / "Changelog.md").read_text(encoding="utf-8")
+    later = onnx.defs.onnx_opset_version() + 1
+    start, end = section_span(text, "Relu-14")
+    relu = text[start:end].replace("Relu-14", f"Relu-{later}").replace(
+        "since version 14 of", f"since version {later} of")
+    at = text.index("\n# ai.onnx.preview\n")
+    (tmp_path / "base.md").write_text(text, encoding="utf-8")
+    (tmp_path / "pr.md").write_text(
+        text[:at] + f"\n## Version {later} of the default ONNX operator set\n" + relu + text[at:],
+        encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
+                     "--case-free", "--onnx-src", str(CHECKOUT), "--no-write",
+                     "--format", "json"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0 and doc["points"] is None
+    assert {p["verdict"] for c in doc["changes"] for p in c["parameters"]} == \
+        {"not proved: build the PR's onnx"}
+    assert doc["summary"]["needs_build"] == 1
+
+
+def test_a_doc_only_pr_on_todays_main_has_nothing_to_prove(tmp_path, no_work, capsys,
+                                                         monkeypatch):
+    """onnx #8335 (41e74c50e, "docs: clarify spurious unknown variable in 'Slice' operator",
+    2026-08-20) edits Slice's description and no tag: the base is today's Changelog.md with
+    the commit's diff reversed (``tests/data/onnx-doc-only-41e74c50.patch``), the PR today's.
+    Nothing to prove, exit 0, no proof started (no_work), no node test consulted."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "Changelog.md").write_bytes((DATA / "Changelog.md").read_bytes())
+    subprocess.run(["git", "apply", "-R", str(DATA / "onnx-doc-only-41e74c50.patch")],
+                   cwd=tmp_path, check=True)
+    (tmp_path / "base.md").write_bytes((docs / "Changelog.md").read_bytes())
+    assert (tmp_path / "base.md").read_bytes() != (DATA / "Changelog.md").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from",
+                     str(DATA / "Changelog.md"), "--onnx-src", str(CHECKOUT), "--no-write",
+                     "--format", "json"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0 and doc["changes"] == [] and doc["points"] is None
+    assert doc["reason"].startswith("nothing to prove")

@@ -141,8 +141,8 @@ def _wants_points(req: Request, provings) -> bool:
     """Whether ONNX's node tests judge anything: ``--case-free``, or a changed version no
     case reaches (``case_free.needs_fallback``)."""
     from .case_free import needs_fallback
-    return req.case_free or (req.numeric and req.onnx_points > 0
-                             and any(needs_fallback(p) for p in provings))
+    return (req.case_free and any(not p.unbuilt for p in provings)) or (
+        req.numeric and req.onnx_points > 0 and any(needs_fallback(p) for p in provings))
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -175,7 +175,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     points = None
     if _wants_points(req, prepared.provings):
         from ..batch.onnx_points import measured
-        wanted = {p.change.op for p in prepared.provings if req.case_free or needs_fallback(p)}
+        wanted = {p.change.op for p in prepared.provings
+                  if (req.case_free and not p.unbuilt) or needs_fallback(p)}
         points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted)
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))
