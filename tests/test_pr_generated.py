@@ -59,7 +59,7 @@ def test_a_new_op_is_decided_from_the_prs_generators(tmp_path):
         assert w["case"] == "case-free" and "the PR's generators" in w["reason"]
         assert "test_swiglu" in w["reason"]
     from torch_prover.gate.comment import markdown
-    assert "the PR's generators: ONNX checkout" in markdown(doc)
+    assert "the PR's generators: `ONNX checkout" in markdown(doc)
 
 
 def test_a_checkout_with_no_node_tests_and_no_generators_is_refused_saying_what_is_missing(
@@ -166,3 +166,24 @@ def test_a_doc_only_pr_on_todays_main_has_nothing_to_prove(tmp_path, no_work, ca
     doc = validate_text(capsys.readouterr().out)
     assert code == 0 and doc["changes"] == [] and doc["points"] is None
     assert doc["reason"].startswith("nothing to prove")
+
+
+def test_what_a_generator_says_reaches_the_comment_inert(tmp_path):
+    """A test name and an exception text are the PR's: control characters and backquotes
+    are dropped, and the comment shows them in a code span."""
+    co = _checkout(tmp_path, HEAD + '''
+class Relu(Base):
+    @staticmethod
+    def export() -> None:
+        node = onnx.helper.make_node("Relu", inputs=["x"], outputs=["y"])
+        raise ValueError("@maintainer `x` \\x1b]8;;http://evil\\x07 \\n::error::forged")
+''')
+    made = generate(co, ["Relu"])
+    assert len(made.problems) == 1
+    line = made.problems[0]
+    assert "\n" not in line and "\x1b" not in line and "\x07" not in line and "`" not in line
+    from torch_prover.gate.comment import _notes
+    doc = {"failed": [], "changes": [], "also": [], "removed": [], "absent": [],
+           "points": {"origin": "the PR's generators", "source": "s", "problems": [line]}}
+    (_, lines), = _notes(doc)
+    assert lines[1] == f"not made: `{line}`"

@@ -149,8 +149,8 @@ def _notes(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
     if doc.get("points"):
         pts = doc["points"]
         out.append(("ONNX's node tests behind the case-free verdicts",
-                    [f"{pts['origin']}: {pts['source']}"]
-                    + [f"not made: {p}" for p in pts["problems"]]))
+                    [f"{pts['origin']}: `{pts['source']}`"]
+                    + [f"not made: `{p}`" for p in pts["problems"]]))
     if doc.get("absent"):
         out.append(("In the base, not in the installed onnx (only a change to one needs the "
                     "PR's build)", [f"{why}: " + ", ".join(a["version"] for a in doc["absent"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -39,6 +40,14 @@ GENERATORS = Path("onnx") / "backend" / "test" / "case" / "node"
 TIMEOUT = 300.0
 """Seconds for one run of the generators (ONNX's largest, Cast's, takes ~5 s)."""
 CHILD = Path(__file__).with_name("generator_child.py")
+_PLAIN = re.compile(r"[a-z0-9_]{1,64}\.py")
+"""A generator's file name as ONNX names them (a PR's name is shown: nothing else is run)."""
+
+
+def _inert(text: str) -> str:
+    """A line the child wrote (the PR's test names, its exceptions' text), made plain for
+    the comment: printable characters only, no backquote (it is shown in a code span)."""
+    return "".join(c for c in text if c.isprintable()).replace("`", "'")[:300]
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,8 @@ def generator_files(checkout: str | os.PathLike, ops: Iterable[str]) -> list[Pat
     name the op in a string (``make_node("Op", ...)``); regular files only, each read within
     the script bound."""
     root = Path(checkout) / GENERATORS
-    files = sorted(p for p in root.glob("*.py") if _regular(p) and p.name != "__init__.py")
+    files = sorted(p for p in root.glob("*.py") if _regular(p) and p.name != "__init__.py"
+                   and _PLAIN.fullmatch(p.name))
     found: dict[str, Path] = {}
     for op in sorted(set(ops)):
         own = root / f"{op.lower()}.py"
@@ -103,7 +113,7 @@ def _manifest(out: Path) -> list[str]:
     """What the child says it could not make, one line each (bounded, and only strings)."""
     try:
         data = json.loads(read_text(out / "manifest.json", Bound.RECORD))
-        return [f"{p.get('test') or p.get('file')}: {p['why']}"[:300]
+        return [_inert(f"{p.get('test') or p.get('file')}: {p['why']}")
                 for p in data.get("problems", ()) if isinstance(p, dict)
                 and isinstance(p.get("why"), str)][:50]
     except (InputError, ValueError, KeyError, AttributeError, TypeError):
