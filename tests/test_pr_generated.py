@@ -187,3 +187,44 @@ class Relu(Base):
            "points": {"origin": "the PR's generators", "source": "s", "problems": [line]}}
     (_, lines), = _notes(doc)
     assert lines[1] == f"not made: `{line}`"
+
+
+def test_an_op_the_installed_onnx_lacks_is_measured_with_the_prs_reference(tmp_path):
+    """A fixture built from #8202's real files, renamed so the installed onnx (which has
+    SwiGLU) lacks the op: SwiGLU -> SwiGLUNew in its docs section, its generator
+    (``swiglunew.py``) and its reference implementation (``op_swiglunew.py``). ONNX's
+    ``expect`` cannot build its tests without a schema: the child builds them and measures
+    them with the PR's ``OpRun`` class as the runtime. The math (SwiGLU(A, B) = A *
+    sigmoid(A) * B, smooth in A and B) confirms A, B and Y; the witness names the PR's
+    reference implementation as its runtime; nothing needs the build."""
+    text = (DATA / "Changelog.md").read_text(encoding="utf-8")
+    from gate_fixture import section_span
+    start, end = section_span(text, "SwiGLU-28")
+    renamed = text[:start] + text[start:end].replace("SwiGLU", "SwiGLUNew") + text[end:]
+    (tmp_path / "base.md").write_text(drop_section(text, "SwiGLU-28"), encoding="utf-8")
+    (tmp_path / "pr.md").write_text(renamed, encoding="utf-8")
+    co = tmp_path / "co"
+    for rel, name in (("onnx/backend/test/case/node", "swiglu.py"),
+                      ("onnx/reference/ops", "op_swiglu.py")):
+        (co / rel).mkdir(parents=True)
+        source = (CHECKOUT / rel / name).read_text(encoding="utf-8")
+        (co / rel / name.replace("swiglu", "swiglunew")).write_text(
+            source.replace("SwiGLU", "SwiGLUNew"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "torch_prover", "verify-all", "--changed-from", "base.md",
+         "--tags-from", "pr.md", "--onnx-src", str(co), "--no-write",
+         "--cache-dir", str(tmp_path / "cache"), "--format", "json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "COLUMNS": "100"})
+    doc = validate_text(done.stdout)
+    assert done.returncode == 0, done.stderr
+    found = {(c["op"], c["version"], p["name"]): p for c in doc["changes"]
+             for p in c["parameters"]}
+    assert set(found) == {("SwiGLUNew", 28, "A"), ("SwiGLUNew", 28, "B"),
+                          ("SwiGLUNew", 28, "Y")}, doc["reason"]
+    for p in found.values():
+        assert (p["verdict"], p["supports"]) == ("confirmed", D), (p["why"], doc["points"])
+        reason = p["witnesses"][0]["reason"]
+        assert "the PR's generators" in reason and "test_swiglu" in reason
+        assert "runtime: the PR's reference implementation (SwiGLUNew)" in reason
+    assert doc["summary"]["needs_build"] == 0 and doc["points"]["origin"] == "the PR's generators"

@@ -188,19 +188,23 @@ def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
 
 
 def measure_generated(checkout: Path, ops: Iterable[str], per_version: int = PER_VERSION,
-                      body: bool = False) -> PointsRun:
+                      body: bool = False, new: Mapping[str, Any] | None = None) -> PointsRun:
     """The tests an ONNX checkout's own generators write for ``ops`` (a checkout that
-    commits no node tests: ``engine/onnx_points/generators.py``), measured (not cached)."""
+    commits no node tests: ``engine/onnx_points/generators.py``), measured (not cached);
+    ``new``: ops the installed onnx lacks (op -> the PR's SchemaTags), measured in the child
+    with the PR's reference implementation."""
     from ..engine.onnx_points.generators import GENERATORS, generate
-    made = generate(checkout, ops)
+    made = generate(checkout, ops, new=dict(new or {}), per_version=per_version)
     by, skips = _measure(made.tests, per_version, body)
+    for w in made.measured:
+        by[(w.op, w.version)] = by.get((w.op, w.version), ()) + (w,)
     files = ", ".join(made.files) or "none"
     return PointsRun(f"ONNX checkout {checkout}: {GENERATORS}/ ({files}), run isolated",
                      per_version, by, skips, made.problems, PointsOrigin.GENERATORS)
 
 
 def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool,
-             ops: Iterable[str] = ()) -> PointsRun:
+             ops: Iterable[str] = (), new: Mapping[str, Any] | None = None) -> PointsRun:
     """A run's points: with ``--onnx-src`` the checkout's committed tests, else (a checkout
     after onnx #7959) the tests its generators write for ``ops``; without it the installed
     onnx's. Never one in place of another: a checkout with neither is refused before any
@@ -211,7 +215,7 @@ def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body
     if (Path(onnx_src) / points_source.NODE_DATA).is_dir():
         run = measure_checkout(Path(onnx_src), per_version, body)
         return replace(run, origin=PointsOrigin.COMMITTED)
-    return measure_generated(Path(onnx_src), ops, per_version, body)
+    return measure_generated(Path(onnx_src), ops, per_version, body, new)
 
 
 def origin_of(onnx_src: str, flag: str = "--onnx-src") -> PointsOrigin:

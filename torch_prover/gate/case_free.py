@@ -50,18 +50,22 @@ def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
             run: PointsRun, pr: PrTags) -> list[tuple[Judged, ...]]:
     """``judged`` with each parameter the PR has decided case-free (a removed one stays),
     against the PR's tags (``pr``: its docs with ``--tags-from``, else the installed onnx's).
-    A version the installed onnx lacks stays "not proved: build the PR's onnx": its tests
-    need its schema (``engine/onnx_points/generators.py`` says what that does not allow)."""
+    A version the installed onnx lacks stays "not proved: build the PR's onnx" unless the
+    PR's reference implementation measured its tests (``engine/onnx_points/generators.py``
+    says what that allows and what not)."""
     out = []
     for p, js in zip(provings, judged):
-        if p.unbuilt:
+        if p.unbuilt and not run.used(p.change.op, p.change.version):
             out.append(tuple(js))
             continue
         change = p.change
         tags = pr.tags(change.op, change.version)
         found = {(c["io"], c["name"]): c for c in (cells(run, tags) if tags is not None else ())}
         tests = run.used(change.op, change.version)
-        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests, run.origin.value)
+        ran = sorted({w.runtime for w in run.by_version.get((change.op, change.version), ())
+                      if w.skip is None and w.runtime})
+        origin = run.origin.value + (f"; runtime: {', '.join(ran)}" if ran else "")
+        out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests, origin)
                          if j.param.pr is not None else j for j in js))
     return out
 
@@ -78,11 +82,11 @@ def fallback(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
     case-free where ONNX's node tests decide it; every other parameter as it was."""
     out = []
     for p, js in zip(provings, judged):
-        if not needs_fallback(p):
+        if not (needs_fallback(p) or (p.unbuilt and run.used(p.change.op, p.change.version))):
             out.append(tuple(js))
             continue
         redo = rejudge([p], [js], run, pr)[0]
-        out.append(tuple(n if j.verdict is GateVerdict.NOT_PROVED
+        out.append(tuple(n if j.verdict in (GateVerdict.NOT_PROVED, GateVerdict.NEEDS_BUILD)
                          and n.verdict is not GateVerdict.NOT_PROVED else j
                          for j, n in zip(js, redo)))
     return out

@@ -119,7 +119,7 @@ def prepare(req: Request) -> Prepared:
     from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
     provings = select(found.changes, torchscript=torchscript, pr=pr)
-    if req.onnx_src is not None and _wants_points(req, provings):
+    if req.onnx_src is not None and _wants_points(req, provings, pr_docs):
         from ..batch.onnx_points import origin_of
         origin_of(req.onnx_src)   # the checkout's tests, committed or generated, or a refusal
     todo = to_run(provings) if not req.case_free else []
@@ -137,12 +137,32 @@ def prepare(req: Request) -> Prepared:
                     tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE))
 
 
-def _wants_points(req: Request, provings) -> bool:
-    """Whether ONNX's node tests judge anything: ``--case-free``, or a changed version no
-    case reaches (``case_free.needs_fallback``)."""
+def _wants_points(req: Request, provings, pr_docs: Any = None) -> bool:
+    """Whether ONNX's node tests judge anything: ``--case-free``, a changed version no
+    case reaches (``case_free.needs_fallback``), or an op the installed onnx lacks whose
+    tests the PR's generators and reference implementation give (``_new_ops``)."""
     from .case_free import needs_fallback
     return (req.case_free and any(not p.unbuilt for p in provings)) or (
-        req.numeric and req.onnx_points > 0 and any(needs_fallback(p) for p in provings))
+        req.numeric and req.onnx_points > 0 and any(needs_fallback(p) for p in provings)
+    ) or bool(_new_ops(req, provings, pr_docs))
+
+
+def _new_ops(req: Request, provings, pr_docs: Any) -> dict[str, Any]:
+    """The changed ops the installed onnx lacks altogether (op -> the PR's tags of its newest
+    changed version), when the points come from the PR's generators: their tests are
+    measured with the PR's reference implementation (engine/onnx_points/generators.py)."""
+    if (req.onnx_src is None or pr_docs is None or not req.numeric or req.onnx_points < 1
+            or preflight.has_node_tests(req.onnx_src)):
+        return {}
+    from ..tags.schema import all_ops
+    have = set(all_ops())
+    out: dict[str, Any] = {}
+    for p in provings:
+        op = p.change.op
+        t = PrTags(pr_docs).tags(op, p.change.version) if p.unbuilt and op not in have else None
+        if t is not None and (op not in out or t.since_version > out[op].since_version):
+            out[op] = t
+    return out
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -173,11 +193,12 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     # gate/case_free.py: ONNX's node tests judge every changed version (--case-free), or
     # else the versions no case reaches (a new op), where they decide
     points = None
-    if _wants_points(req, prepared.provings):
+    if _wants_points(req, prepared.provings, prepared.pr_docs):
         from ..batch.onnx_points import measured
         wanted = {p.change.op for p in prepared.provings
                   if (req.case_free and not p.unbuilt) or needs_fallback(p)}
-        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted)
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted,
+                          _new_ops(req, prepared.provings, prepared.pr_docs))
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))
     doc = build(prepared.diff, prepared.provings, judged, records,

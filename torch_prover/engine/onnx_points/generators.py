@@ -10,12 +10,16 @@ discarded -- and reads what it wrote as a checkout's committed tests (``source``
 hostile data. The scratch directory is deleted after.
 
 What that allows: the tests the PR's generators write for an op the installed onnx has (a
-new version of an op, or an op the installed release already has), measured in the
-installed onnx's runtimes as committed tests are. What it does not: an op the installed
-onnx lacks has no schema there, so its tests are not built (``expect`` needs the schema):
-each is named, and the op is decided on the PR's build. The child is a separate process,
-not a sandbox: code that means to write elsewhere can, as any CI step can; the CI job's
-runner is the boundary, as it is for the build the gate otherwise needs.
+new version of an op, or an op the pinned release already has), measured in the installed
+onnx's runtimes, as committed tests are; and for an op the installed onnx lacks (no schema
+there, so ONNX's ``expect`` cannot build its tests), its tests built in the child from the
+arrays and measured there, the runtime of the numeric witness the PR's Python reference
+implementation (``onnx/reference/ops/op_<op>.py``), its tags the PR's docs'. What it does
+not: such an op has no function body here (no body witness), no onnxruntime kernel (no
+second runtime), and the reference implementation is the PR's word for its semantics, not
+the build's; an op without one is named and decided on the PR's build. The child is a
+separate process, not a sandbox: code that means to write elsewhere can, as any CI step
+can; the CI job's runner is the boundary, as it is for the build the gate otherwise needs.
 """
 from __future__ import annotations
 
@@ -33,10 +37,14 @@ from pathlib import Path
 from typing import Iterable
 
 from ...inputs import Bound, InputError, read_text
+from ...tags.schema import SchemaTags
 from .source import NodeTest, Skipped, from_checkout
+from .witness import TestWitness
 
 GENERATORS = Path("onnx") / "backend" / "test" / "case" / "node"
 """Where an ONNX checkout keeps its node tests' generators."""
+REFERENCE = Path("onnx") / "reference" / "ops"
+"""Where it keeps its Python reference implementations (``op_<op>.py``)."""
 TIMEOUT = 300.0
 """Seconds for one run of the generators (ONNX's largest, Cast's, takes ~5 s)."""
 CHILD = Path(__file__).with_name("generator_child.py")
@@ -57,6 +65,7 @@ class Generated:
     tests: tuple[NodeTest | Skipped, ...]
     files: tuple[str, ...]
     problems: tuple[str, ...]
+    measured: tuple[TestWitness, ...] = ()   # an op the installed onnx lacks, measured there
 
 
 def has_generators(checkout: str | os.PathLike) -> bool:
@@ -92,12 +101,13 @@ def generator_files(checkout: str | os.PathLike, ops: Iterable[str]) -> list[Pat
     return [found[k] for k in sorted(found)]
 
 
-def _run_child(scratch: Path, files: list[Path], timeout: float) -> str | None:
+def _run_child(scratch: Path, spec: dict, timeout: float) -> str | None:
     """Run the generators in the child; why it failed as a whole, or None."""
+    (scratch / "spec.json").write_text(json.dumps(spec))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch),
            "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
     proc = subprocess.Popen([sys.executable, "-I", str(CHILD), str(scratch / "out"),
-                             *map(str, files)], cwd=scratch, env=env, start_new_session=True,
+                             str(scratch / "spec.json")], cwd=scratch, env=env, start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
@@ -120,20 +130,56 @@ def _manifest(out: Path) -> list[str]:
         return ["the generators' manifest is missing or unreadable"]
 
 
-def generate(checkout: str | os.PathLike, ops: Iterable[str],
-             timeout: float = TIMEOUT) -> Generated:
-    """The node tests the checkout's generators write for ``ops``, built in a child."""
-    files = generator_files(checkout, ops)
+def _spec_of(checkout: Path, op: str, tags: SchemaTags) -> dict:
+    """What the child needs of an op the installed onnx lacks: its version and tags (the
+    PR's docs) and the PR's reference implementation, if the PR has one."""
+    ref = Path(checkout) / REFERENCE / f"op_{op.lower()}.py"
+    return {"version": tags.since_version,
+            "reference": str(ref) if _regular(ref) and _PLAIN.fullmatch(ref.name) else None,
+            "tags": {io: [{"name": f.name, "tag": f.tag, "option": f.option,
+                           "types": list(f.types)} for f in formals]
+                     for io, formals in (("input", tags.inputs), ("output", tags.outputs))}}
+
+
+def _measured(out: Path, new: dict[str, SchemaTags]) -> list[TestWitness]:
+    """The child's witnesses of the new ops, each checked: its op asked, its version the
+    PR's, its parameters the PR's formals (anything else is dropped)."""
+    try:
+        data = json.loads(read_text(out / "measured.json", Bound.RECORD))
+        found = [TestWitness.from_dict(d) for d in data[:200]]
+    except (InputError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    keep = []
+    for w in found:
+        t = new.get(w.op)
+        names = {(f.io, f.name) for f in (t.inputs + t.outputs)} if t else set()
+        if t and w.version == t.since_version and all((p.io, p.name) in names
+                                                      for p in w.params):
+            keep.append(TestWitness(_inert(w.test), w.op, w.version, _inert(w.runtime or ""),
+                                    w.params, w.skip, _inert(w.detail)))
+    return keep
+
+
+def generate(checkout: str | os.PathLike, ops: Iterable[str], timeout: float = TIMEOUT,
+             new: dict[str, SchemaTags] | None = None, per_version: int = 4) -> Generated:
+    """The node tests the checkout's generators write for ``ops``, built in a child; for
+    the ops in ``new`` (the installed onnx lacks them: their tags from the PR's docs), the
+    tests measured there with the PR's reference implementation."""
+    new = new or {}
+    files = generator_files(checkout, set(ops) | set(new))
     if not files:
         return Generated((), (), (f"no generator in {GENERATORS} names "
-                                  f"{', '.join(sorted(set(ops)))}",))
+                                  f"{', '.join(sorted(set(ops) | set(new)))}",))
     scratch = Path(tempfile.mkdtemp(prefix="torch-prover-generators-"))
+    spec = {"files": [str(p) for p in files], "per_version": per_version,
+            "new": {op: _spec_of(Path(checkout), op, t) for op, t in new.items()}}
     try:
-        failed = _run_child(scratch, files, timeout)
+        failed = _run_child(scratch, spec, timeout)
         out = scratch / "out"
         problems = [failed] if failed else _manifest(out)
         tests = tuple(from_checkout(out)) if failed is None and \
             (out / "onnx" / "backend" / "test" / "data" / "node").is_dir() else ()
+        measured = tuple(_measured(out, new)) if failed is None else ()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return Generated(tests, tuple(p.name for p in files), tuple(problems))
+    return Generated(tests, tuple(p.name for p in files), tuple(problems), measured)
