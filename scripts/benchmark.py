@@ -22,7 +22,11 @@
    op, from start to verdict, fresh processes: cold (empty cache) and warm; the base is the
    installed onnx's own Changelog.md (scripts/onnx_docs.py) with one tag edited; and the
    replay of onnx 398cbb6 from its two committed Changelogs (`--tags-from`: no build,
-   tests/data/onnx-398cbb64). `--pr-gate-only` runs just this one.
+   tests/data/onnx-398cbb64); and the workflow's two PR runs (run 1: JSON; run 2: `--onnx-src`
+   with annotations, step summary and JUnit), warm, in CPU time (user + system), on a PR
+   with nothing to prove and on one with a proof (issue 40: run 2 reads onnx/defs only when
+   a test needs a line, once) -- `--onnx-src DIR` names the ONNX checkout (default: the
+   fixture sources, tests/data/onnx-src). `--pr-gate-only` runs just this one.
 8. `torch-prover report` of both runs' JSON in each format (fresh process, and the
    rendering alone in-process), with the Markdown's whole length and its body's.
 9. reading that report back (issue 28: `merge` and `fix-tags` re-check every record): the
@@ -76,13 +80,15 @@ def main() -> int:
     ap.add_argument("--skip-versions", action="store_true")
     ap.add_argument("--only-ci", action="store_true")
     ap.add_argument("--pr-gate-only", action="store_true")
+    ap.add_argument("--onnx-src", default=str(Path(__file__).resolve().parent.parent / "tests"
+                                              / "data" / "onnx-src"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tp-bench-"))
     if args.only_ci or args.pr_gate_only:
         if args.only_ci:
             _ci(work, None, args.jobs)
         if args.pr_gate_only:
-            _pr_gate(work, args.jobs)
+            _pr_gate(work, args.jobs, args.onnx_src)
         return 0
     cache, out = work / "cache", work / "models"
 
@@ -151,7 +157,7 @@ def main() -> int:
     if not args.skip_versions:
         _all_versions(work, args.jobs)
         _renders(work / "versions.json", work)
-    _pr_gate(work, args.jobs)
+    _pr_gate(work, args.jobs, args.onnx_src)
     return 0
 
 
@@ -191,7 +197,7 @@ def _flip(text: str, anchor: str, param: str, old: str, new: str) -> str:
     return text[:entry] + text[entry:end].replace(old, new) + text[end:]
 
 
-def _pr_gate(work: Path, jobs: int) -> None:
+def _pr_gate(work: Path, jobs: int, onnx_src: str) -> None:
     """A PR that changes one op, start to verdict in a fresh process, cold then warm."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from onnx_docs import generate
@@ -220,6 +226,26 @@ def _pr_gate(work: Path, jobs: int) -> None:
     warm, rc_warm = _timed(cmd)
     print(f"PR mode from the PR's docs, no build: onnx 398cbb6 replayed (14 changed tags): "
           f"cold {cold:5.1f} s, warm {warm:5.1f} s (exit codes {rc}, {rc_warm})")
+    (work / "unchanged.md").write_text(generated, encoding="utf-8")
+    _gate_runs(work, onnx_src, work / "unchanged.md", "nothing to prove")
+    _gate_runs(work, onnx_src, work / "base-Relu-14.md", "Relu-14 X changed (1 proof)")
+
+
+def _gate_runs(work: Path, onnx_src: str, base: Path, label: str) -> None:
+    """The workflow's run 1 and run 2 of one PR (its tags: the installed onnx's docs), warm:
+    CPU time of each, the median of three."""
+    import statistics
+    gate = [str(BIN / "torch-prover"), "verify-all", "--changed-from", str(base),
+            "--tags-from", str(work / "onnx" / "docs" / "Changelog.md"),
+            "--cache-dir", str(work / "gate-cache-runs"), "--no-write"]
+    run1 = gate + ["--no-github", "--format", "json", "--report", str(work / "r1.json")]
+    run2 = gate + ["--github", "--onnx-src", onnx_src, "--junit", str(work / "j.xml"),
+                   "--format", "markdown", "--report", str(work / "r2.md")]
+    _timed(run1)   # warm the cache
+    cpu = {name: statistics.median(_timed_cpu(cmd)[1] for _ in range(3))
+           for name, cmd in (("run 1", run1), ("run 2", run2))}
+    print(f"PR workflow, {label}: run 1 {cpu['run 1']:.2f} s CPU, run 2 (--onnx-src "
+          f"{onnx_src}) {cpu['run 2']:.2f} s CPU (warm, median of 3)")
 
 
 def _renders(saved: Path, work: Path) -> None:

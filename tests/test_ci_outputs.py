@@ -273,3 +273,24 @@ def test_a_tests_reproduce_command_is_the_one_the_report_prints(failing_run):
             assert t.reproduce.endswith(f" --tags-from {rep['summary']['tags_path']}")
             checked += 1
     assert checked == 2   # Softmax-13 input and output: the run's two tests
+
+
+def test_onnx_defs_is_read_once_and_only_when_a_test_needs_a_line(failing_run, tmp_path,
+                                                                  monkeypatch, capsys):
+    """Issue 40, item 5: the JUnit file and the annotations share one reading of onnx/defs,
+    and a run with no test (a PR with nothing to prove) reads none: the second gate run
+    costs no tokenizing then."""
+    from torch_prover.ci import options as ci_options
+    from torch_prover.fix import locate
+    reads = []
+    real = locate.read_tree
+    monkeypatch.setattr(locate, "read_tree", lambda root: reads.append(root) or real(root))
+    plan = ci_options.Plan(github=True, junit=str(tmp_path / "j.xml"), onnx_src=SRC)
+    ci_options.emit(plan, failing_run["report"], "json")
+    err = capsys.readouterr().err
+    assert reads == [SRC] and "::error file=" in err      # lines found, from one reading
+    nothing = {"kind": "pr-gate", "changes": [], "failed": [], "summary": {}}
+    ci_options.emit(ci_options.Plan(github=True, junit=str(tmp_path / "k.xml"), onnx_src=SRC),
+                    nothing, "markdown")
+    assert reads == [SRC]                                 # nothing located: nothing read
+    assert (tmp_path / "k.xml").is_file()

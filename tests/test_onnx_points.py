@@ -246,7 +246,7 @@ def test_pr_mode_case_free_decides_a_new_op_from_the_prs_node_tests(tmp_path, mo
         assert "ONNX's node tests measured test_swiglu (reference): smooth" in \
             p["witnesses"][0]["reason"], p
     assert {p["verdict"] for p in by_op["Shrink"]["parameters"]} == {"not proved"}
-    assert all(p["why"] == "not proved: no case and no ONNX node test"
+    assert all(p["why"] == "not proved: no case and no ONNX node test (the PR's committed tests)"
                for p in by_op["Shrink"]["parameters"])
 
 

@@ -8,8 +8,11 @@ non-differentiable, which the math refutes (the catalogue declares both disagree
 ``cases/resize.py``). Copied forward unchanged, they are not the PR's doing: the gate
 passes with a warning. A PR that also tags ``X`` non-differentiable wrote that tag: the
 gate fails on it (Resize's output is a weighted sum of X's values: differentiable), and
-on nothing else. And a version the installed onnx lacks: refused in the base (the installed
-onnx is older than it), "not proved: build the PR's onnx" when only the PR adds it.
+on nothing else. And a version the installed onnx lacks: in the base, main ahead of the
+installed onnx -- normal, named, and "not proved: build the PR's onnx" only when the PR
+changes it -- unless the installed onnx closed an opset without a version the newer base
+has there (not of the base's line: refused); "not proved: build the PR's onnx" when only
+the PR adds it.
 """
 from __future__ import annotations
 
@@ -124,21 +127,83 @@ def _with_a_later_relu(text: str) -> tuple[str, int]:
             + text[at:]), later
 
 
-def test_an_installed_onnx_older_than_the_base_is_refused(docs, no_work, capsys,
-                                                          monkeypatch, tmp_path):
-    """With the PR's docs, the installed onnx must have every version the base has: a
-    base and PR documenting an opset past the installed onnx's newest (Relu there: a
-    version the installed onnx lacks) say so, exit 2."""
+def _with_a_relu_at(text: str, opset: int) -> str:
+    """``text`` with Relu-14's section renumbered to ``opset`` under that opset's heading
+    (an opset the installed onnx has): a version the installed onnx lacks at an opset it
+    closed without it."""
+    start, end = section_span(text, "Relu-14")
+    relu = text[start:end].replace("Relu-14", f"Relu-{opset}").replace(
+        "since version 14 of", f"since version {opset} of")
+    head = f"## Version {opset} of the default ONNX operator set\n"
+    at = text.index(head) + len(head)
+    return text[:at] + relu + text[at:]
+
+
+def test_main_ahead_of_the_installed_onnx_is_normal(docs, no_work, capsys, monkeypatch,
+                                                    tmp_path):
+    """Issue 40: a base and PR documenting an opset past the installed onnx's newest (Relu
+    there: a version it lacks) are the normal state of main between releases: nothing to
+    prove (the PR changes nothing), exit 0, the version named as newer than the installed
+    onnx."""
     newer, later = _with_a_later_relu((docs / "Changelog.md").read_text(encoding="utf-8"))
     for name in ("base.md", "pr.md"):
         (tmp_path / name).write_text(newer, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
+                     "--no-write", "--format", "json"])
+    doc = validate_text(capsys.readouterr().out)
+    assert code == 0 and doc["changes"] == [] and doc["reason"].startswith("nothing to prove")
+    assert doc["absent"] == [{"version": f"Relu-{later}", "why": "newer than the installed onnx"}]
+    assert doc["summary"]["needs_build"] == 0
+
+
+def test_a_change_to_a_version_newer_than_the_installed_onnx_needs_the_build(
+        docs, cache, tmp_path):
+    """On a base ahead of the installed onnx, a PR that re-tags Relu-14's X (which the
+    installed onnx has) and Relu-<later>'s X (which it lacks): the first is proved -- Relu
+    passes x through where x > 0, d relu/dx = 1 there, so non-differentiable is refuted --
+    the second is "not proved: build the PR's onnx", a typed state in JSON, the comment
+    and JUnit, and the one version the workflow builds for."""
+    newer, later = _with_a_later_relu((docs / "Changelog.md").read_text(encoding="utf-8"))
+    (tmp_path / "base.md").write_text(newer, encoding="utf-8")
+    pr = retag(retag(newer, "Relu-14", "X", N), f"Relu-{later}", "X", N)
+    (tmp_path / "pr.md").write_text(pr, encoding="utf-8")
+    done = _gate(tmp_path, "--changed-from", "base.md", "--tags-from", "pr.md", "--no-write",
+                 "--cache-dir", str(cache), "--format", "json", "--junit", "junit.xml")
+    doc = validate_text(done.stdout)
+    assert done.returncode == 1, done.stderr
+    by = {(c["op"], c["version"], p["name"]): p for c in doc["changes"] for p in c["parameters"]}
+    assert set(by) == {("Relu", 14, "X"), ("Relu", later, "X")}
+    assert (by["Relu", 14, "X"]["verdict"], by["Relu", 14, "X"]["supports"]) == ("refuted", D)
+    assert by["Relu", later, "X"]["verdict"] == "not proved: build the PR's onnx"
+    assert doc["summary"]["needs_build"] == 1
+    assert doc["summary"]["verdicts"]["not proved: build the PR's onnx"] == 1
+    from torch_prover.gate.comment import markdown, text
+    assert f"| Relu-{later} | changed tags | input 0 (X) | differentiable | " \
+        f"non-differentiable | not proved: build the PR's onnx |" in markdown(doc)
+    assert "not proved: build the PR's onnx" in text(doc, 100)
+    junit = (tmp_path / "junit.xml").read_text(encoding="utf-8")
+    assert 'type="not proved: build the PR&apos;s onnx"' in junit \
+        or "type=\"not proved: build the PR's onnx\"" in junit
+
+
+def test_an_installed_onnx_not_of_the_bases_line_is_refused(docs, no_work, capsys,
+                                                            monkeypatch, tmp_path):
+    """The real refusal kept: a base newer than the installed onnx (an opset past its
+    newest) that also documents a version at an opset the installed onnx has and closed
+    without it (Relu-20, which no onnx has): not a release of the base's line, exit 2, one
+    line naming it -- never "older" for the version past its newest."""
+    newer, later = _with_a_later_relu((docs / "Changelog.md").read_text(encoding="utf-8"))
+    other = _with_a_relu_at(newer, 20)
+    for name in ("base.md", "pr.md"):
+        (tmp_path / name).write_text(other, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["verify-all", "--changed-from", "base.md", "--tags-from", "pr.md",
                      "--no-write"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
-    assert "the installed onnx lacks 1 schema versions the base has" in err
-    assert f"Relu-{later}" in err
+    assert "lacks 1 schema versions the newer base documents at opsets it has" in err
+    assert "Relu-20" in err and f"Relu-{later}" not in err and "older" not in err
 
 
 def test_a_version_the_installed_onnx_lacks_is_not_proved_build_the_pr(docs, no_work, capsys,
@@ -159,6 +224,6 @@ def test_a_version_the_installed_onnx_lacks_is_not_proved_build_the_pr(docs, no_
         [("Relu", later, "new schema version", True)]
     assert doc["summary"]["needs_build"] == 1 and doc["cases"] == []
     for p in doc["changes"][0]["parameters"]:
-        assert p["verdict"] == "not proved" and "build the PR's onnx" in p["why"]
+        assert p["verdict"] == "not proved: build the PR's onnx" and "build the PR's onnx" in p["why"]
     from torch_prover.gate.comment import markdown
     assert f"build the PR's onnx to prove them\n\n- `Relu-{later}`" in markdown(doc)

@@ -24,7 +24,7 @@ import hashlib
 import json
 import warnings
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -37,6 +37,7 @@ from ..engine.onnx_points.store import generators_digest, installed_tests
 from ..engine.onnx_points.witness import TestWitness, choose, measure_test
 from ..engine.record import versions as installed_versions
 from ..engine.rules.verdict import Rule
+from ..compat import StrEnum
 from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
 
 PER_VERSION = 4
@@ -55,6 +56,13 @@ def by_convention(rule: str | None) -> bool:
     return bool(rule) and set(str(rule).split("; ")) == {Rule.CONVENTION.value}
 
 
+class PointsOrigin(StrEnum):
+    """Where a run's ONNX points came from: said with every verdict they decide."""
+    COMMITTED = "the PR's committed tests"     # --onnx-src: onnx/backend/test/data/node
+    GENERATORS = "the PR's generators"         # --onnx-src: onnx/backend/test/case/node/*.py
+    INSTALLED = "the installed onnx's tests"   # onnx.backend.test.case.node, collected
+
+
 @dataclass(frozen=True)
 class PointsRun:
     """The node tests measured for one run: by (op, schema version) the witnesses of the
@@ -65,6 +73,7 @@ class PointsRun:
     by_version: Mapping[tuple[str, int], tuple[TestWitness, ...]]
     skipped: Mapping[str, int]          # PointsSkip value -> tests giving no points
     warnings: tuple[str, ...] = ()
+    origin: PointsOrigin = PointsOrigin.INSTALLED
 
     def outcomes(self, op: str, version: int, io: str, name: str) -> list[NumericOutcome]:
         return [p.outcome for w in self.by_version.get((op, version), ()) if w.skip is None
@@ -178,12 +187,50 @@ def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
     return PointsRun(f"ONNX checkout {checkout}: {points_source.NODE_DATA}", per_version, by, skips)
 
 
-def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool
-             ) -> PointsRun:
-    """A run's points: the checkout's committed tests (``--onnx-src``), else the installed onnx's."""
-    if onnx_src is not None:
-        return measure_checkout(Path(onnx_src), per_version, body)
-    return measure_installed(Path(cache_dir) if cache_dir is not None else None, per_version, body)
+def measure_generated(checkout: Path, ops: Iterable[str], per_version: int = PER_VERSION,
+                      body: bool = False, new: Mapping[str, Any] | None = None) -> PointsRun:
+    """The tests an ONNX checkout's own generators write for ``ops`` (a checkout that
+    commits no node tests: ``engine/onnx_points/generators.py``), measured (not cached);
+    ``new``: ops the installed onnx lacks (op -> the PR's SchemaTags), measured in the child
+    with the PR's reference implementation."""
+    from ..engine.onnx_points.generators import GENERATORS, generate
+    made = generate(checkout, ops, new=dict(new or {}), per_version=per_version)
+    by, skips = _measure(made.tests, per_version, body)
+    for w in made.measured:
+        by[(w.op, w.version)] = by.get((w.op, w.version), ()) + (w,)
+    files = ", ".join(made.files) or "none"
+    return PointsRun(f"ONNX checkout {checkout}: {GENERATORS}/ ({files}), run isolated",
+                     per_version, by, skips, made.problems, PointsOrigin.GENERATORS)
+
+
+def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool,
+             ops: Iterable[str] = (), new: Mapping[str, Any] | None = None) -> PointsRun:
+    """A run's points: with ``--onnx-src`` the checkout's committed tests, else (a checkout
+    after onnx #7959) the tests its generators write for ``ops``; without it the installed
+    onnx's. Never one in place of another: a checkout with neither is refused before any
+    work (``origin_of``)."""
+    if onnx_src is None:
+        return measure_installed(Path(cache_dir) if cache_dir is not None else None,
+                                 per_version, body)
+    if (Path(onnx_src) / points_source.NODE_DATA).is_dir():
+        run = measure_checkout(Path(onnx_src), per_version, body)
+        return replace(run, origin=PointsOrigin.COMMITTED)
+    return measure_generated(Path(onnx_src), ops, per_version, body, new)
+
+
+def origin_of(onnx_src: str, flag: str = "--onnx-src") -> PointsOrigin:
+    """Which of the checkout's sources gives its ONNX points, or a one-line refusal saying
+    what is missing and why (UsageError)."""
+    from ..engine.onnx_points.generators import GENERATORS, has_generators
+    from ..errors import UsageError
+    if (Path(onnx_src) / points_source.NODE_DATA).is_dir():
+        return PointsOrigin.COMMITTED
+    if has_generators(onnx_src):
+        return PointsOrigin.GENERATORS
+    raise UsageError(f"{flag} {onnx_src}: ONNX's points need the PR's node tests, and it has "
+                     f"neither {points_source.NODE_DATA} (the committed tests, which ONNX stopped "
+                     f"committing in onnx #7959) nor {GENERATORS} (their generators, which "
+                     "the gate runs where no test is committed)")
 
 
 # ----------------------------------------------------------------------------- cells

@@ -45,24 +45,36 @@ class Where:
 
 
 class Locator:
-    """Lines of ``onnx/defs`` for tests, read once with fix-tags' reader (``read_tree``);
-    without a source tree every test is nowhere (its annotation names the op)."""
+    """Lines of ``onnx/defs`` for tests, read with fix-tags' reader (``read_tree``) when a
+    test first needs one, and once: a run that locates nothing (a PR with nothing to prove)
+    reads no source, and the JUnit file and the annotations share the one reading (issue
+    40: tokenizing onnx/defs is most of the second gate run's cost). Without a source tree
+    every test is nowhere (its annotation names the op)."""
 
     def __init__(self, onnx_src: str | os.PathLike | None, workspace: str | None = None):
-        self.tree = None
+        self.source = onnx_src
+        self._tree = None
+        self.reads = 0          # how many times onnx/defs was read (0 or 1)
         self.base = None
         if onnx_src is not None:
-            from ..fix.locate import read_tree
-            self.tree = read_tree(onnx_src)
             root = Path(onnx_src).resolve()
             start = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
             self.base = Path(os.path.relpath(root, start.resolve()))
+
+    @property
+    def tree(self):
+        """The source tree, read on first use (None without ``onnx_src``)."""
+        if self._tree is None and self.source is not None:
+            from ..fix.locate import read_tree
+            self._tree = read_tree(self.source)
+            self.reads += 1
+        return self._tree
 
     def _path(self, rel: str) -> str:
         return (self.base / rel).as_posix() if self.base is not None else rel
 
     def where(self, t: Test) -> Where:
-        if self.tree is None:
+        if self.source is None:
             return Where()
         version = t.version if t.version is not None else _version_at(t)
         block = self.tree.block(t.op, t.domain, version) if version is not None else None

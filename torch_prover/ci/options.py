@@ -67,7 +67,10 @@ def plan(args: argparse.Namespace, argv: Sequence[str] | None = None) -> Plan:
     onnx_src = None
     if args.onnx_src is not None and (github or junit is not None):
         onnx_src = preflight.onnx_source(args.onnx_src)
-    elif args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src):
+    elif (args.onnx_src is not None and not preflight.has_node_tests(args.onnx_src)
+          and getattr(args, "changed_from", None) is None):
+        # (PR mode reads the checkout's node tests, committed or generated, and says what is
+        # missing when it needs them: gate/command.prepare)
         raise UsageError("--onnx-src places GitHub annotations and JUnit testcases: give it "
                          "with --github (or in GitHub Actions, where GITHUB_ACTIONS=true "
                          "turns them on) or --junit, or name a checkout with "
@@ -102,20 +105,21 @@ def emit(p: Plan, report: dict[str, Any], fmt: str) -> None:
     stdout carries a JSON document: GitHub reads workflow commands on both), the summary."""
     if not (p.github or p.junit is not None):
         return
+    from .github import Locator
     from .outcomes import all_tests
     found = all_tests(report)
+    locator = Locator(p.onnx_src)   # onnx/defs read once, and only if a test needs a line
     if p.junit is not None:
         from .junit import write_junit
-        from .github import Locator
         write_junit(p.junit, found, p.suite,
                     report.get("summary", {}).get("wall_time_s"),
-                    Locator(p.onnx_src).place if p.onnx_src is not None else None)
+                    locator.place if p.onnx_src is not None else None)
         from ..output.inert import one_line
         print(f"JUnit XML written to {one_line(p.junit)}", file=sys.stderr)
     if p.github:
-        from .github import Locator, annotations, append_summary, summary_markdown
+        from .github import annotations, append_summary, summary_markdown
         stream = sys.stderr if fmt == "json" else sys.stdout
-        for line in annotations(found, Locator(p.onnx_src)):
+        for line in annotations(found, locator):
             print(line, file=stream)
         if p.step_summary is not None:
             append_summary(p.step_summary, summary_markdown(found, report, p.command_line))

@@ -55,6 +55,7 @@ class Why(StrEnum):
     NO_CASE = "no case"
     REFUTED = "changed tag refuted by the evidence"   # PR mode (docs/pr-gate.md)
     REMOVED = "parameter removed by the PR"
+    NEEDS_BUILD = "not proved: build the PR's onnx"   # PR mode: the installed onnx lacks it
     INHERITED = "refuted tag inherited unchanged from the superseded version"   # PR mode
 
 
@@ -276,6 +277,7 @@ def _gate_tests(doc: dict[str, Any]) -> Iterable[Test]:
     from ..gate.judge import GateVerdict as G
     outcome = {G.REFUTED: (Result.FAILED, Why.REFUTED), G.WAIVED: (Result.SKIPPED, Why.WAIVED),
                G.NOT_PROVED: (Result.SKIPPED, Why.UNDECIDED),
+               G.NEEDS_BUILD: (Result.SKIPPED, Why.NEEDS_BUILD),
                G.REMOVED: (Result.SKIPPED, Why.REMOVED),
                G.INHERITED: (Result.SKIPPED, Why.INHERITED),
                G.CONFIRMED: (Result.PASSED, None), G.PROPOSED: (Result.PASSED, None)}

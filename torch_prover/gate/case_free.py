@@ -2,10 +2,12 @@
 (``batch/case_free.py``), so a new op is decided on the PR that proposes it, before any case.
 
 Each changed parameter's case-free cell judges the PR's tag (the installed onnx's: the PR's
-build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's committed
-test data, which a build-free gate can read): ``confirmed``, ``refuted`` or ``proposed`` as a
-proof's record would, its witness named ``case-free``. A version without a usable ONNX node
-test is ``not proved``: "no case and no ONNX node test".
+build; its node tests are the installed onnx's, or with ``--onnx-src`` the PR's: its committed
+test data, or where it commits none (after onnx #7959) the tests its own generators write,
+``engine/onnx_points/generators.py``): ``confirmed``, ``refuted`` or ``proposed`` as a
+proof's record would, its witness named ``case-free`` and its reason naming the tests and
+where they came from (``PointsOrigin``). A version without a usable ONNX node test is ``not
+proved``: "no case and no ONNX node test".
 
 Without ``--case-free``, the cases decide; a changed version no case reaches (a new op on the
 PR that proposes it) falls back to the same case-free judgement (``fallback``), parameter by
@@ -44,12 +46,14 @@ def what_was_measured(run: PointsRun, op: str, version: int, io: str, name: str)
     return "; ".join(out) or "no test exercises it"
 
 
-def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], seen: str = "") -> Judged:
+def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], origin: str,
+         seen: str = "") -> Judged:
     if cell is None or not tests:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
-                       why="not proved: no case and no ONNX node test")
+                       why=f"not proved: no case and no ONNX node test ({origin})")
     w = Witness("case-free", None, cell["verdict"], cell["supports"], cell["rule"],
-                f"{cell['rule']}: ONNX's node tests measured {seen or 'nothing'}", None)
+                f"{cell['rule']}: ONNX's node tests measured {seen or 'nothing'} ({origin})",
+                None)
     verdict = _FROM_VERDICT.get(cell["verdict"])
     if verdict is None:
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
@@ -63,16 +67,23 @@ def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], seen: str
 def rejudge(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
             run: PointsRun, pr: PrTags) -> list[tuple[Judged, ...]]:
     """``judged`` with each parameter the PR has decided case-free (a removed one stays),
-    against the PR's tags (``pr``: its docs with ``--tags-from``, else the installed onnx's)."""
+    against the PR's tags (``pr``: its docs with ``--tags-from``, else the installed onnx's).
+    A version the installed onnx lacks stays "not proved: build the PR's onnx" unless the
+    PR's reference implementation measured its tests (``engine/onnx_points/generators.py``
+    says what that allows and what not)."""
     out = []
     for p, js in zip(provings, judged):
+        if p.unbuilt and not run.used(p.change.op, p.change.version):
+            out.append(tuple(js))
+            continue
         change = p.change
         tags = pr.tags(change.op, change.version)
         found = {(c["io"], c["name"]): c for c in (cells(run, tags) if tags is not None else ())}
         tests = run.used(change.op, change.version)
         out.append(tuple(_one(j, found.get((j.param.io, j.param.name)), tests,
+                              run.origin.value,
                               what_was_measured(run, change.op, change.version, j.param.io,
-                                       j.param.name))
+                                                j.param.name))
                          if j.param.pr is not None else j for j in js))
     return out
 
@@ -89,11 +100,11 @@ def fallback(provings: Sequence[Proving], judged: Sequence[tuple[Judged, ...]],
     case-free where ONNX's node tests decide it; every other parameter as it was."""
     out = []
     for p, js in zip(provings, judged):
-        if not needs_fallback(p):
+        if not (needs_fallback(p) or (p.unbuilt and run.used(p.change.op, p.change.version))):
             out.append(tuple(js))
             continue
         redo = rejudge([p], [js], run, pr)[0]
-        out.append(tuple(n if j.verdict is GateVerdict.NOT_PROVED
+        out.append(tuple(n if j.verdict in (GateVerdict.NOT_PROVED, GateVerdict.NEEDS_BUILD)
                          and n.verdict is not GateVerdict.NOT_PROVED else j
                          for j, n in zip(js, redo)))
     return out

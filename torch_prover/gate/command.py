@@ -52,7 +52,7 @@ class Request:
     tags_from: str | None = None     # the PR's docs/Changelog.md; None: the installed onnx
     case_free: bool = False          # judge every changed version from ONNX's node tests
     onnx_points: int = 4             # ONNX node tests measured per version (--case-free)
-    onnx_src: str | None = None      # the PR's checkout: its committed node tests
+    onnx_src: str | None = None      # the PR's checkout: its node tests, committed or generated
     base_commit: str | None = None   # the base's commit, how the comment names the base
 
 
@@ -67,6 +67,7 @@ class Prepared:
     warnings: tuple[str, ...]
     started: float
     pr_docs: Any = None       # the PR's ChangelogMd (--tags-from), None: the installed onnx
+    absent: tuple[mismatch.Absent, ...] = ()   # the base's versions the installed onnx lacks
 
 
 def refuse_combinations(ops: str | None, versions: str, shard: str | None,
@@ -125,10 +126,14 @@ def prepare(req: Request) -> Prepared:
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
     pr = PrTags(pr_docs)
     found = diff(base, pr)
-    mismatch.check(found, mismatch.installed_lacks(base) if pr_docs is not None else ())
+    absent = mismatch.absences(base) if pr_docs is not None else ()
+    mismatch.check(found, absent)
     from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
     provings = select(found.changes, torchscript=torchscript, pr=pr)
+    if req.onnx_src is not None and _wants_points(req, provings, pr_docs):
+        from ..batch.onnx_points import origin_of
+        origin_of(req.onnx_src)   # the checkout's tests, committed or generated, or a refusal
     todo = to_run(provings) if not req.case_free else []
     if out is not None:
         preflight.evidence_dirs(out, [(c.op, c.name) for c in todo])
@@ -140,7 +145,36 @@ def prepare(req: Request) -> Prepared:
         [("--changed-from", req.changed_from), ("--tags-from", req.tags_from),
          ("--waivers", req.waivers)], own_trees(out, todo, req.cache_dir, full=False))
     return Prepared(req, found, provings, tuple(todo), waivers, out,
-                    (warning,) if warning else (), started, pr_docs)
+                    (warning,) if warning else (), started, pr_docs,
+                    tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE))
+
+
+def _wants_points(req: Request, provings, pr_docs: Any = None) -> bool:
+    """Whether ONNX's node tests judge anything: ``--case-free``, a changed version no
+    case reaches (``case_free.needs_fallback``), or an op the installed onnx lacks whose
+    tests the PR's generators and reference implementation give (``_new_ops``)."""
+    from .case_free import needs_fallback
+    return (req.case_free and any(not p.unbuilt for p in provings)) or (
+        req.numeric and req.onnx_points > 0 and any(needs_fallback(p) for p in provings)
+    ) or bool(_new_ops(req, provings, pr_docs))
+
+
+def _new_ops(req: Request, provings, pr_docs: Any) -> dict[str, Any]:
+    """The changed ops the installed onnx lacks altogether (op -> the PR's tags of its newest
+    changed version), when the points come from the PR's generators: their tests are
+    measured with the PR's reference implementation (engine/onnx_points/generators.py)."""
+    if (req.onnx_src is None or pr_docs is None or not req.numeric or req.onnx_points < 1
+            or preflight.has_node_tests(req.onnx_src)):
+        return {}
+    from ..tags.schema import all_ops
+    have = set(all_ops())
+    out: dict[str, Any] = {}
+    for p in provings:
+        op = p.change.op
+        t = PrTags(pr_docs).tags(op, p.change.version) if p.unbuilt and op not in have else None
+        if t is not None and (op not in out or t.since_version > out[op].since_version):
+            out[op] = t
+    return out
 
 
 def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -170,16 +204,20 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     judged = [judge(p, by_name, waived, req.tags_from) for p in prepared.provings]
     # gate/case_free.py: ONNX's node tests judge every changed version (--case-free), or
     # else the versions no case reaches (a new op), where they decide
-    if req.case_free or (req.numeric and req.onnx_points > 0
-                         and any(needs_fallback(p) for p in prepared.provings)):
+    points = None
+    if _wants_points(req, prepared.provings, prepared.pr_docs):
         from ..batch.onnx_points import measured
-        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True)
+        wanted = {p.change.op for p in prepared.provings
+                  if (req.case_free and not p.unbuilt) or needs_fallback(p)}
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted,
+                          _new_ops(req, prepared.provings, prepared.pr_docs))
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
-                cache_hits=result.cache_hits if result else 0, base_commit=req.base_commit)
+                cache_hits=result.cache_hits if result else 0, base_commit=req.base_commit,
+                absent=prepared.absent, points=points)
     warnings = prepared.warnings + tuple(result.warnings if result else ())
     return doc, warnings
 

@@ -25,8 +25,8 @@ from ..output.text_table import DEFAULT_WIDTH, table, wrap_line
 from .judge import GateVerdict
 
 ORDER = (GateVerdict.REFUTED, GateVerdict.INHERITED, GateVerdict.WAIVED,
-         GateVerdict.NOT_PROVED, GateVerdict.PROPOSED, GateVerdict.CONFIRMED,
-         GateVerdict.REMOVED)
+         GateVerdict.NOT_PROVED, GateVerdict.NEEDS_BUILD, GateVerdict.PROPOSED,
+         GateVerdict.CONFIRMED, GateVerdict.REMOVED)
 """The order of the details: what fails the gate first, what needs a reviewer next."""
 
 HEADINGS = {
@@ -35,6 +35,8 @@ HEADINGS = {
                             "supersedes (a warning; the gate does not fail on it)"),
     GateVerdict.WAIVED: "Refuted but waived",
     GateVerdict.NOT_PROVED: "Not proved",
+    GateVerdict.NEEDS_BUILD: ("Not proved: the installed onnx lacks the version (build the "
+                              "PR's onnx)"),
     GateVerdict.PROPOSED: "Proposed: the PR leaves the tag unknown, the evidence decides it",
     GateVerdict.CONFIRMED: "Confirmed: the evidence supports the PR's tag",
     GateVerdict.REMOVED: "Removed by the PR: nothing to prove",
@@ -182,6 +184,16 @@ def _notes(doc: dict[str, Any], s: Style = TEXT) -> list[tuple[str, list[str]]]:
     if doc["removed"]:
         out.append(("In the base, not in the PR (nothing to prove)",
                     [", ".join(s.code(r) for r in doc["removed"])]))
+    if doc.get("points"):
+        pts = doc["points"]
+        out.append(("ONNX's node tests behind the case-free verdicts",
+                    [f"{s.prose(pts['origin'])}: {s.code(pts['source'])}"]
+                    + [f"not made: {s.code(p)}" for p in pts["problems"]]))
+    if doc.get("absent"):
+        out.append(("In the base, not in the installed onnx (only a change to one needs the "
+                    "PR's build)", [f"{s.prose(why)}: " + ", ".join(
+                        s.code(a["version"]) for a in doc["absent"] if a["why"] == why)
+                                    for why in dict.fromkeys(a["why"] for a in doc["absent"])]))
     return out
 
 

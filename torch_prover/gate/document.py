@@ -52,7 +52,8 @@ def _reason(diff: Diff, n: dict[str, int], changes: int) -> str:
 def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Judged]],
           records: Sequence[dict[str, Any]], also: Sequence[dict[str, Any]], *,
           onnx_version: str, wall_time_s: float, cache_hits: int,
-          base_commit: str | None = None) -> dict[str, Any]:
+          base_commit: str | None = None, absent: Sequence[Any] = (),
+          points: Any = None) -> dict[str, Any]:
     flat = [j for js in judged for j in js]
     n = counts(flat)
     code = EXIT_FINDING if any(j.verdict in FAILING for j in flat) else EXIT_OK
@@ -66,9 +67,16 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
                    "onnx": onnx_version, "path": diff.pr_path},
             "summary": {"versions_compared": diff.compared, "changed_versions": len(provings),
                         "changed_parameters": len(flat), "verdicts": n,
-                        "needs_build": sum(p.unbuilt for p in provings),
+                        "needs_build": sum(any(j.verdict is GateVerdict.NEEDS_BUILD
+                                               for j in js) for js in judged),
                         "proofs": len(records), "cache_hits": cache_hits,
                         "failed_proofs": len(failed), "wall_time_s": round(wall_time_s, 2)},
             "changes": [_change(p, js) for p, js in zip(provings, judged)],
-            "removed": list(diff.removed), "also": list(also), "failed": failed,
+            "removed": list(diff.removed),
+            "absent": [{"version": a.label, "why": a.why.value} for a in absent],
+            # where every ONNX point of a case-free verdict came from (None: none consulted)
+            "points": None if points is None else {
+                "origin": points.origin.value, "source": points.source,
+                "problems": list(points.warnings)},
+            "also": list(also), "failed": failed,
             "cases": list(records)}

@@ -10,8 +10,9 @@ are not judged; their disagreements in the same proofs are listed apart (``also`
 Per changed parameter, over every record of its version (each case and variant):
 refuted if one disagrees (waived if a waiver covers each), else confirmed if one agrees,
 else proposed (the PR's tag is unknown and a record decides it), else not proved, with
-why (no case, inconclusive, a failed case, a version no route reaches, a version the
-installed onnx lacks: build the PR's onnx).
+why (no case, inconclusive, a failed case, a version no route reaches); a version the
+installed onnx lacks is its own state, "not proved: build the PR's onnx" (``NEEDS_BUILD``:
+what the workflow's build path proves).
 
 Blame only what the PR writes: a refuted tag of a new version that the PR copied forward
 unchanged from the version it supersedes (``ParamChange.inherited``) is ``inherited``, a
@@ -39,6 +40,7 @@ class GateVerdict(StrEnum):
     NOT_PROVED = "not proved"    # no proof decided it (the reason says why)
     REMOVED = "removed"          # the PR has no such parameter: nothing to prove
     INHERITED = "inherited"      # refuted, but copied unchanged from the superseded version
+    NEEDS_BUILD = "not proved: build the PR's onnx"   # the installed onnx lacks the version
 
 
 FAILING = (GateVerdict.REFUTED,)
@@ -120,8 +122,6 @@ def _not_proved(proving: Proving, records: Sequence[dict[str, Any]],
                 found: Sequence[Witness]) -> str:
     """Why no proof decided the parameter, in one line."""
     op = proving.change.op
-    if proving.unbuilt:
-        return BUILD_THE_PR
     if proving.no_case and not found:
         return (f"{op} has no case in the catalogue and its types do not decide this "
                 f"parameter; `torch-prover new-case {op}` writes one to complete")
@@ -148,6 +148,9 @@ def judge(proving: Proving, records: dict[str, dict[str, Any]],
         if param.pr is None:
             out.append(Judged(param, GateVerdict.REMOVED, None,
                               "the PR has no such parameter: nothing to prove"))
+            continue
+        if proving.unbuilt:
+            out.append(Judged(param, GateVerdict.NEEDS_BUILD, None, BUILD_THE_PR))
             continue
         pairs = [(r, p) for r in recs for p in _matches(r, change.version, param)]
         pairs += [(None, p) for p in proving.by_type

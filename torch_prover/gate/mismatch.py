@@ -12,14 +12,24 @@ proof, the run stops (one line, exit 2, the versions on each side named) when:
 - the base has versions the PR lacks at several opsets, or in many ops: no PR removes a
   release's versions;
 - with ``--tags-from`` (the PR's tags from its docs, the proofs run in the installed onnx),
-  the installed onnx lacks versions the base has: it is older than the base, so its
-  runtime semantics are not the PR's. The PR's *own* new versions the installed onnx
-  lacks are not a mismatch: they are "not proved: build the PR's onnx" (``select.py``).
+  the installed onnx lacks versions the base documents at opsets it closed without them,
+  though the base is newer than it (``Absence.OTHER_LINE``): not a release of the base's
+  line, so its runtime semantics are not the PR's.
+
+Every other version the base documents and the installed onnx lacks is normal and only
+named (``absences``): newer than the installed onnx (``AHEAD``: main is ahead of the pinned
+release from the day it merges a new opset's op), or absent from an onnx newer than the
+base (``REVERTED``: added and reverted before any release, as Scatter-13 and Upsample-13
+in ONNX's docs of mid-2020). A PR that changes such a version has it "not proved: build the
+PR's onnx" (``select.py``); everything else is proved as usual. The PR's *own* new versions
+the installed onnx lacks are "not proved: build the PR's onnx" too.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
+from ..compat import StrEnum
 from ..errors import UsageError
 from ..tags.markdown import DocsTags
 from .changes import ChangeKind, Diff, base_versions
@@ -51,23 +61,50 @@ def _several(labels: list[str], many_ops: bool) -> str:
     return ""
 
 
-def installed_lacks(base: DocsTags) -> list[str]:
-    """The base's ai.onnx versions ("Op-V") the installed onnx does not have."""
+class Absence(StrEnum):
+    """Why the installed onnx lacks a schema version the base documents."""
+    AHEAD = "newer than the installed onnx"
+    REVERTED = "reverted before release (absent from the installed onnx, newer than the base)"
+    OTHER_LINE = "absent from the installed onnx at an opset it has, though the base is newer"
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A version ("Op-V") the base documents and the installed onnx lacks, and why."""
+    label: str
+    why: Absence
+
+
+def absences(base: DocsTags) -> tuple[Absent, ...]:
+    """The base's ai.onnx versions the installed onnx does not have, each classified by
+    opsets alone: past the installed onnx's newest opset, or at it (added after its
+    release), it is ``AHEAD``; in a base older than the installed onnx (its newest opset
+    below the installed one's) it was ``REVERTED`` before the release; otherwise the
+    installed onnx closed that opset without a version the newer base has: ``OTHER_LINE``."""
+    import onnx.defs
     from ..batch.versions import schema_versions
-    out = []
+    installed = onnx.defs.onnx_opset_version()
+    lacking = []
     for op in base.ops(""):
         have = {v.version for v in schema_versions(op)}
-        out += [f"{op}-{v}" for v in base_versions(base, op) if v not in have]
-    return out
+        lacking += [(op, v) for v in base_versions(base, op) if v not in have]
+    newest = max((v for op in base.ops("") for v in base_versions(base, op)), default=0)
+    out = []
+    for op, v in lacking:
+        why = (Absence.AHEAD if v >= installed else
+               Absence.REVERTED if newest < installed else Absence.OTHER_LINE)
+        out.append(Absent(f"{op}-{v}", why))
+    return tuple(sorted(out, key=lambda a: (_opset(a.label), a.label)))
 
 
-def problems(found: Diff, lacking: Iterable[str] = ()) -> list[str]:
+def problems(found: Diff, lacking: Iterable[Absent] = ()) -> list[str]:
     """What says the base and the PR's tags are not one PR apart (empty: they may be);
-    ``lacking``: the base's versions the installed onnx lacks (``--tags-from`` only)."""
+    ``lacking``: the base's versions the installed onnx lacks (``--tags-from`` only), of
+    which only ``OTHER_LINE`` ones are a problem."""
     new = sorted((f"{c.op}-{c.version}" for c in found.changes
                   if c.kind is ChangeKind.NEW_VERSION), key=lambda v: (_opset(v), v))
     gone = sorted(found.removed, key=lambda v: (_opset(v), v))
-    lacking = sorted(lacking, key=lambda v: (_opset(v), v))
+    other = [a.label for a in lacking if a.why is Absence.OTHER_LINE]
     out = []
     where = _several(new, many_ops=False)
     if where:
@@ -76,13 +113,15 @@ def problems(found: Diff, lacking: Iterable[str] = ()) -> list[str]:
     where = _several(gone, many_ops=True)
     if where:
         out.append(f"{len(gone)} schema versions only the base has, {where}: {_named(gone)}")
-    if lacking:
-        out.append(f"the installed onnx lacks {len(lacking)} schema versions the base has "
-                   f"(it is older than the base): {_named(lacking)}")
+    if other:
+        import onnx.defs
+        out.append(f"the installed onnx (opset {onnx.defs.onnx_opset_version()}) lacks "
+                   f"{len(other)} schema versions the newer base documents at opsets it "
+                   f"has, so it is not a release of the base's line: {_named(other)}")
     return out
 
 
-def check(found: Diff, lacking: Iterable[str] = ()) -> None:
+def check(found: Diff, lacking: Iterable[Absent] = ()) -> None:
     """UsageError (one line, exit 2) naming every problem; nothing when there is none."""
     found_problems = problems(found, lacking)
     if found_problems:

@@ -94,7 +94,7 @@ def _pr_gate(args: argparse.Namespace) -> int:
         report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
         torchscript=False if args.no_torchscript else None, tags_from=args.tags_from,
         case_free=args.case_free, onnx_points=args.onnx_points,
-        onnx_src=node_tests_src(args),
+        onnx_src=args.onnx_src,   # its tests, committed or generated: never the installed
         base_commit=os.environ.get(gate.BASE_COMMIT) or None))
     if note:
         print(note, file=sys.stderr)

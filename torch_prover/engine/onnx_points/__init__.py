@@ -3,7 +3,9 @@
 
 ONNX requires every op to ship node tests (``onnx/backend/test/case/node/<op>.py``), inputs
 its contributors chose at the opset the op was added at. ``source`` reads them (from the
-installed onnx, or from a checkout's committed ``onnx/backend/test/data/node``), ``store``
+installed onnx, or from a checkout's committed ``onnx/backend/test/data/node``;
+``generators`` makes them from a PR checkout's own generators where it commits none, in a
+child process, ``generator_child``), ``store``
 keeps the installed onnx's collection (collecting builds every case in Python),
 ``witness`` checks that the runtime reproduces a test's expected outputs before measuring
 the node there (``engine/numeric/node_witness.witness``), and ``judge`` says per decided cell
