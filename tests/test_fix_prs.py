@@ -125,3 +125,20 @@ def test_pr_dir_leaves_a_file_it_did_not_write(setup, tmp_path, capsys, real_rep
     assert "math.md: exists and is not a fix-tags PR text" in capsys.readouterr().err
     assert mine.read_text() == "someone's notes\n"
     assert not (out / "controlflow").exists()
+
+
+def test_a_rerun_removes_the_prs_it_no_longer_backs(setup, tmp_path, real_report):
+    """A rerun for If alone: controlflow's PR is rewritten, math's files (written by the
+    first run, listed in its manifest) are removed; a file of someone else's stays."""
+    src, docs, _ = setup
+    out = tmp_path / "prs"
+    report = real_report("If,Relu", "--tags-from", str(docs / "Changelog.md"))
+    args = ["fix-tags", "--onnx-src", str(src), "--report", str(report), "--pr-dir", str(out),
+            "--docs", str(docs)]
+    assert cli.main(args) == 0
+    assert (out / "math" / "math.patch").is_file()
+    (out / "math" / "notes.txt").write_text("mine\n")
+    assert cli.main(args + ["--ops", "If"]) == 0
+    assert not (out / "math" / "math.patch").exists() and not (out / "math" / "math.md").exists()
+    assert (out / "math" / "notes.txt").read_text() == "mine\n"
+    assert (out / "controlflow" / "controlflow.patch").is_file()
