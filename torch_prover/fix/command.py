@@ -46,19 +46,35 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
                          "git is not on PATH")
     ops = set(preflight.op_names(args.ops, "--ops")) if args.ops is not None else None
     preflight.positive_int(args.jobs, "--jobs")
-    if not str(args.output).strip():
-        raise UsageError("-o: empty path")
-    out = Path(args.output)
-    md = out.with_suffix(".md")
-    evidence = details_path(out, "evidence")
-    if md == out or evidence == out:
-        raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
-    preflight.outputs_checked(
-        [preflight.Output("-o", out, Holds.PATCH),
-         preflight.Output("-o (its PR text)", md, Holds.PR_TEXT),
-         preflight.Output("-o (its evidence)", evidence, Holds.PR_EVIDENCE)],
-        [("--report", args.report)],
-        [("--onnx-src", root), ("the cache", cache_dir)])   # ONNX's tests are kept there
+    pr_dir = getattr(args, "pr_dir", None)
+    if pr_dir is not None:
+        if args.output is not None:
+            raise UsageError("-o and --pr-dir: give one (a single patch, or one PR per family)")
+        if not str(pr_dir).strip():
+            raise UsageError("--pr-dir: empty path")
+        from . import pr_dir as prs
+        from .docs_edit import FILES, docs_dir
+        docs = docs_dir(args.docs, root)
+        preflight.outputs_checked(prs.outputs(Path(pr_dir), root),
+                                  [("--report", args.report)]
+                                  + [("--docs", docs / n) for n in FILES],
+                                  [("--onnx-src", root), ("the cache", cache_dir)])
+    else:
+        if args.docs is not None:
+            raise UsageError("--docs: only with --pr-dir (the single patch carries no docs)")
+        out = Path(args.output if args.output is not None else "fix.patch")
+        if not str(out).strip():
+            raise UsageError("-o: empty path")
+        md = out.with_suffix(".md")
+        evidence = details_path(out, "evidence")
+        if md == out or evidence == out:
+            raise UsageError(f"-o {out}: the PR text goes beside it as .md; give another name")
+        preflight.outputs_checked(
+            [preflight.Output("-o", out, Holds.PATCH),
+             preflight.Output("-o (its PR text)", md, Holds.PR_TEXT),
+             preflight.Output("-o (its evidence)", evidence, Holds.PR_EVIDENCE)],
+            [("--report", args.report)],
+            [("--onnx-src", root), ("the cache", cache_dir)])   # ONNX's tests are kept there
     rep = _report(args, cache_dir)
     records = report_records(rep)
     if "shard" in rep:
@@ -80,6 +96,9 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     the_plan, notes = guarded(the_plan, cache_dir)   # no edit ONNX's node tests contradict
     for note in notes:
         print(f"warning: {note}", file=sys.stderr)
+    if pr_dir is not None:
+        from .pr_dir import write_prs
+        return write_prs(tree, the_plan, Path(pr_dir), docs, args, rep)
     diff = patch_mod.unified_diff(patch_mod.edited_texts(tree, the_plan.edits))
     patch_mod.check(tree, the_plan.edits, diff)   # CheckFailed: exit 1, nothing written
     text = summary(the_plan)

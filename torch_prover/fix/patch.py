@@ -110,13 +110,19 @@ def expected_tables(tree: SourceTree, edits: tuple[Edit, ...]) -> dict:
     return tables
 
 
-def check(tree: SourceTree, edits: tuple[Edit, ...], diff: str) -> None:
-    """Apply ``diff`` to a copy of onnx/defs and compare every tag table; CheckFailed if off."""
+def check(tree: SourceTree, edits: tuple[Edit, ...], diff: str,
+          docs: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
+    """Apply ``diff`` to a copy of onnx/defs and compare every tag table; CheckFailed if off.
+    ``docs``: (the docs/ files before, as they must read after): the diff also carries them,
+    and they are copied beside onnx/defs and compared byte for byte after it applies."""
     if not diff:
         return
     with scratch("fix") as tmp:   # a copy a kill -9 leaves is removed by the next run
         copy = Path(tmp) / "src"
         shutil.copytree(tree.root / DEFS, copy / DEFS, ignore=not_ours_to_read)
+        for name, text in (docs[0] if docs else {}).items():
+            (copy / "docs").mkdir(exist_ok=True)
+            (copy / "docs" / name).write_text(text, encoding="utf-8", newline="")
         (Path(tmp) / "fix.patch").write_text(diff, encoding="utf-8")
         for cmd in (["git", "init", "-q"], ["git", "apply", "--check", "../fix.patch"],
                     ["git", "apply", "../fix.patch"]):
@@ -124,6 +130,11 @@ def check(tree: SourceTree, edits: tuple[Edit, ...], diff: str) -> None:
             if run.returncode:
                 first = (run.stderr.strip().splitlines() or ["no message"])[0]
                 raise CheckFailed(f"`{' '.join(cmd)}` failed on a copy of the sources: {first}")
+        for name, text in (docs[1] if docs else {}).items():
+            with open(copy / "docs" / name, encoding="utf-8", newline="") as f:
+                same = f.read() == text
+            if not same:
+                raise CheckFailed(f"docs/{name} after the patch is not the docs planned")
         after = read_tree(copy)
         new_errors = [e for e in after.errors if e not in tree.errors]
         if new_errors:   # the files the original could not read are skipped in both

@@ -22,6 +22,33 @@ python onnx/backend/test/stat_coverage.py     # docs/TestCoverage.md
 ```
 """
 
+DOCS_INCLUDED = """\
+The patch also carries `docs/Changelog.md` and `docs/Operators.md` as ONNX's
+`onnx/defs/gen_doc.py` regenerates them from the patched sources: the tag word on the line
+of each edited parameter, in every schema version's section the edit reaches (Operators.md:
+where that version is the op's latest), and nothing else. To confirm with a build:
+
+```sh
+pip install -e . -v && python onnx/defs/gen_doc.py && git diff --exit-code docs/
+```
+"""
+
+
+def family_lines(plan: Plan, family: str) -> list[str]:
+    """What a family's PR covers: its directory, and every schema its edits change (a shared
+    generator's users named, with the generator)."""
+    ops = sorted({(op, v) for e in plan.edits for op, v, _, _ in e.users})
+    shared = [e for e in plan.edits if e.shared]
+    out = [f"This PR covers `onnx/defs/{family}/` only (its defs.cc and old.cc together); "
+           "the other families' tags are in PRs of their own, each applying by itself.", "",
+           f"Schemas whose tags it changes ({len(ops)}): "
+           + ", ".join(f"{op}-{v}" for op, v in ops) + "."]
+    for e in shared:
+        users = ", ".join(sorted({f"{op}-{v}" for op, v, _, _ in e.users}))
+        out.append(f"- shared generator `{e.generator}` (`{e.site.path}:{e.site.line}`) "
+                   f"declares this parameter for {users}")
+    return out + [""]
+
 
 def reproduce(op: str, case: str, tags_path: str | None = None) -> str | None:
     """The command that reproduces a case's verdict (``batch_report.prove_command``: a
@@ -170,14 +197,17 @@ def _summary_rows(plan: Plan) -> list[str]:
 
 
 def pr_texts(plan: Plan, patch_name: str, evidence_name: str,
-             origin: list[str] = ()) -> tuple[str, str | None]:
+             origin: list[str] = (), family: str | None = None) -> tuple[str, str | None]:
     """(PR body, evidence file or None). Within GitHub's limit (``PR_BODY_LIMIT``) the body
     holds everything; past it, the body holds a summary table and says that the evidence
     is in ``evidence_name`` beside it, which then holds the full sections
     (``output/markdown_limit.fit``, the split every Markdown document shares). ``origin``:
-    where the verdicts come from (``origin_lines``), right after the introduction."""
-    tail = ["## Regenerate the docs", "", REGENERATE]
-    intro = _intro(plan, patch_name) + list(origin)
+    where the verdicts come from (``origin_lines``), right after the introduction.
+    ``family``: one family's PR (``pr_dir``), whose patch carries the regenerated docs."""
+    tail = ["## Regenerate the docs", "", REGENERATE] if family is None else \
+        ["## The docs", "", DOCS_INCLUDED]
+    intro = _intro(plan, patch_name) + (family_lines(plan, family) if family else []) \
+        + list(origin)
     sections = _sections(plan)
     full = "\n".join(intro + sections + tail)
     head = intro + [

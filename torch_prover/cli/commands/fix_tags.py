@@ -15,8 +15,15 @@ def add_parser(sub) -> None:
     x.add_argument("--onnx-src", required=True, metavar="DIR", help="root of an ONNX checkout")
     x.add_argument("--report", metavar="FILE", help="verify-all's JSON report (default: run "
                                                     "verify-all on the catalogue, cache used)")
-    x.add_argument("-o", "--output", default="fix.patch",
+    x.add_argument("-o", "--output", default=None,
                    help="the patch (default: fix.patch); the PR text goes beside it (fix.md)")
+    x.add_argument("--pr-dir", metavar="DIR",
+                   help="instead of one patch: one pull request per op family, "
+                        "DIR/<family>/<family>.patch (its C++ and the regenerated docs) and "
+                        "its PR text")
+    x.add_argument("--docs", metavar="DIR",
+                   help="with --pr-dir: ONNX's generated Changelog.md and Operators.md of the "
+                        "sources' commit (default: the checkout's docs/)")
     x.add_argument("--ops", help="only these ops' verdicts (comma-separated)")
     x.add_argument("--only", choices=("disagree", "proposed"), help="only these verdicts")
     x.add_argument("--include-conventions", action="store_true",
