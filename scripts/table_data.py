@@ -42,11 +42,22 @@ def evidence_date(models: Path = MODELS) -> str:
 
 
 def generate(models: Path = MODELS) -> str:
+    """The table's text: models/' evidence, and the other domains by the installed onnx's
+    schemas -- which must be the evidence's onnx (index.json), or they would mix."""
+    import json
+
+    import onnx
     from torch_prover.batch.cache import engine_digest
+    from torch_prover.batch.domain_versions import domain_ops, other_domains
     from torch_prover.output import table
     from torch_prover.version import __version__
+    made_with = json.loads((models / "index.json").read_text(encoding="utf-8"))["versions"]["onnx"]
+    if made_with != onnx.__version__:
+        sys.exit(f"table_data.py: the evidence was made with onnx {made_with}, this is onnx "
+                 f"{onnx.__version__}: run it where the evidence was made (constraints.txt)")
+    ops = [op for domain in other_domains() for op in domain_ops(domain)]
     return table.dumps(table.build(models, evidence_date(models),
-                                   {"version": __version__, "source": engine_digest()}))
+                                   {"version": __version__, "source": engine_digest()}, ops))
 
 
 def main(argv: list[str]) -> int:

@@ -72,7 +72,8 @@ def test_every_cell_of_versions_json_is_one_row_with_onnxs_own_tag():
     cells = [(o["op"], v["version"], c["io"], c["index"], c["name"])
              for o in doc["ops"] for v in o["versions"] for c in v["cells"]]
     rows = table.load()["rows"]
-    keys = [(r["op"], r["version"], r["io"], r["index"], r["name"]) for r in rows]
+    keys = [(r["op"], r["version"], r["io"], r["index"], r["name"]) for r in rows
+            if r["domain"] == "ai.onnx"]
     assert keys == cells and len(set(keys)) == len(keys)
     category = {onnx.defs.OpSchema.DifferentiationCategory.Differentiable: "differentiable",
                 onnx.defs.OpSchema.DifferentiationCategory.NonDifferentiable:
@@ -86,6 +87,45 @@ def test_every_cell_of_versions_json_is_one_row_with_onnxs_own_tag():
         formal = formals[min(r["index"], len(formals) - 1)]   # a variadic's later indices
         assert formal.name == r["name"], r
         assert category[formal.differentiation_category] == r["onnx_tag"], r
+
+
+def test_every_schema_version_of_every_other_domain_has_a_row_per_parameter():
+    """Every domain the installed onnx registers beside ai.onnx (ai.onnx.ml 25 versions,
+    ai.onnx.preview.training 4...): each version's every formal parameter is one row."""
+    want = sorted((s.domain, s.name, s.since_version, io, i)
+                  for s in onnx.defs.get_all_schemas_with_history() if s.domain not in ("", "ai.onnx")
+                  for io, formals in (("input", s.inputs), ("output", s.outputs))
+                  for i in range(len(formals)))
+    got = sorted((r["domain"], r["op"], r["version"], r["io"], r["index"])
+                 for r in table.load()["rows"] if r["domain"] != "ai.onnx")
+    assert got == want
+    assert {d for d, *_ in want} >= {"ai.onnx.ml", "ai.onnx.preview.training"}
+
+
+def test_other_domains_by_type_from_the_types():
+    """A row of another domain is decided exactly when the types decide it (the math: no
+    gradient flows through an int64, string or map parameter, nor into an op with no float
+    output): its allowed types, read from onnx.defs here, say which."""
+    def tensor_float(t: str) -> bool:
+        return t.startswith("tensor(") and any(f in t for f in ("float", "double", "bfloat16"))
+    for s in onnx.defs.get_all_schemas_with_history():
+        if s.domain in ("", "ai.onnx"):
+            continue
+        allowed = {c.type_param_str: list(c.allowed_type_strs) for c in s.type_constraints}
+        types = lambda p, allowed=allowed: allowed.get(p.type_str, [p.type_str])   # noqa: E731
+        any_float_out = any(tensor_float(t) for p in s.outputs for t in types(p))
+        any_float_in = any(tensor_float(t) for p in s.inputs for t in types(p))
+        rows = {(r["io"], r["index"]): r for r in table.select(
+            table.load()["rows"], [s.name], [s.domain], [s.since_version])}
+        for side, formals in (("input", s.inputs), ("output", s.outputs)):
+            for i, p in enumerate(formals):
+                own = any(tensor_float(t) for t in types(p))
+                decided = not own or (side == "input" and not any_float_out) \
+                    or (side == "output" and not any_float_in)
+                r = rows[side, i]
+                assert (r["supports"] == "non-differentiable") == decided, (s.name, p.name)
+                assert r["verdict"] == ("inconclusive" if not decided else
+                                        "proposed" if r["onnx_tag"] == "unknown" else r["verdict"])
 
 
 def test_every_row_is_valid_against_the_shipped_row_schema():

@@ -78,10 +78,13 @@ def rows_of(versions_doc: dict[str, Any],
     return rows
 
 
-def build(models: Path, date: str, tool: dict[str, str]) -> dict[str, Any]:
+def build(models: Path, date: str, tool: dict[str, str],
+          other_domains: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The table document of the evidence under ``models`` (versions.json, index.json's
     package versions, the deciding cases' proof.json): ``date`` is the evidence's, ``tool``
-    the torch-prover that built it (version, source digest)."""
+    the torch-prover that built it (version, source digest); ``other_domains``: the ops of
+    the domains beside ai.onnx in versions.json's op shape, each with its ``domain``
+    (``batch/domain_versions.py``), appended after ai.onnx's."""
     models = Path(models)
     raw = (models / "versions.json").read_bytes()
     versions_doc = json.loads(raw)
@@ -100,7 +103,7 @@ def build(models: Path, date: str, tool: dict[str, str]) -> dict[str, Any]:
                            "onnx": packages["onnx"], "torch": packages["torch"],
                            "onnxruntime": packages["onnxruntime"], "date": date,
                            "evidence": {"versions.json": hashlib.sha256(raw).hexdigest()}},
-            "rows": rows_of(versions_doc, record)}
+            "rows": rows_of({"ops": versions_doc["ops"] + list(other_domains)}, record)}
 
 
 def dumps(doc: dict[str, Any]) -> str:
