@@ -2,17 +2,19 @@
 (``ai.onnx.ml``, ``ai.onnx.preview``, ``ai.onnx.preview.training`` in onnx 1.23), in the per-version table's shape
 (``models/versions.json``'s ops), for the differentiability table (docs/table.md).
 
-No catalogue case reaches these domains yet (no exporter writes their ops; their reference
-cases are future work, docs/table.md, "Other domains"), so a parameter is decided here by
-the schema's types alone (``engine/rules/by_type.py``, the rule verify-all applies to an
-ai.onnx op without a case) or not at all. Unlike versions.json, whose cells are the
-decided parameters only, every parameter of every version is a cell: an undecided one
-says so (verdict ``inconclusive``, ``supports`` null, rule ``UNDECIDED``), so a consumer
-sees each version and what is left.
+No exporter writes these ops: a parameter is decided by the proof records of their
+reference cases (``cases/other_domains.py``, evidence under models/ by
+``scripts/domain_evidence.py``) at the schema version each record ran, else by the schema's
+types alone (``engine/rules/by_type.py``, the rule verify-all applies to an ai.onnx op
+without a case), else not at all. Records supporting different tags leave the cell
+inconclusive (``cases conflict``), as in the ai.onnx table. Unlike versions.json, whose
+cells are the decided parameters only, every parameter of every version is a cell: an
+undecided one says so (verdict ``inconclusive``, ``supports`` null, rule ``UNDECIDED``),
+so a consumer sees each version and what is left.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import onnx.defs
 
@@ -33,10 +35,32 @@ def _in_force(since: list[int], newest: int) -> list[list[int]]:
             for i, v in enumerate(since)]
 
 
-def domain_ops(domain: str) -> list[dict[str, Any]]:
-    """Every op of ``domain`` with its schema versions, each parameter a cell: by type
-    where the types decide, else undecided (and the version names it, as versions.json's
-    ``undecided`` does)."""
+CONFLICT = "cases conflict"
+
+
+def _from_records(cell: dict[str, Any], params: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """The cell decided by its records' parameters ((case, parameter) pairs)."""
+    supports = {p["supports"] for _, p in params}
+    cases = sorted({case for case, _ in params})
+    if len(supports) > 1 or None in supports:
+        cell.update(verdict="inconclusive", supports=None, rule=CONFLICT, cases=cases,
+                    failing=False, reason="; ".join(f"{c}: {p['rule']}: {p['reason']}"
+                                                    for c, p in params)[:4000])
+        return
+    verdicts = {p["verdict"] for _, p in params}
+    first = params[0][1]
+    cell.update(verdict=first["verdict"] if len(verdicts) == 1 else "inconclusive",
+                supports=first["supports"], rule=first["rule"], cases=cases, failing=False)
+    conventions = {p.get("convention") for _, p in params} - {None}
+    if conventions:
+        cell["convention"] = sorted(conventions)[0]
+
+
+def domain_ops(domain: str, records: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every op of ``domain`` with its schema versions, each parameter a cell: from the
+    ``records`` (proof records) of its cases at that version, else by type where the types
+    decide, else undecided (and the version names it, as versions.json's ``undecided``
+    does)."""
     schemas = [s for s in onnx.defs.get_all_schemas_with_history() if s.domain == domain]
     # the domain's newest opset: onnx names ai.onnx.ml's; the preview domain has one version
     newest = onnx.defs.onnx_ml_opset_version() if domain == "ai.onnx.ml" else \
@@ -47,11 +71,20 @@ def domain_ops(domain: str) -> list[dict[str, Any]]:
         versions = []
         for version, in_force in zip(since, _in_force(since, newest)):
             tags = schema_tags(op, version, domain)
+            mine = [r for r in records if r["op"] == op and r.get("domain") == domain
+                    and r.get("schema_version") == version and r.get("status") == "proved"]
             cells, undecided = [], []
+            proved = False
             for row in decide_op(tags):
                 f = row.formal
                 cell = {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag}
-                if row.decision is None:
+                params = [(r["case"], p) for r in mine for p in r["parameters"]
+                          if p["io"] == f.io and p["name"] == f.name
+                          and p.get("supports") is not None]
+                if params:
+                    _from_records(cell, params)
+                    proved = True
+                elif row.decision is None:
                     undecided.append(f"{f.io} {f.position} ({f.name})")
                     cell.update(verdict="inconclusive", supports=None, rule=UNDECIDED,
                                 cases=[], failing=False,
@@ -66,7 +99,8 @@ def domain_ops(domain: str) -> list[dict[str, Any]]:
                         cell["convention"] = str(row.why.convention)
                 cells.append(cell)
             entry = {"version": version, "in_force": in_force,
-                     "decided_by": "by type" if not undecided else UNDECIDED, "cells": cells}
+                     "decided_by": UNDECIDED if undecided else "proved" if proved else "by type",
+                     "cells": cells}
             if undecided:
                 entry["undecided"] = undecided
             versions.append(entry)

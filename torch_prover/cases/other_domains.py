@@ -1,0 +1,165 @@
+"""Reference cases of the domains beside ai.onnx: ``ai.onnx.ml`` (docs/table.md, "Other
+domains").
+
+No exporter writes these ops, so each is a reference op (``cases/reference.py``): a PyTorch
+formula of the op's definition as the autograd witness, bound to one node of the op in its
+domain, which onnxruntime runs as the numeric witness (onnx.reference where onnxruntime
+refuses the model: the record says which). The cases are float32, the type onnxruntime's
+ML kernels compute in. The preview training optimizers (Momentum, Adagrad, Adam) have no
+case: their outputs are one variadic formal, and torch's exporter emits a node with as many
+outputs as formals (one), which onnx.checker rejects.
+
+They are ``DOMAIN_CASES``, not ``CASES``: verify-all's plan, coverage and models/index.json
+are ai.onnx's, so these are proved by ``scripts/domain_evidence.py`` into models/ and read
+by the table (``batch/domain_versions.py``); verify-all keeps their directories
+(``batch/verify.py``, ``_evidence_kept``).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..case import Case, Float, Int
+from .reference import onnx_opset, reference_op
+
+Tensor = torch.Tensor
+ML = "ai.onnx.ml"
+F32 = torch.float32
+
+
+def _const(values: list[float], like: Tensor) -> Tensor:
+    return torch.tensor(values, dtype=like.dtype)
+
+
+# ------------------------------------------------------------------- ai.onnx.ml, linear
+@reference_op("LinearRegressor", opset=1, domain=ML)
+def ml_linear_regressor(X: Tensor, coefficients: list[float], intercepts: list[float],
+                        targets: int = 1) -> Tensor:
+    """Y = X W^T + b, W the coefficients as (targets, features)."""
+    return X @ _const(coefficients, X).reshape(targets, -1).T + _const(intercepts, X)
+
+
+@reference_op("Scaler", opset=1, domain=ML)
+def ml_scaler(X: Tensor, offset: list[float], scale: list[float]) -> Tensor:
+    """Y = (X - offset) * scale, per feature."""
+    return (X - _const(offset, X)) * _const(scale, X)
+
+
+@reference_op("Normalizer", opset=1, domain=ML)
+def ml_normalizer(X: Tensor, norm: str = "MAX") -> Tensor:
+    """Each row divided by its L2 norm (norm='L2')."""
+    return X / torch.sqrt((X * X).sum(-1, keepdim=True))
+
+
+@reference_op("Binarizer", opset=1, domain=ML)
+def ml_binarizer(X: Tensor, threshold: float = 0.0) -> Tensor:
+    """Y = 1 where X > threshold, else 0: piecewise constant."""
+    return (X > threshold).to(X.dtype)
+
+
+@reference_op("Imputer", opset=1, domain=ML)
+def ml_imputer(X: Tensor, imputed_value_floats: list[float],
+               replaced_value_float: float = 0.0) -> Tensor:
+    """Y = X, but the imputed value where X equals the replaced value (never, for a random X)."""
+    return torch.where(X == replaced_value_float, _const(imputed_value_floats, X), X)
+
+
+@reference_op("ArrayFeatureExtractor", opset=1, domain=ML)
+def ml_array_feature_extractor(X: Tensor, Y: Tensor) -> Tensor:
+    """Z = X[..., Y]: the selected features (last axis)."""
+    return X.index_select(-1, Y)
+
+
+@reference_op("LinearClassifier", opset=1, domain=ML)
+def ml_linear_classifier(X: Tensor, coefficients: list[float], intercepts: list[float],
+                         classlabels_ints: list[int]) -> tuple[Tensor, Tensor]:
+    """Z = X W^T + b (the scores, post_transform NONE); Y = the label of the best score."""
+    z = X @ _const(coefficients, X).reshape(len(classlabels_ints), -1).T + _const(intercepts, X)
+    return torch.tensor(classlabels_ints)[z.argmax(-1)], z
+
+
+@reference_op("SVMRegressor", opset=1, domain=ML)
+def ml_svm_regressor(X: Tensor, coefficients: list[float], support_vectors: list[float],
+                     rho: list[float], n_supports: int, kernel_params: list[float],
+                     kernel_type: str = "LINEAR") -> Tensor:
+    """Y = sum_i c_i <x, sv_i> + rho (linear kernel), one target; kernel_params (gamma,
+    coef0, degree), which onnxruntime requires, are unused by the linear kernel."""
+    sv = _const(support_vectors, X).reshape(n_supports, -1)
+    return (X @ sv.T) @ _const(coefficients, X).reshape(-1, 1) + _const(rho, X)
+
+
+@reference_op("LabelEncoder", opset=2, domain=ML)
+def ml_label_encoder(X: Tensor, keys_floats: list[float], values_floats: list[float],
+                     default_float: float = -0.0) -> Tensor:
+    """Y = values[k] where X equals keys[k], else the default: a lookup, constant in X
+    between its keys."""
+    y = torch.full_like(X, default_float)
+    for k, v in zip(keys_floats, values_floats):
+        y = torch.where(X == k, torch.full_like(X, v), y)
+    return y
+
+
+def _tree_emit(X, nodes_featureids, nodes_modes, nodes_nodeids, nodes_treeids,
+               nodes_truenodeids, nodes_falsenodeids, nodes_values, target_ids, target_nodeids,
+               target_treeids, target_weights, n_targets=1):
+    """The node, its string-list attribute split (a custom op's schema takes no list[str])."""
+    op = onnx_opset(3, ML)
+    return op.TreeEnsembleRegressor(
+        X, nodes_featureids=nodes_featureids, nodes_modes=nodes_modes.split(","),
+        nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
+        nodes_truenodeids=nodes_truenodeids, nodes_falsenodeids=nodes_falsenodeids,
+        nodes_values=nodes_values, target_ids=target_ids, target_nodeids=target_nodeids,
+        target_treeids=target_treeids, target_weights=target_weights, n_targets=n_targets)
+
+
+@reference_op("TreeEnsembleRegressor", opset=3, domain=ML, emit=_tree_emit)
+def ml_tree_regressor(X: Tensor, nodes_featureids: list[int], nodes_modes: str,
+                      nodes_nodeids: list[int], nodes_treeids: list[int],
+                      nodes_truenodeids: list[int], nodes_falsenodeids: list[int],
+                      nodes_values: list[float], target_ids: list[int],
+                      target_nodeids: list[int], target_treeids: list[int],
+                      target_weights: list[float], n_targets: int = 1) -> Tensor:
+    """One stump: feature 0 <= 0 goes to leaf 1 (weight target_weights[0]), else leaf 2."""
+    low, high = target_weights
+    return torch.where(X[:, :1] <= nodes_values[0], torch.full_like(X[:, :1], low),
+                       torch.full_like(X[:, :1], high))
+
+
+def _ml(op: str, name: str, fn, inputs, input_names, ref, **kw) -> Case:
+    return Case(op, name, fn, inputs, input_names, kind="reference",
+                translation=ref.translation, domain=ref.domain, float_dtype=F32, **kw)
+
+
+_W = [0.5, -1.0, 2.0, 0.25, 1.5, -0.75]
+_STUMP = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
+              nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0], nodes_truenodeids=[1, 0, 0],
+              nodes_falsenodeids=[2, 0, 0], nodes_values=[0.0, 0.0, 0.0], target_ids=[0, 0],
+              target_nodeids=[1, 2], target_treeids=[0, 0], target_weights=[-1.5, 2.5])
+
+
+DOMAIN_CASES = (
+    _ml("LinearRegressor", "ml_linearregressor_two_targets",
+        lambda x: ml_linear_regressor(x, _W, [0.1, -0.2], 2), (Float(4, 3),), ("x",),
+        ml_linear_regressor),
+    _ml("Scaler", "ml_scaler", lambda x: ml_scaler(x, [0.5, -1.0, 0.25], [2.0, 0.5, -1.5]),
+        (Float(4, 3),), ("x",), ml_scaler),
+    _ml("Normalizer", "ml_normalizer_l2", lambda x: ml_normalizer(x, "L2"), (Float(4, 3),),
+        ("x",), ml_normalizer),
+    _ml("Binarizer", "ml_binarizer", lambda x: ml_binarizer(x, 0.1), (Float(4, 3),), ("x",),
+        ml_binarizer),
+    _ml("Imputer", "ml_imputer", lambda x: ml_imputer(x, [1.0, 2.0, 3.0], 0.0),
+        (Float(4, 3),), ("x",), ml_imputer),
+    _ml("ArrayFeatureExtractor", "ml_arrayfeatureextractor", ml_array_feature_extractor,
+        (Float(3, 4), Int(2, high=4)), ("x", "indices"), ml_array_feature_extractor),
+    _ml("LinearClassifier", "ml_linearclassifier_scores",
+        lambda x: ml_linear_classifier(x, _W, [0.1, -0.2], [7, 9]), (Float(4, 3),), ("x",),
+        ml_linear_classifier),
+    _ml("SVMRegressor", "ml_svmregressor_linear",
+        lambda x: ml_svm_regressor(x, [0.5, -1.25], _W, [0.3], 2, [1.0, 0.0, 1.0], "LINEAR"), (Float(4, 3),),
+        ("x",), ml_svm_regressor),
+    _ml("LabelEncoder", "ml_labelencoder_floats",
+        lambda x: ml_label_encoder(x, [0.5, 1.5], [10.0, 20.0], -1.0), (Float(4, 3),), ("x",),
+        ml_label_encoder),
+    _ml("TreeEnsembleRegressor", "ml_treeensembleregressor_stump",
+        lambda x: ml_tree_regressor(x, **_STUMP), (Float(4, 3),), ("x",), ml_tree_regressor),
+)
+"""The other domains' cases (not the default catalogue's ``CASES``: the module docstring)."""
