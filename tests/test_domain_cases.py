@@ -31,6 +31,10 @@ MATH = {
     "SVMRegressor": {"X": (D, "linear kernel: dY/dX = sum c_i sv_i = [-0.0625, -2.375, "
                               "1.9375] here"), "Y": (D, "")},
     "LabelEncoder": {"X": (N, "a lookup: constant between its keys"), "Y": (N, "")},
+    "OneHotEncoder": {"X": (N, "Y = [trunc(X) == category]: constant between integers"),
+                      "Y": (N, "")},
+    "FeatureVectorizer": {"X": (D, "Y = [X_1, X_2]: a concatenation, 1 on each input's "
+                               "block"), "Y": (D, "")},
     "TreeEnsembleRegressor": {"X": (N, "a tree: constant between its thresholds"),
                               "Y": (N, "")},
 }

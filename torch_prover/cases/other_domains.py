@@ -124,6 +124,24 @@ def ml_tree_regressor(X: Tensor, nodes_featureids: list[int], nodes_modes: str,
                        torch.full_like(X[:, :1], high))
 
 
+@reference_op("OneHotEncoder", opset=1, domain=ML)
+def ml_one_hot_encoder(X: Tensor, cats_int64s: list[int], zeros: int = 1) -> Tensor:
+    """Y[..., k] = 1 where X, truncated to an integer, is the k-th category: piecewise
+    constant in X."""
+    return (X.to(torch.int64).unsqueeze(-1) == torch.tensor(cats_int64s)).to(torch.float32)
+
+
+def _feature_vectorizer_emit(A, B, inputdimensions):
+    """Its variadic X as two inputs (the signature convention takes tensors one by one)."""
+    return onnx_opset(1, ML).FeatureVectorizer(A, B, inputdimensions=inputdimensions)
+
+
+@reference_op("FeatureVectorizer", opset=1, domain=ML, emit=_feature_vectorizer_emit)
+def ml_feature_vectorizer(A: Tensor, B: Tensor, inputdimensions: list[int]) -> Tensor:
+    """Y = the inputs' features side by side (each [N, d_i])."""
+    return torch.cat([A, B], -1)
+
+
 def _ml(op: str, name: str, fn, inputs, input_names, ref, **kw) -> Case:
     return Case(op, name, fn, inputs, input_names, kind="reference",
                 translation=ref.translation, domain=ref.domain, float_dtype=F32, **kw)
@@ -134,7 +152,6 @@ _STUMP = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
               nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0], nodes_truenodeids=[1, 0, 0],
               nodes_falsenodeids=[2, 0, 0], nodes_values=[0.0, 0.0, 0.0], target_ids=[0, 0],
               target_nodeids=[1, 2], target_treeids=[0, 0], target_weights=[-1.5, 2.5])
-
 
 DOMAIN_CASES = (
     _ml("LinearRegressor", "ml_linearregressor_two_targets",
@@ -159,6 +176,12 @@ DOMAIN_CASES = (
     _ml("LabelEncoder", "ml_labelencoder_floats",
         lambda x: ml_label_encoder(x, [0.5, 1.5], [10.0, 20.0], -1.0), (Float(4, 3),), ("x",),
         ml_label_encoder),
+    _ml("OneHotEncoder", "ml_onehotencoder_floats",
+        lambda x: ml_one_hot_encoder(x, [-1, 0, 1], 1), (Float(4, 3),), ("x",),
+        ml_one_hot_encoder),
+    _ml("FeatureVectorizer", "ml_featurevectorizer_two",
+        lambda a, b: ml_feature_vectorizer(a, b, [3, 2]), (Float(4, 3), Float(4, 2)),
+        ("a", "b"), ml_feature_vectorizer),
     _ml("TreeEnsembleRegressor", "ml_treeensembleregressor_stump",
         lambda x: ml_tree_regressor(x, **_STUMP), (Float(4, 3),), ("x",), ml_tree_regressor),
 )
