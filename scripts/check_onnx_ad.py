@@ -2,11 +2,13 @@
 """onnx-ad's reverse rules checked against the differentiability table (docs/table.md).
 
     pip install onnx-ad==0.3.0      # not a dependency of torch-prover: this script's only
-    python scripts/check_onnx_ad.py [--json FILE] [--ops A,B]
+    python scripts/check_onnx_ad.py [--json FILE] [--ops A,B] [--evidence]
 
 onnx-ad (PyPI, MIT) differentiates ONNX graphs by a reverse rule per op type, with no schema
 version. For every ONNX node test of an op it has a rule for (the installed onnx's
-collector: one node, its inputs, at the test's opset), the test's model is put through
+collector: one node, its inputs, at the test's opset) -- and with ``--evidence`` every
+committed case's target node, cut out of its model.onnx with its recorded input values, at
+the schema version its record names -- the one-node model is put through
 ``onnx_ad.reverse`` (every float input, every float output seeded) and run in onnxruntime
 (onnx.reference where onnxruntime refuses the model). Per (op, schema version in force,
 input) it records whether onnx-ad's adjoint is nonzero at any test point, whether the
@@ -87,9 +89,43 @@ def _session(model: onnx.ModelProto):
 
 
 def check_test(test, rng) -> dict[int, dict] | str:
-    """Per node input position of a float graph input: adj nonzero, fd nonzero, vjp ok."""
+    """One of ONNX's node tests: its model and first data set."""
+    return check_point(test.proto(), test.data_sets[0][0], test.name, rng)
+
+
+def evidence_points(models):
+    """(op, schema version, model, inputs, name) per committed case directory of ai.onnx:
+    the case's target node cut out of its model.onnx with its real input values
+    (``engine.numeric.isolate``, the node witness's own step), every input a graph input."""
+    from torch_prover.engine.numeric.isolate import isolate
+    for rec_path in sorted(models.glob("*/*/proof.json")):
+        rec = json.loads(rec_path.read_text())
+        d = rec_path.parent
+        if rec.get("domain") or rec.get("status") != "proved" or not rec.get("witness"):
+            continue
+        model = onnx.load(d / "model.onnx")
+        feeds = {vi.name: onnx.numpy_helper.to_array(onnx.load_tensor(str(d / "test_data_set_0" / f"input_{j}.pb")))
+                 for j, vi in enumerate(model.graph.input)
+                 if (d / "test_data_set_0" / f"input_{j}.pb").is_file()}
+        index = next((i for i, n in enumerate(model.graph.node)
+                      if n.name == rec["witness"].get("node")), None)
+        if index is None:
+            continue
+        try:
+            node = isolate(model, index, feeds)
+        except Exception:   # noqa: BLE001 -- a node that cannot be cut out gives no point
+            continue
+        if not all(isinstance(node.point[a.name], np.ndarray) for a in node.lifted):
+            continue
+        yield (rec["op"], rec["schema_version"], node.model,
+               [node.point[vi.name] for vi in node.model.graph.input], f"{d.parent.name}/{d.name}")
+
+
+def check_point(model, inputs, test_name: str, rng) -> dict[int, dict] | str:
+    """onnx-ad's adjoint of the one-node ``model`` at ``inputs`` (its graph inputs' values):
+    per node input position of a float graph input, adj nonzero, fd nonzero, VJP ok."""
     import onnx_ad
-    model = test.proto()
+    model = onnx.ModelProto.FromString(model.SerializeToString())
     graph = model.graph
     node = graph.node[0]
     floats_in = [vi.name for vi in graph.input if _is_float(vi)]
@@ -98,7 +134,6 @@ def check_test(test, rng) -> dict[int, dict] | str:
         return "no float input or output"
     if not all(vi.type.HasField("tensor_type") for vi in list(graph.input) + list(graph.output)):
         return "a sequence or optional input or output"
-    inputs, _ = test.data_sets[0]
     feeds = {vi.name: x if isinstance(x, onnx.TensorProto) else np.asarray(x)
              for vi, x in zip(graph.input, inputs)}
     # the integer operands (pads, axes, indices) become constants: onnx-ad differentiates
@@ -151,7 +186,7 @@ def check_test(test, rng) -> dict[int, dict] | str:
                 if inp == name:
                     found[pos] = {"adj_nonzero": bool(np.any(np.abs(adj) > 1e-6)),
                                   "fd_nonzero": False, "vjp_ok": True, "runtime": runtime,
-                                  "test": test.name, "shape_moves": True, "precise": False}
+                                  "test": test_name, "shape_moves": True, "precise": False}
             continue
         for k in range(SEEDS):
             lhs = float(np.sum(adj[..., k] * v)) if adj.shape[:-1] == x.shape else float("nan")
@@ -169,7 +204,7 @@ def check_test(test, rng) -> dict[int, dict] | str:
             if inp == name:
                 found[pos] = {"adj_nonzero": bool(np.any(np.abs(adj) > 1e-6)),
                               "fd_nonzero": fd_nonzero, "vjp_ok": vjp_ok, "runtime": runtime,
-                              "test": test.name,
+                              "test": test_name,
                               "precise": x.dtype in (np.float32, np.float64)}
     return found
 
@@ -178,6 +213,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write every (op, version, input) result here")
     ap.add_argument("--ops", help="only these ops (comma-separated)")
+    ap.add_argument("--evidence", action="store_true",
+                    help="also every committed case's node (models/), cut out with its "
+                         "input values: the schema versions ONNX's node tests do not reach")
     args = ap.parse_args(argv[1:])
     import onnx_ad
     from onnx_ad.rules import REVERSE
@@ -206,6 +244,21 @@ def main(argv: list[str]) -> int:
                 continue
             for pos, res in got.items():
                 per[(t.op, t.version, pos)].append(res)
+        if args.evidence:   # every committed case's node, at the version its record names
+            from pathlib import Path
+            models = Path(__file__).resolve().parent.parent / "models"
+            for op, version, model, inputs, name in evidence_points(models):
+                if op not in REVERSE or (only and op not in only):
+                    continue
+                try:
+                    got = check_point(model, inputs, name, rng)
+                except Exception as exc:   # noqa: BLE001
+                    got = f"check failed: {type(exc).__name__}: {str(exc)[:160]}"
+                if isinstance(got, str):
+                    refused[(op, version)].append(f"{name}: {got}")
+                    continue
+                for pos, res in got.items():
+                    per[(op, version, pos)].append(res)
     results = []
     for (op, version, pos), res in sorted(per.items()):
         row = rows.get((op, version, "input", pos))

@@ -83,3 +83,17 @@ def test_the_table_says_the_math_of_every_domain_case():
             r = mine[name]
             assert (r["supports"], r["verdict"]) == (supports, "proposed"), (case.op, name, why)
             assert case.name in r["cases"] or r["rule"] == "by type", (case.op, name)
+
+
+def test_verify_all_keeps_the_domain_cases_evidence(tmp_path):
+    """A full verify-all prunes case directories the catalogue no longer has, but not these
+    (it does not prove them): the quickstart leaves them, and git status, as they are."""
+    from torch_prover.batch.verify import _evidence_kept
+    from torch_prover.output.evidence import prune
+    kept = _evidence_kept()
+    assert {(c.op, c.name) for c in DOMAIN_CASES} <= kept
+    case = DOMAIN_CASES[0]
+    evidence.write_proof(tmp_path, prove_case(case))
+    assert prune(tmp_path, kept) == []
+    assert (tmp_path / case.op / case.name / "proof.json").is_file()
+    assert prune(tmp_path, kept - {(case.op, case.name)}) == [tmp_path / case.op / case.name]
