@@ -35,6 +35,8 @@ MATH = {
                       "Y": (N, "")},
     "FeatureVectorizer": {"X": (D, "Y = [X_1, X_2]: a concatenation, 1 on each input's "
                                "block"), "Y": (D, "")},
+    "TreeEnsembleClassifier": {"X": (N, "a tree: its scores constant between thresholds"),
+                               "Y": (N, "int64 labels"), "Z": (N, "")},
     "TreeEnsembleRegressor": {"X": (N, "a tree: constant between its thresholds"),
                               "Y": (N, "")},
 }

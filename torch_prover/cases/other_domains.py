@@ -142,6 +142,35 @@ def ml_feature_vectorizer(A: Tensor, B: Tensor, inputdimensions: list[int]) -> T
     return torch.cat([A, B], -1)
 
 
+def _tree_classifier_emit(X, nodes_featureids, nodes_modes, nodes_nodeids, nodes_treeids,
+                          nodes_truenodeids, nodes_falsenodeids, nodes_values, class_ids,
+                          class_nodeids, class_treeids, class_weights, classlabels_int64s):
+    return onnx_opset(3, ML).TreeEnsembleClassifier(
+        X, nodes_featureids=nodes_featureids, nodes_modes=nodes_modes.split(","),
+        nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
+        nodes_truenodeids=nodes_truenodeids, nodes_falsenodeids=nodes_falsenodeids,
+        nodes_values=nodes_values, class_ids=class_ids, class_nodeids=class_nodeids,
+        class_treeids=class_treeids, class_weights=class_weights,
+        classlabels_int64s=classlabels_int64s)
+
+
+@reference_op("TreeEnsembleClassifier", opset=3, domain=ML, emit=_tree_classifier_emit)
+def ml_tree_classifier(X: Tensor, nodes_featureids: list[int], nodes_modes: str,
+                       nodes_nodeids: list[int], nodes_treeids: list[int],
+                       nodes_truenodeids: list[int], nodes_falsenodeids: list[int],
+                       nodes_values: list[float], class_ids: list[int],
+                       class_nodeids: list[int], class_treeids: list[int],
+                       class_weights: list[float],
+                       classlabels_int64s: list[int]) -> tuple[Tensor, Tensor]:
+    """One stump over feature 0, three classes (two would take onnxruntime's binary-class
+    layout, which is not the definition's): leaf 1 scores class 0 and 2, leaf 2 class 1 and
+    2 (the weights in class_ids order); Y the best class's label, Z the scores."""
+    left = (X[:, 0] <= nodes_values[0]).unsqueeze(-1)
+    z = torch.where(left, torch.tensor([class_weights[0], 0.0, class_weights[2]]),
+                    torch.tensor([0.0, class_weights[1], class_weights[3]])).to(X.dtype)
+    return torch.tensor(classlabels_int64s)[z.argmax(-1)], z
+
+
 def _ml(op: str, name: str, fn, inputs, input_names, ref, **kw) -> Case:
     return Case(op, name, fn, inputs, input_names, kind="reference",
                 translation=ref.translation, domain=ref.domain, float_dtype=F32, **kw)
@@ -152,6 +181,13 @@ _STUMP = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
               nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0], nodes_truenodeids=[1, 0, 0],
               nodes_falsenodeids=[2, 0, 0], nodes_values=[0.0, 0.0, 0.0], target_ids=[0, 0],
               target_nodeids=[1, 2], target_treeids=[0, 0], target_weights=[-1.5, 2.5])
+_STUMP_CLASSES = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
+                      nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0],
+                      nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+                      nodes_values=[0.0, 0.0, 0.0], class_ids=[0, 1, 2, 2],
+                      class_nodeids=[1, 2, 1, 2], class_treeids=[0, 0, 0, 0],
+                      class_weights=[1.5, 2.5, 0.5, 0.5], classlabels_int64s=[3, 8, 9])
+
 
 DOMAIN_CASES = (
     _ml("LinearRegressor", "ml_linearregressor_two_targets",
@@ -182,6 +218,9 @@ DOMAIN_CASES = (
     _ml("FeatureVectorizer", "ml_featurevectorizer_two",
         lambda a, b: ml_feature_vectorizer(a, b, [3, 2]), (Float(4, 3), Float(4, 2)),
         ("a", "b"), ml_feature_vectorizer),
+    _ml("TreeEnsembleClassifier", "ml_treeensembleclassifier_stump",
+        lambda x: ml_tree_classifier(x, **_STUMP_CLASSES), (Float(4, 3),), ("x",),
+        ml_tree_classifier),
     _ml("TreeEnsembleRegressor", "ml_treeensembleregressor_stump",
         lambda x: ml_tree_regressor(x, **_STUMP), (Float(4, 3),), ("x",), ml_tree_regressor),
 )
