@@ -57,6 +57,10 @@ MATH = {
                                           "(nonzero); onnx-ad's rule gives no adjoint",
     ("BatchNormalization", "input_var"): "dY/dvar = -scale (X - mean) (var + eps)^(-3/2) / 2 "
                                          "(nonzero); onnx-ad's rule gives no adjoint",
+    ("Clip", "input"): "Clip-6 takes min and max as attributes: dY/dX is 1 inside [min, max] "
+                       "and 0 where X is clipped; onnx-ad's rule reads the bounds from inputs "
+                       "only, finds none, and passes adj_y through everywhere (wrong where "
+                       "any element is clipped)",
     ("Range", "start"): "output[i] = start + i delta: d/dstart = 1 where the length "
                         "ceil((limit - start) / delta) does not change; the table's "
                         "non-differentiable is the shape-setting-input convention, not the "
