@@ -1,6 +1,7 @@
 """The schema versions of the domains the installed onnx registers beside ai.onnx
-(``ai.onnx.ml``, ``ai.onnx.preview``, ``ai.onnx.preview.training`` in onnx 1.23), in the per-version table's shape
-(``models/versions.json``'s ops), for the differentiability table (docs/table.md).
+(``ai.onnx.ml``, ``ai.onnx.preview``, ``ai.onnx.preview.training`` in onnx 1.23), in the
+per-version table's shape (``models/versions.json``'s ops), for the differentiability table
+(docs/table.md).
 
 No exporter writes these ops: a parameter is decided by the proof records of their
 reference cases (``cases/other_domains.py``, evidence under models/ by
@@ -26,6 +27,7 @@ def other_domains() -> list[str]:
     """Every domain the installed onnx registers a schema in, but ai.onnx (sorted)."""
     return sorted({s.domain for s in onnx.defs.get_all_schemas_with_history()} - {"", "ai.onnx"})
 
+
 UNDECIDED = "undecided"
 """A version's ``decided_by`` and a cell's ``rule`` where neither a case nor the types decide."""
 
@@ -36,13 +38,14 @@ def _in_force(since: list[int], newest: int) -> list[list[int]]:
 
 
 CONFLICT = "cases conflict"
+"""A cell's rule where its cases' records support different tags."""
 
 
 def _from_records(cell: dict[str, Any], params: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """The cell decided by its records' parameters ((case, parameter) pairs)."""
     supports = {p["supports"] for _, p in params}
     cases = sorted({case for case, _ in params})
-    if len(supports) > 1 or None in supports:
+    if len(supports) > 1:
         cell.update(verdict="inconclusive", supports=None, rule=CONFLICT, cases=cases,
                     failing=False, reason="; ".join(f"{c}: {p['rule']}: {p['reason']}"
                                                     for c, p in params)[:4000])
@@ -88,8 +91,8 @@ def domain_ops(domain: str, records: Sequence[dict[str, Any]] = ()) -> list[dict
                     undecided.append(f"{f.io} {f.position} ({f.name})")
                     cell.update(verdict="inconclusive", supports=None, rule=UNDECIDED,
                                 cases=[], failing=False,
-                                reason="no case reaches this domain yet and its types "
-                                       f"({', '.join(f.types)}) do not decide it")
+                                reason="no case decides it and its types "
+                                       f"({', '.join(f.types)}) do not")
                 else:
                     d = row.decision
                     cell.update(verdict=str(d.verdict), supports=str(d.supports),
