@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.defs
 import onnx.numpy_helper
 import pytest
 
@@ -37,6 +38,9 @@ MATH = {
                                "block"), "Y": (D, "")},
     "TreeEnsembleClassifier": {"X": (N, "a tree: its scores constant between thresholds"),
                                "Y": (N, "int64 labels"), "Z": (N, "")},
+    "SVMClassifier": {"X": (D, "linear mode: Z = X W^T + rho"), "Y": (N, "int64 labels"),
+                      "Z": (D, "")},
+    "TreeEnsemble": {"X": (N, "a tree: constant between its splits"), "Y": (N, "")},
     "TreeEnsembleRegressor": {"X": (N, "a tree: constant between its thresholds"),
                               "Y": (N, "")},
 }
@@ -69,6 +73,18 @@ def test_committed_evidence_is_what_proving_writes(case, tmp_path):
     changed = [k for k in fresh if fresh[k] != committed[k]
                and not (k.endswith(".pb") and _close(fresh[k], committed[k]))]
     assert changed == [], "rerun `python scripts/domain_evidence.py`"
+
+
+def test_each_record_names_the_version_its_node_ran():
+    """A record's schema version is the one in force at the model's own ai.onnx.ml import
+    (LabelEncoder at ml opset 2 is LabelEncoder-2, whatever ai.onnx's opset is): read here
+    from model.onnx and onnx.defs, not from the engine."""
+    for case in DOMAIN_CASES:
+        d = MODELS / case.op / case.name
+        model = onnx.load(d / "model.onnx")
+        (ml,) = [o.version for o in model.opset_import if o.domain == case.domain]
+        in_force = onnx.defs.get_schema(case.op, ml, case.domain).since_version
+        assert json.loads((d / "proof.json").read_text())["schema_version"] == in_force
 
 
 def test_the_table_says_the_math_of_every_domain_case():

@@ -16,6 +16,10 @@ by the table (``batch/domain_versions.py``); verify-all keeps their directories
 """
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+import onnx.numpy_helper
 import torch
 
 from ..case import Case, Float, Int
@@ -100,9 +104,10 @@ def ml_label_encoder(X: Tensor, keys_floats: list[float], values_floats: list[fl
 
 def _tree_emit(X, nodes_featureids, nodes_modes, nodes_nodeids, nodes_treeids,
                nodes_truenodeids, nodes_falsenodeids, nodes_values, target_ids, target_nodeids,
-               target_treeids, target_weights, n_targets=1):
-    """The node, its string-list attribute split (a custom op's schema takes no list[str])."""
-    op = onnx_opset(3, ML)
+               target_treeids, target_weights, n_targets=1, version=3):
+    """The node at ai.onnx.ml ``version``, its string-list attribute split (a custom op's
+    schema takes no list[str])."""
+    op = onnx_opset(version, ML)
     return op.TreeEnsembleRegressor(
         X, nodes_featureids=nodes_featureids, nodes_modes=nodes_modes.split(","),
         nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
@@ -144,8 +149,9 @@ def ml_feature_vectorizer(A: Tensor, B: Tensor, inputdimensions: list[int]) -> T
 
 def _tree_classifier_emit(X, nodes_featureids, nodes_modes, nodes_nodeids, nodes_treeids,
                           nodes_truenodeids, nodes_falsenodeids, nodes_values, class_ids,
-                          class_nodeids, class_treeids, class_weights, classlabels_int64s):
-    return onnx_opset(3, ML).TreeEnsembleClassifier(
+                          class_nodeids, class_treeids, class_weights, classlabels_int64s,
+                          version=3):
+    return onnx_opset(version, ML).TreeEnsembleClassifier(
         X, nodes_featureids=nodes_featureids, nodes_modes=nodes_modes.split(","),
         nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
         nodes_truenodeids=nodes_truenodeids, nodes_falsenodeids=nodes_falsenodeids,
@@ -171,6 +177,50 @@ def ml_tree_classifier(X: Tensor, nodes_featureids: list[int], nodes_modes: str,
     return torch.tensor(classlabels_int64s)[z.argmax(-1)], z
 
 
+@reference_op("SVMClassifier", opset=1, domain=ML)
+def ml_svm_classifier(X: Tensor, coefficients: list[float], rho: list[float],
+                      classlabels_ints: list[int], kernel_params: list[float],
+                      kernel_type: str = "LINEAR") -> tuple[Tensor, Tensor]:
+    """Linear mode (no support vectors), three classes: Z[:, j] = <x, w_j> + rho, Y the best
+    class's label. One rho for every class (onnxruntime adds rho[0] to each score in this
+    mode: a case whose rho differ would measure that, not the op)."""
+    z = X @ _const(coefficients, X).reshape(len(classlabels_ints), -1).T + _const(rho, X)
+    return torch.tensor(classlabels_ints)[z.argmax(-1)], z
+
+
+def _tree_ensemble_emit(X, leaf_weights: list[float], split: float):
+    """TreeEnsemble-5's stump: its splits, weights and modes are tensor attributes."""
+    return onnx_opset(5, ML).TreeEnsemble(
+        X, aggregate_function=1, n_targets=1, tree_roots=[0],
+        nodes_featureids=[0], nodes_modes=onnx.numpy_helper.from_array(np.array([0], np.uint8)),
+        nodes_splits=onnx.numpy_helper.from_array(np.array([split], np.float32)),
+        nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1],
+        nodes_falseleafs=[1], leaf_targetids=[0, 0],
+        leaf_weights=onnx.numpy_helper.from_array(np.array(leaf_weights, np.float32)))
+
+
+@reference_op("TreeEnsemble", opset=5, domain=ML, emit=_tree_ensemble_emit)
+def ml_tree_ensemble(X: Tensor, leaf_weights: list[float], split: float) -> Tensor:
+    """One stump (mode BRANCH_LEQ on feature 0, summed): leaf 0 where X[:, 0] <= split,
+    else leaf 1."""
+    return torch.where(X[:, :1] <= split, torch.full_like(X[:, :1], leaf_weights[0]),
+                       torch.full_like(X[:, :1], leaf_weights[1]))
+
+
+# the same formulas at the other schema versions of their ops (one custom op per version:
+# the node's ai.onnx.ml opset is the version the record names, engine.prove.domain_opset)
+ml_label_encoder_v4 = reference_op("LabelEncoder", ml_label_encoder.reference,
+                                   name="ml_label_encoder_v4", opset=4, domain=ML)
+# (TreeEnsembleRegressor-5 and TreeEnsembleClassifier-5 are deprecated: onnx.checker
+# rejects every model holding them, so no case can run them)
+ml_tree_regressor_v1 = reference_op("TreeEnsembleRegressor", ml_tree_regressor.reference,
+                                    name="ml_tree_regressor_v1", opset=1, domain=ML,
+                                    emit=functools.partial(_tree_emit, version=1))
+ml_tree_classifier_v1 = reference_op("TreeEnsembleClassifier", ml_tree_classifier.reference,
+                                     name="ml_tree_classifier_v1", opset=1, domain=ML,
+                                     emit=functools.partial(_tree_classifier_emit, version=1))
+
+
 def _ml(op: str, name: str, fn, inputs, input_names, ref, **kw) -> Case:
     return Case(op, name, fn, inputs, input_names, kind="reference",
                 translation=ref.translation, domain=ref.domain, float_dtype=F32, **kw)
@@ -181,6 +231,10 @@ _STUMP = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
               nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0], nodes_truenodeids=[1, 0, 0],
               nodes_falsenodeids=[2, 0, 0], nodes_values=[0.0, 0.0, 0.0], target_ids=[0, 0],
               target_nodeids=[1, 2], target_treeids=[0, 0], target_weights=[-1.5, 2.5])
+def _call(ref, attributes, x):
+    return ref(x, **attributes)
+
+
 _STUMP_CLASSES = dict(nodes_featureids=[0, 0, 0], nodes_modes="BRANCH_LEQ,LEAF,LEAF",
                       nodes_nodeids=[0, 1, 2], nodes_treeids=[0, 0, 0],
                       nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
@@ -218,10 +272,21 @@ DOMAIN_CASES = (
     _ml("FeatureVectorizer", "ml_featurevectorizer_two",
         lambda a, b: ml_feature_vectorizer(a, b, [3, 2]), (Float(4, 3), Float(4, 2)),
         ("a", "b"), ml_feature_vectorizer),
-    _ml("TreeEnsembleClassifier", "ml_treeensembleclassifier_stump",
-        lambda x: ml_tree_classifier(x, **_STUMP_CLASSES), (Float(4, 3),), ("x",),
-        ml_tree_classifier),
-    _ml("TreeEnsembleRegressor", "ml_treeensembleregressor_stump",
-        lambda x: ml_tree_regressor(x, **_STUMP), (Float(4, 3),), ("x",), ml_tree_regressor),
+    _ml("SVMClassifier", "ml_svmclassifier_linear",
+        lambda x: ml_svm_classifier(x, _W + [1.0, 0.3, -0.2], [0.1, 0.1, 0.1], [3, 8, 9],
+                                    [1.0, 0.0, 1.0]), (Float(4, 3),), ("x",),
+        ml_svm_classifier),
+    _ml("TreeEnsemble", "ml_treeensemble_stump",
+        lambda x: ml_tree_ensemble(x, [-1.5, 2.5], 0.0), (Float(4, 3),), ("x",),
+        ml_tree_ensemble),
+    _ml("LabelEncoder", "ml_labelencoder_floats_v4",
+        lambda x: ml_label_encoder_v4(x, [0.5, 1.5], [10.0, 20.0], -1.0), (Float(4, 3),),
+        ("x",), ml_label_encoder_v4),
+    *(_ml("TreeEnsembleClassifier", f"ml_treeensembleclassifier_stump{suffix}",
+          functools.partial(_call, ref, _STUMP_CLASSES), (Float(4, 3),), ("x",), ref)
+      for suffix, ref in (("_v1", ml_tree_classifier_v1), ("", ml_tree_classifier))),
+    *(_ml("TreeEnsembleRegressor", f"ml_treeensembleregressor_stump{suffix}",
+          functools.partial(_call, ref, _STUMP), (Float(4, 3),), ("x",), ref)
+      for suffix, ref in (("_v1", ml_tree_regressor_v1), ("", ml_tree_regressor))),
 )
 """The other domains' cases (not the default catalogue's ``CASES``: the module docstring)."""
