@@ -6,7 +6,7 @@ committed evidence under models/ (versions.json, index.json, the deciding cases'
     python scripts/table_data.py --check    # exit 1 when it has drifted from models/
 
 The date in its provenance is the evidence's: the committer date (UTC) of the last commit
-that changed models/versions.json, so a rebuild of the same checkout gives the same bytes
+that changed models/versions.json or an other-domain case's directory, so a rebuild of the same checkout gives the same bytes
 (``SOURCE_DATE_EPOCH`` stands in where there is no git history). tests/test_table.py fails
 when the shipped file and models/ disagree (docs/table.md).
 """
@@ -24,11 +24,14 @@ TARGET = ROOT.joinpath("torch_prover", "data", "table.json")
 
 
 def evidence_date(models: Path = MODELS) -> str:
-    """The day models/versions.json was last committed (UTC), or SOURCE_DATE_EPOCH's."""
+    """The day the evidence the table reads (models/versions.json, the other domains' case
+    directories) was last committed (UTC), or SOURCE_DATE_EPOCH's."""
+    from torch_prover.cases.other_domains import DOMAIN_CASES
+    paths = ["versions.json"] + sorted({f"{c.op}/{c.name}" for c in DOMAIN_CASES})
     try:
         out = subprocess.run(
             ["git", "log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%d", "--",
-             "versions.json"], cwd=models, capture_output=True, text=True, check=True,
+             *paths], cwd=models, capture_output=True, text=True, check=True,
             env={**os.environ, "TZ": "UTC"}).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         out = ""
