@@ -221,8 +221,12 @@ def main(argv: list[str]) -> int:
                     help="also every committed case's node (models/), cut out with its "
                          "input values: the schema versions ONNX's node tests do not reach")
     args = ap.parse_args(argv[1:])
-    import onnx_ad
-    from onnx_ad.rules import REVERSE
+    try:
+        import onnx_ad
+        from onnx_ad.rules import REVERSE
+    except ImportError:
+        sys.exit("check_onnx_ad.py needs onnx-ad, which torch-prover does not depend on: "
+                 "pip install onnx-ad==0.3.0")
     from torch_prover.engine.onnx_points.source import NodeTest
     from torch_prover.engine.onnx_points.store import installed_tests
     from torch_prover.output import table
