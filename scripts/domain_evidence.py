@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Prove the other domains' reference cases (``torch_prover/cases/other_domains.py``:
-ai.onnx.ml) and write their evidence under models/<Op>/<case>/, as verify-all writes the
+ai.onnx.ml, ai.onnx.preview.training) and write their evidence under models/<Op>/<case>/, as verify-all writes the
 catalogue's (through ``output.evidence``, the only writer; a rewrite that changes nothing
 keeps the files).
 

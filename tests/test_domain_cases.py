@@ -1,4 +1,4 @@
-"""The other domains' reference cases (cases/other_domains.py: ai.onnx.ml): their committed
+"""The other domains' reference cases (cases/other_domains.py: ai.onnx.ml, ai.onnx.preview.training): their committed
 evidence is what proving them writes, and what the table says of them is the math's."""
 from __future__ import annotations
 
@@ -43,6 +43,17 @@ MATH = {
     "TreeEnsemble": {"X": (N, "a tree: constant between its splits"), "Y": (N, "")},
     "TreeEnsembleRegressor": {"X": (N, "a tree: constant between its thresholds"),
                               "Y": (N, "")},
+    # ai.onnx.preview.training: one tensor's update, G' = norm_coefficient X + G
+    "Momentum": {"R": (D, "X_new = X - R V_new: dX_new/dR = -V_new"),
+                 "T": (N, "int64 update count"),
+                 "inputs": (D, "dX_new/dX = 1 - R beta' norm_coefficient"),
+                 "outputs": (D, "")},
+    "Adagrad": {"R": (D, "X_new = X - R/(1 + T decay) G'/(sqrt(H_new) + eps)"),
+                "T": (N, "int64 update count"),
+                "inputs": (D, "dH_new/dH = 1"), "outputs": (D, "")},
+    "Adam": {"R": (D, "X_new = X - R V_new/(sqrt(H_new) + eps) at T = 0"),
+             "T": (N, "int64 update count"),
+             "inputs": (D, "dV_new/dV = alpha, dH_new/dH = beta"), "outputs": (D, "")},
 }
 
 
@@ -91,11 +102,12 @@ def test_the_table_says_the_math_of_every_domain_case():
     """Each case's op: every parameter's row supports what the math says, proposed against
     ONNX's unknown tag (no ai.onnx.ml parameter is tagged), with the case named when a
     witness decided it."""
-    rows = [r for r in table.load()["rows"] if r["domain"] == "ai.onnx.ml"]
+    rows = table.load()["rows"]
     for case in DOMAIN_CASES:
         record = json.loads((MODELS / case.op / case.name / "proof.json").read_text())
         version = record["schema_version"]
-        mine = {r["name"]: r for r in rows if r["op"] == case.op and r["version"] == version}
+        mine = {r["name"]: r for r in rows if r["op"] == case.op and r["version"] == version
+                and r["domain"] == case.domain}
         assert set(mine) == set(MATH[case.op]), case.op
         for name, (supports, why) in MATH[case.op].items():
             r = mine[name]
@@ -115,3 +127,42 @@ def test_verify_all_keeps_the_domain_cases_evidence(tmp_path):
     assert prune(tmp_path, kept) == []
     assert (tmp_path / case.op / case.name / "proof.json").is_file()
     assert prune(tmp_path, kept - {(case.op, case.name)}) == [tmp_path / case.op / case.name]
+
+
+# Momentum-1, Adagrad-1, Adam-1 by hand (onnx's Operators.md, ai.onnx.preview.training) at R = 0.1,
+# X = 1, G = 0.5, V = 0.2, H = 0.25, norm_coefficient = 0.01: G' = 0.51
+_OPTIMIZERS = [
+    # Momentum standard, T = 1, alpha 0.9, beta 0.5: V_new = 0.18 + 0.255, X_new = 1 - 0.1 V_new
+    ("training_momentum_standard", "Momentum", 2, [0.2], [1 - 0.1 * 0.435, 0.435]),
+    # Adagrad, T = 1, decay 0.1: r = 0.1/1.1, H_new = 0.25 + 0.51^2
+    ("training_adagrad", "Adagrad", 2, [0.25],
+     [1 - 0.1 / 1.1 * 0.51 / ((0.25 + 0.2601) ** 0.5 + 1e-6), 0.5101]),
+    # Adam, T = 0, alpha 0.9, beta 0.999: V_new = 0.18 + 0.051, H_new = 0.24975 + 0.0002601
+    ("training_adam_first_step", "Adam", 3, [0.2, 0.25],
+     [1 - 0.1 * 0.231 / ((0.2500101) ** 0.5 + 1e-6), 0.231, 0.2500101]),
+]
+
+
+@pytest.mark.parametrize("name,op,n_out,state,expected", _OPTIMIZERS,
+                         ids=[o[0] for o in _OPTIMIZERS])
+def test_an_optimizer_case_is_its_update_rule_and_runs_its_real_node(name, op, n_out, state,
+                                                                     expected):
+    """The PyTorch formula gives the update computed by hand from the op's definition; the
+    committed model holds one real node of the training domain with one output per
+    updated tensor (the variadic output written out, which onnx.checker accepts), and the
+    record says onnx.reference computed the numeric witness (onnxruntime has no kernel of
+    ai.onnx.preview.training)."""
+    import onnx.checker
+    import torch
+    (case,) = [c for c in DOMAIN_CASES if c.name == name]
+    one = lambda v: torch.tensor([v], dtype=torch.float32)  # noqa: E731
+    args = [torch.tensor(0.1), one(1.0), one(0.5)] + [one(v) for v in state]
+    got = [float(t) for t in case.model(*args)]
+    assert got == pytest.approx(expected, rel=1e-5)
+    d = MODELS / op / name
+    model = onnx.load(d / "model.onnx")
+    onnx.checker.check_model(model, full_check=True)
+    nodes = [n for n in model.graph.node if n.domain == "ai.onnx.preview.training"]
+    assert [(n.op_type, len(n.output)) for n in nodes] == [(op, n_out)]
+    assert len(nodes[0].input) == 4 + len(state)   # R, T, X, G and the state
+    assert '"runtime": "onnx.reference"' in (d / "proof.json").read_text()

@@ -1,13 +1,13 @@
-"""Reference cases of the domains beside ai.onnx: ``ai.onnx.ml`` (docs/table.md, "Other
-domains").
+"""Reference cases of the domains beside ai.onnx: ``ai.onnx.ml`` and
+``ai.onnx.preview.training`` (docs/table.md, "Other domains").
 
 No exporter writes these ops, so each is a reference op (``cases/reference.py``): a PyTorch
 formula of the op's definition as the autograd witness, bound to one node of the op in its
 domain, which onnxruntime runs as the numeric witness (onnx.reference where onnxruntime
 refuses the model: the record says which). The cases are float32, the type onnxruntime's
-ML kernels compute in. The preview training optimizers (Momentum, Adagrad, Adam) have no
-case: their outputs are one variadic formal, and torch's exporter emits a node with as many
-outputs as formals (one), which onnx.checker rejects.
+ML kernels compute in. The training optimizers (Momentum, Adagrad, Adam) update one tensor
+each; their node is built with its variadic input and output written out (``_fixed_arity``),
+and onnx.reference runs it (onnxruntime has no kernel of ai.onnx.preview.training).
 
 They are ``DOMAIN_CASES``, not ``CASES``: verify-all's plan, coverage and models/index.json
 are ai.onnx's, so these are proved by ``scripts/domain_evidence.py`` into models/ and read
@@ -17,6 +17,7 @@ by the table (``batch/domain_versions.py``); verify-all keeps their directories
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import onnx.numpy_helper
@@ -290,3 +291,129 @@ DOMAIN_CASES = (
       for suffix, ref in (("_v1", ml_tree_regressor_v1), ("", ml_tree_regressor))),
 )
 """The other domains' cases (not the default catalogue's ``CASES``: the module docstring)."""
+
+
+# ------------------------------------------------------- ai.onnx.preview.training, optimizers
+TRAINING = "ai.onnx.preview.training"
+
+
+def _fixed_arity(op_type: str, n_in: int, n: int) -> Any:
+    """The onnxscript op for one ``op_type`` node of the training domain with ``n_in``
+    tensors in its variadic input and ``n`` outputs.
+
+    The optimizers' outputs are one variadic formal, and the exporter gives a node as many
+    outputs as its schema has formals (one), which onnx.checker rejects (the update of one
+    tensor has two or three outputs). The node is built from a copy of the real schema
+    whose variadic output is ``n`` single formals (``engine/versions/next_opset.py``'s
+    ``private_schema`` copies a schema the same way): same domain, op and version, so the
+    model holds the real node, checked against the real schema. The variadic input is
+    expanded the same way (the exporter's recorder, given a variadic formal after single
+    ones, passes every argument again to it)."""
+    from onnx.defs import OpSchema
+    from onnxscript import values
+    real = onnx.defs.get_schema(op_type, 1, TRAINING)
+    (out,) = real.outputs
+    *fixed, variadic = real.inputs
+
+    def formal(p: OpSchema.FormalParameter, name: str, option) -> OpSchema.FormalParameter:
+        return OpSchema.FormalParameter(name, p.type_str, p.description, param_option=option,
+                                        is_homogeneous=p.is_homogeneous, min_arity=p.min_arity,
+                                        differentiation_category=p.differentiation_category)
+
+    def attribute(a: OpSchema.Attribute) -> OpSchema.Attribute:
+        if a.default_value.name:
+            return OpSchema.Attribute(a.name, a.default_value, a.description)
+        return OpSchema.Attribute(a.name, a.type, a.description, required=a.required)
+
+    single = OpSchema.FormalParameterOption.Single
+    schema = OpSchema(real.name, TRAINING, 1, real.doc or "",
+                      inputs=[formal(p, p.name, p.option) for p in fixed]
+                      + [formal(variadic, f"{variadic.name}_{k}", single) for k in range(n_in)],
+                      outputs=[formal(out, f"{out.name}_{k}", single) for k in range(n)],
+                      type_constraints=[(t.type_param_str, list(t.allowed_type_strs),
+                                         t.description) for t in real.type_constraints],
+                      attributes=[attribute(a) for a in real.attributes.values()])
+    return values.Op(values.Opset(TRAINING, 1), op_type, schema)
+
+
+def _step(T: int) -> Any:
+    """The update count T: an int64 scalar constant of the graph (a count, not data)."""
+    return onnx_opset(25).Constant(value=onnx.numpy_helper.from_array(np.array(T, np.int64)))
+
+
+def _momentum_emit(R, T: int, X, G, V, alpha: float, beta: float, mode: str,
+                   norm_coefficient: float):
+    return _fixed_arity("Momentum", 3, 2)(R, _step(T), X, G, V, alpha=alpha, beta=beta,
+                                          mode=mode, norm_coefficient=norm_coefficient)
+
+
+@reference_op("Momentum", opset=1, domain=TRAINING, emit=_momentum_emit)
+def training_momentum(R: Tensor, T: int, X: Tensor, G: Tensor, V: Tensor, alpha: float,
+                      beta: float, mode: str, norm_coefficient: float) -> tuple[Tensor, Tensor]:
+    """One tensor's update (Momentum-1's definition): G' = norm_coefficient X + G;
+    V_new = alpha V + beta' G' (beta' = 1 at T = 0, else beta); X_new = X - R V_new
+    (standard) or X - R (G' + alpha V_new) (nesterov)."""
+    g = norm_coefficient * X + G
+    v = alpha * V + (beta if T > 0 else 1.0) * g
+    x = X - R * v if mode == "standard" else X - R * (g + alpha * v)
+    return x, v
+
+
+def _adagrad_emit(R, T: int, X, G, H, decay_factor: float, epsilon: float,
+                  norm_coefficient: float):
+    return _fixed_arity("Adagrad", 3, 2)(R, _step(T), X, G, H, decay_factor=decay_factor,
+                                         epsilon=epsilon, norm_coefficient=norm_coefficient)
+
+
+@reference_op("Adagrad", opset=1, domain=TRAINING, emit=_adagrad_emit)
+def training_adagrad(R: Tensor, T: int, X: Tensor, G: Tensor, H: Tensor, decay_factor: float,
+                     epsilon: float, norm_coefficient: float) -> tuple[Tensor, Tensor]:
+    """Adagrad-1: r = R / (1 + T decay_factor); G' = norm_coefficient X + G;
+    H_new = H + G'^2; X_new = X - r G' / (sqrt(H_new) + epsilon)."""
+    r = R / (1 + T * decay_factor)
+    g = norm_coefficient * X + G
+    h = H + g * g
+    return X - r * g / (torch.sqrt(h) + epsilon), h
+
+
+def _adam_emit(R, T: int, X, G, V, H, alpha: float, beta: float, epsilon: float,
+               norm_coefficient: float, norm_coefficient_post: float):
+    return _fixed_arity("Adam", 4, 3)(R, _step(T), X, G, V, H, alpha=alpha, beta=beta,
+                                      epsilon=epsilon, norm_coefficient=norm_coefficient,
+                                      norm_coefficient_post=norm_coefficient_post)
+
+
+@reference_op("Adam", opset=1, domain=TRAINING, emit=_adam_emit)
+def training_adam(R: Tensor, T: int, X: Tensor, G: Tensor, V: Tensor, H: Tensor, alpha: float,
+                  beta: float, epsilon: float, norm_coefficient: float,
+                  norm_coefficient_post: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Adam-1: G' = norm_coefficient X + G; V_new = alpha V + (1 - alpha) G';
+    H_new = beta H + (1 - beta) G'^2; r = R sqrt(1 - beta^T) / (1 - alpha^T) for T > 0,
+    else R; X_new = (1 - norm_coefficient_post) (X - r V_new / (sqrt(H_new) + epsilon))."""
+    g = norm_coefficient * X + G
+    v = alpha * V + (1 - alpha) * g
+    h = beta * H + (1 - beta) * g * g
+    r = R * ((1 - beta ** T) ** 0.5 / (1 - alpha ** T)) if T > 0 else R
+    return (1 - norm_coefficient_post) * (X - r * v / (torch.sqrt(h) + epsilon)), v, h
+
+
+_SCALAR = Float(low=0.05, high=0.5)   # the learning rate R: a positive scalar
+_ACC = Float(3, low=0.1, high=1.0)    # an accumulated squared gradient H: positive
+TRAINING_CASES = (
+    Case("Momentum", "training_momentum_standard",
+         lambda r, x, g, v: training_momentum(r, 1, x, g, v, 0.9, 0.5, "standard", 0.01),
+         (_SCALAR, Float(3), Float(3), Float(3)), ("r", "x", "g", "v"), kind="reference",
+         translation=training_momentum.translation, domain=TRAINING, float_dtype=F32),
+    Case("Adagrad", "training_adagrad",
+         lambda r, x, g, h: training_adagrad(r, 1, x, g, h, 0.1, 1e-6, 0.01),
+         (_SCALAR, Float(3), Float(3), _ACC), ("r", "x", "g", "h"), kind="reference",
+         translation=training_adagrad.translation, domain=TRAINING, float_dtype=F32),
+    # T = 0: onnx.reference's Adam computes a single tensor's bias-corrected step (T > 0)
+    # in float64 and returns it so, beside the model's float32 output
+    Case("Adam", "training_adam_first_step",
+         lambda r, x, g, v, h: training_adam(r, 0, x, g, v, h, 0.9, 0.999, 1e-6, 0.01, 0.0),
+         (_SCALAR, Float(3), Float(3), Float(3), _ACC), ("r", "x", "g", "v", "h"),
+         kind="reference", translation=training_adam.translation, domain=TRAINING,
+         float_dtype=F32),
+)
+DOMAIN_CASES = DOMAIN_CASES + TRAINING_CASES
