@@ -175,7 +175,7 @@ def test_version_is_the_installed_distributions(capsys):
 
 # ------------------------------------------------------------------ schemas
 def test_every_document_kind_has_a_schema_in_the_package():
-    assert {str(k) for k in DocKind} | {"defs"} == set(schemas())
+    assert {str(k) for k in DocKind} | {"defs", "table-row"} == set(schemas())
     for name, schema in schemas().items():
         assert schema["$id"] == f"urn:torch-prover:schema:{name}"
 

@@ -108,6 +108,7 @@ class DocKind(StrEnum):
     PR_GATE = "pr-gate"            # verify-all --changed-from BASE --format json
     OUTPUTS = "outputs"            # .torch-prover-outputs.json: the single-file outputs written there
     ERROR = "error"                # any command's --format json when it ends on an error
+    TABLE = "table"                # table --format json, and the shipped torch_prover/data/table.json
 
 
 class Runtime(StrEnum):

@@ -299,15 +299,17 @@ def _evidence_kept(records: Sequence[dict[str, Any]] = ()) -> set[tuple[str, str
     model at all (a case error: the export, the checker, an adapter's refusal -- the same
     every time, unlike a crash or a timeout): an older proof's evidence there would claim
     what the run no longer finds (hardmax_axis0@10, refused since no adapter brings
-    Hardmax-13's axis to Hardmax-1)."""
+    Hardmax-13's axis to Hardmax-1). The other domains' cases are kept too: verify-all does
+    not prove them (cases/other_domains.py)."""
     from ..cases import all_cases
     from ..vocab import DocKind
     from .one_case import Failure
     from .versions import Selection, plan
+    from ..cases.other_domains import DOMAIN_CASES   # written by scripts/domain_evidence.py
     cases = list(all_cases())
     gone = {(r["op"], r["case"]) for r in records
             if r.get("kind") == DocKind.FAILED_CASE and r.get("failure") == Failure.CASE}
-    return ({(c.op, c.name) for c in cases}
+    return ({(c.op, c.name) for c in cases} | {(c.op, c.name) for c in DOMAIN_CASES}
             | {(p.case.op, p.case.name) for p in plan(cases, Selection("all")) if p.case}) - gone
 
 

@@ -167,7 +167,8 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
     evidence_of: dict[str, TensorEvidence] = dict(zip(case.names, pr.inputs))
     evidence_of.update(pr.params)
     mapping = map_node(exported.model, case.op, case.domain, evidence_of.keys(), node)
-    schema = tags(case.op, exported.opset, case.domain)
+    schema = tags(case.op, domain_opset(exported.model, case.domain, exported.opset),
+                  case.domain)
     latest = tags(case.op, None, case.domain)
     if mapping.invalid:
         return Proof(case, exported.opset, exported.exporter, schema.since_version,
@@ -261,3 +262,12 @@ def prove(model: Callable[..., Any] | torch.nn.Module, inputs: Sequence[torch.Te
     case = Case(op, name or f"{op.lower()}_adhoc", factory, specs, opset=opset,
                 exporter=exporter, float_dtype=float_dtype, **case_fields)
     return prove_case(case, numeric=numeric)
+
+
+def domain_opset(model, domain: str, opset: int) -> int:
+    """The opset the model imports for ``domain``: the export opset for ai.onnx, else the
+    model's own import of that domain (an ai.onnx.ml node at ml opset 2 is LabelEncoder-2,
+    whatever ai.onnx's opset; docs/table.md, "Other domains")."""
+    if domain in ("", "ai.onnx"):
+        return opset
+    return next((o.version for o in model.opset_import if o.domain == domain), opset)

@@ -9,11 +9,13 @@ whatever the exit code: a CI step can always parse stdout. Pure functions of dat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import EXIT_OK, EXIT_USAGE, Outcome
-from ..tags.schema import SchemaTags
 from ..vocab import DocKind
+
+if TYPE_CHECKING:   # a name for annotations only: `table` runs without onnx (docs/table.md)
+    from ..tags.schema import SchemaTags
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 FORMAT = 1

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .body_text import body_summary
 from .text_table import DEFAULT_WIDTH, table, wrap_line
-from ..tags.schema import SchemaTags
 from ..version import __version__
 from ..vocab import ExportRoute
+
+if TYPE_CHECKING:   # a name for annotations only: `table` runs without onnx (docs/table.md)
+    from ..tags.schema import SchemaTags
 
 
 def numeric_line(rec: dict[str, Any]) -> str:

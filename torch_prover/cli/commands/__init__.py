@@ -12,8 +12,8 @@ during that import reaches ``cli.run``."""
 from __future__ import annotations
 
 from . import (check_evidence, coverage, fix_tags, merge, new_case, node_tests, prove, report,
-               run, script, tags, verify_all)
+               run, script, table, tags, verify_all)
 
 ALL = (prove, verify_all, merge, node_tests, report, coverage, run, script, fix_tags, new_case,
-       check_evidence, tags)
+       check_evidence, tags, table)
 """Every command, in the order ``torch-prover --help`` lists them."""

@@ -1,0 +1,168 @@
+"""The other domains' reference cases (cases/other_domains.py: ai.onnx.ml, ai.onnx.preview.training): their committed
+evidence is what proving them writes, and what the table says of them is the math's."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.defs
+import onnx.numpy_helper
+import pytest
+
+from torch_prover.cases.other_domains import DOMAIN_CASES
+from torch_prover.engine.prove import prove_case
+from torch_prover.output import evidence, table
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+D, N = "differentiable", "non-differentiable"
+MATH = {
+    # op: {parameter: (the tag the math supports, why)}
+    "LinearRegressor": {"X": (D, "dY/dX = W, the coefficients (nonzero)"), "Y": (D, "")},
+    "Scaler": {"X": (D, "dY/dX = diag(scale) (nonzero)"), "Y": (D, "")},
+    "Normalizer": {"X": (D, "L2: dY/dX = (I - y y^T) / |x|, nonzero off the ray of x"),
+                   "Y": (D, "")},
+    "Binarizer": {"X": (N, "a step: derivative 0 wherever it exists"), "Y": (N, "")},
+    "Imputer": {"X": (D, "Y = X off the replaced value: the identity"), "Y": (D, "")},
+    "ArrayFeatureExtractor": {"X": (D, "Z = X[..., Y]: a selection, 1 on the chosen"),
+                              "Y": (N, "int64 indices"), "Z": (D, "")},
+    "LinearClassifier": {"X": (D, "Z = X W^T + b"), "Y": (N, "int64 labels"), "Z": (D, "")},
+    "SVMRegressor": {"X": (D, "linear kernel: dY/dX = sum c_i sv_i = [-0.0625, -2.375, "
+                              "1.9375] here"), "Y": (D, "")},
+    "LabelEncoder": {"X": (N, "a lookup: constant between its keys"), "Y": (N, "")},
+    "OneHotEncoder": {"X": (N, "Y = [trunc(X) == category]: constant between integers"),
+                      "Y": (N, "")},
+    "FeatureVectorizer": {"X": (D, "Y = [X_1, X_2]: a concatenation, 1 on each input's "
+                               "block"), "Y": (D, "")},
+    "TreeEnsembleClassifier": {"X": (N, "a tree: its scores constant between thresholds"),
+                               "Y": (N, "int64 labels"), "Z": (N, "")},
+    "SVMClassifier": {"X": (D, "linear mode: Z = X W^T + rho"), "Y": (N, "int64 labels"),
+                      "Z": (D, "")},
+    "TreeEnsemble": {"X": (N, "a tree: constant between its splits"), "Y": (N, "")},
+    "TreeEnsembleRegressor": {"X": (N, "a tree: constant between its thresholds"),
+                              "Y": (N, "")},
+    # ai.onnx.preview.training: one tensor's update, G' = norm_coefficient X + G
+    "Momentum": {"R": (D, "X_new = X - R V_new: dX_new/dR = -V_new"),
+                 "T": (N, "int64 update count"),
+                 "inputs": (D, "dX_new/dX = 1 - R beta' norm_coefficient"),
+                 "outputs": (D, "")},
+    "Adagrad": {"R": (D, "X_new = X - R/(1 + T decay) G'/(sqrt(H_new) + eps)"),
+                "T": (N, "int64 update count"),
+                "inputs": (D, "dH_new/dH = 1"), "outputs": (D, "")},
+    "Adam": {"R": (D, "X_new = X - R V_new/(sqrt(H_new) + eps) at T = 0"),
+             "T": (N, "int64 update count"),
+             "inputs": (D, "dV_new/dV = alpha, dH_new/dH = beta"), "outputs": (D, "")},
+}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _close(a: bytes, b: bytes) -> bool:
+    """Test data: PyTorch's samples, whose last bits may differ between CPUs (the rule
+    test_models_current.py holds the catalogue's evidence to)."""
+    x = onnx.numpy_helper.to_array(onnx.load_tensor_from_string(a))
+    y = onnx.numpy_helper.to_array(onnx.load_tensor_from_string(b))
+    if x.dtype != y.dtype or x.shape != y.shape or x.dtype.kind not in "fc":
+        return False
+    scale = max(np.abs(x).max(initial=0), np.abs(y).max(initial=0))
+    return bool(np.abs(x - y).max(initial=0) <= 1000 * np.finfo(x.dtype).eps * scale)
+
+
+@pytest.mark.parametrize("case", DOMAIN_CASES, ids=lambda c: c.name)
+def test_committed_evidence_is_what_proving_writes(case, tmp_path):
+    proof = prove_case(case)
+    assert proof.record()["status"] == "proved"
+    evidence.write_proof(tmp_path, proof)
+    fresh = _files(tmp_path / case.op / case.name)
+    committed = _files(MODELS / case.op / case.name)
+    assert sorted(fresh) == sorted(committed), "rerun `python scripts/domain_evidence.py`"
+    changed = [k for k in fresh if fresh[k] != committed[k]
+               and not (k.endswith(".pb") and _close(fresh[k], committed[k]))]
+    assert changed == [], "rerun `python scripts/domain_evidence.py`"
+
+
+def test_each_record_names_the_version_its_node_ran():
+    """A record's schema version is the one in force at the model's own ai.onnx.ml import
+    (LabelEncoder at ml opset 2 is LabelEncoder-2, whatever ai.onnx's opset is): read here
+    from model.onnx and onnx.defs, not from the engine."""
+    for case in DOMAIN_CASES:
+        d = MODELS / case.op / case.name
+        model = onnx.load(d / "model.onnx")
+        (ml,) = [o.version for o in model.opset_import if o.domain == case.domain]
+        in_force = onnx.defs.get_schema(case.op, ml, case.domain).since_version
+        assert json.loads((d / "proof.json").read_text())["schema_version"] == in_force
+
+
+def test_the_table_says_the_math_of_every_domain_case():
+    """Each case's op: every parameter's row supports what the math says, proposed against
+    ONNX's unknown tag (no ai.onnx.ml parameter is tagged), with the case named when a
+    witness decided it."""
+    rows = table.load()["rows"]
+    for case in DOMAIN_CASES:
+        record = json.loads((MODELS / case.op / case.name / "proof.json").read_text())
+        version = record["schema_version"]
+        mine = {r["name"]: r for r in rows if r["op"] == case.op and r["version"] == version
+                and r["domain"] == case.domain}
+        assert set(mine) == set(MATH[case.op]), case.op
+        for name, (supports, why) in MATH[case.op].items():
+            r = mine[name]
+            assert (r["supports"], r["verdict"]) == (supports, "proposed"), (case.op, name, why)
+            assert case.name in r["cases"] or r["rule"] == "by type", (case.op, name)
+
+
+def test_verify_all_keeps_the_domain_cases_evidence(tmp_path):
+    """A full verify-all prunes case directories the catalogue no longer has, but not these
+    (it does not prove them): the quickstart leaves them, and git status, as they are."""
+    from torch_prover.batch.verify import _evidence_kept
+    from torch_prover.output.evidence import prune
+    kept = _evidence_kept()
+    assert {(c.op, c.name) for c in DOMAIN_CASES} <= kept
+    case = DOMAIN_CASES[0]
+    evidence.write_proof(tmp_path, prove_case(case))
+    assert prune(tmp_path, kept) == []
+    assert (tmp_path / case.op / case.name / "proof.json").is_file()
+    assert prune(tmp_path, kept - {(case.op, case.name)}) == [tmp_path / case.op / case.name]
+
+
+# Momentum-1, Adagrad-1, Adam-1 by hand (onnx's Operators.md, ai.onnx.preview.training) at R = 0.1,
+# X = 1, G = 0.5, V = 0.2, H = 0.25, norm_coefficient = 0.01: G' = 0.51
+_OPTIMIZERS = [
+    # Momentum standard, T = 1, alpha 0.9, beta 0.5: V_new = 0.18 + 0.255, X_new = 1 - 0.1 V_new
+    ("training_momentum_standard", "Momentum", 2, [0.2], [1 - 0.1 * 0.435, 0.435]),
+    # Adagrad, T = 1, decay 0.1: r = 0.1/1.1, H_new = 0.25 + 0.51^2
+    ("training_adagrad", "Adagrad", 2, [0.25],
+     [1 - 0.1 / 1.1 * 0.51 / ((0.25 + 0.2601) ** 0.5 + 1e-6), 0.5101]),
+    # Adam, T = 0, alpha 0.9, beta 0.999: V_new = 0.18 + 0.051, H_new = 0.24975 + 0.0002601
+    ("training_adam_first_step", "Adam", 3, [0.2, 0.25],
+     [1 - 0.1 * 0.231 / ((0.2500101) ** 0.5 + 1e-6), 0.231, 0.2500101]),
+]
+
+
+@pytest.mark.parametrize("name,op,n_out,state,expected", _OPTIMIZERS,
+                         ids=[o[0] for o in _OPTIMIZERS])
+def test_an_optimizer_case_is_its_update_rule_and_runs_its_real_node(name, op, n_out, state,
+                                                                     expected):
+    """The PyTorch formula gives the update computed by hand from the op's definition; the
+    committed model holds one real node of the training domain with one output per
+    updated tensor (the variadic output written out, which onnx.checker accepts), and the
+    record says onnx.reference computed the numeric witness (onnxruntime has no kernel of
+    ai.onnx.preview.training)."""
+    import onnx.checker
+    import torch
+    (case,) = [c for c in DOMAIN_CASES if c.name == name]
+    one = lambda v: torch.tensor([v], dtype=torch.float32)  # noqa: E731
+    args = [torch.tensor(0.1), one(1.0), one(0.5)] + [one(v) for v in state]
+    got = [float(t) for t in case.model(*args)]
+    assert got == pytest.approx(expected, rel=1e-5)
+    d = MODELS / op / name
+    model = onnx.load(d / "model.onnx")
+    onnx.checker.check_model(model, full_check=True)
+    nodes = [n for n in model.graph.node if n.domain == "ai.onnx.preview.training"]
+    assert [(n.op_type, len(n.output)) for n in nodes] == [(op, n_out)]
+    assert len(nodes[0].input) == 4 + len(state)   # R, T, X, G and the state
+    assert '"runtime": "onnx.reference"' in (d / "proof.json").read_text()
