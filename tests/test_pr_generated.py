@@ -182,11 +182,13 @@ class Relu(Base):
     assert len(made.problems) == 1
     line = made.problems[0]
     assert "\n" not in line and "\x1b" not in line and "\x07" not in line and "`" not in line
-    from torch_prover.gate.comment import _notes
+    from torch_prover.gate.comment import MD, TEXT, _notes
     doc = {"failed": [], "changes": [], "also": [], "removed": [], "absent": [],
            "points": {"origin": "the PR's generators", "source": "s", "problems": [line]}}
-    (_, lines), = _notes(doc)
+    (_, lines), = _notes(doc, MD)
     assert lines[1] == f"not made: `{line}`"
+    (_, lines), = _notes(doc, TEXT)
+    assert lines[1] == f"not made: {line}"
 
 
 def test_an_op_the_installed_onnx_lacks_is_measured_with_the_prs_reference(tmp_path):
@@ -226,5 +228,5 @@ def test_an_op_the_installed_onnx_lacks_is_measured_with_the_prs_reference(tmp_p
         assert (p["verdict"], p["supports"]) == ("confirmed", D), (p["why"], doc["points"])
         reason = p["witnesses"][0]["reason"]
         assert "the PR's generators" in reason and "test_swiglu" in reason
-        assert "runtime: the PR's reference implementation (SwiGLUNew)" in reason
+        assert "test_swiglu (the PR's reference implementation (SwiGLUNew)): smooth" in reason
     assert doc["summary"]["needs_build"] == 0 and doc["points"]["origin"] == "the PR's generators"

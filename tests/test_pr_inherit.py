@@ -179,7 +179,7 @@ def test_a_change_to_a_version_newer_than_the_installed_onnx_needs_the_build(
     assert doc["summary"]["needs_build"] == 1
     assert doc["summary"]["verdicts"]["not proved: build the PR's onnx"] == 1
     from torch_prover.gate.comment import markdown, text
-    assert f"| Relu-{later} | changed tags | input 0 (X) | differentiable | " \
+    assert f"| `Relu-{later}` | changed tags | input 0 (`X`) | differentiable | " \
         f"non-differentiable | not proved: build the PR's onnx |" in markdown(doc)
     assert "not proved: build the PR's onnx" in text(doc, 100)
     junit = (tmp_path / "junit.xml").read_text(encoding="utf-8")

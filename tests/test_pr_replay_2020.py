@@ -90,7 +90,7 @@ def test_the_scatter_family_pr_is_proved_on_a_base_with_reverted_versions(replay
     assert doc["summary"]["needs_build"] == 0 and "older" not in done.stderr
     from torch_prover.gate.comment import markdown
     md = markdown(doc)
-    assert "not in the installed onnx" in md and f"{REVERTED}: Scatter-13, Upsample-13" in md
+    assert "not in the installed onnx" in md and f"{REVERTED}: `Scatter-13`, `Upsample-13`" in md
 
 
 def test_the_nn_ops_pr_is_proved_not_refused(replays):
