@@ -202,3 +202,60 @@ def test_an_older_signature_in_the_docs_is_no_tags_not_a_broken_case(capsys):
     compared = by_case["reducemean_all"]
     assert compared["status"] not in ("no-tags", "error", "invalid")
     assert compared["schema_version"] == 13
+
+
+# Scatter-9 (Changelog.md line 8965) and Upsample-9 (9217) document their parameters
+# (lines 9013-9024, 9237-9246); Scatter-11 (12983) and Upsample-10 (10314) are their
+# deprecation stubs: "(deprecated)" in the heading, no #### Inputs or Outputs.
+_TAGGED = {   # the lines ONNX's tensor PR writes (tag words added, nothing else)
+    "Scatter-9": {"<dt><tt>data</tt> : T</dt>": "<dt><tt>data</tt> (differentiable) : T</dt>",
+                  "<dt><tt>indices</tt> : Tind</dt>":
+                      "<dt><tt>indices</tt> (non-differentiable) : Tind</dt>",
+                  "<dt><tt>updates</tt> : T</dt>":
+                      "<dt><tt>updates</tt> (differentiable) : T</dt>",
+                  "<dt><tt>output</tt> : T</dt>": "<dt><tt>output</tt> (differentiable) : T</dt>"},
+    "Upsample-9": {"<dt><tt>X</tt> : T</dt>": "<dt><tt>X</tt> (differentiable) : T</dt>",
+                   "<dt><tt>Y</tt> : T</dt>": "<dt><tt>Y</tt> (differentiable) : T</dt>"},
+}
+
+
+def tag_deprecated_ops_older_versions(text: str) -> str:
+    """Changelog.md ``text`` with Scatter-9's and Upsample-9's parameter lines tagged as
+    ``_TAGGED`` says (each line replaced once, inside its own section)."""
+    for anchor, lines in _TAGGED.items():
+        start = text.index(f'<a name="{anchor}"></a>')
+        end = text.index("\n### ", start)
+        section = text[start:end]
+        for old, new in lines.items():
+            assert section.count(old) == 1, (anchor, old)
+            section = section.replace(old, new)
+        text = text[:start] + section + text[end:]
+    return text
+
+
+def test_a_deprecated_op_keeps_its_older_versions_tags(changelog, tmp_path):
+    """The stub of a deprecated op's last version hides none of its older versions: at
+    opset 10 Scatter's tags are Scatter-9's, as its section states them (untagged in the
+    real file, lines 9013-9024; tagged in a PR's copy); its latest is Scatter-11, named as
+    that version, with no documented parameter; at opset 11 there are none to read."""
+    for op, opset, version, names in (("Scatter", 10, 9, ["data", "indices", "updates",
+                                                           "output"]),
+                                      ("Upsample", 9, 9, ["X", "scales", "Y"])):
+        assert changelog.tags(op, opset).since_version == version
+        assert _tags(changelog.tags(op, opset)) == dict.fromkeys(names, U)
+    assert changelog.history("Scatter") == [9, 11]
+    assert changelog.history("Upsample") == [1, 7, 9, 10]
+    for op, stub in (("Scatter", 11), ("Upsample", 10)):
+        latest = changelog.tags(op)
+        assert (latest.since_version, latest.inputs, latest.outputs) == (stub, (), ())
+        with pytest.raises(MissingFromDocs, match=f"deprecated since version {stub}"):
+            changelog.tags(op, stub)
+    pr = tmp_path / "Changelog.md"
+    pr.write_text(tag_deprecated_ops_older_versions(CHANGELOG.read_text(encoding="utf-8")),
+                  encoding="utf-8")
+    tagged = load(pr)
+    assert _tags(tagged.tags("Scatter", 10)) == {"data": D, "indices": N, "updates": D,
+                                                 "output": D}
+    assert _tags(tagged.tags("Upsample", 9)) == {"X": D, "scales": U, "Y": D}
+    assert tagged.tags("Upsample", 8).since_version == 7    # Upsample-7 (7447) untouched
+    assert tagged.tags("Scatter").since_version == 11 and not tagged.tags("Scatter").inputs

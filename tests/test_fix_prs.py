@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from fix_report import SRC
+from test_docs_files import tag_deprecated_ops_older_versions
 
 from torch_prover import cli
 
@@ -142,3 +143,28 @@ def test_a_rerun_removes_the_prs_it_no_longer_backs(setup, tmp_path, real_report
     assert not (out / "math" / "math.patch").exists() and not (out / "math" / "math.md").exists()
     assert (out / "math" / "notes.txt").read_text() == "mine\n"
     assert (out / "controlflow" / "controlflow.patch").is_file()
+
+
+def test_a_deprecated_ops_older_version_is_proved_from_a_changelog(tmp_path, real_report):
+    """The tensor PR's Changelog tags Scatter-9 and Upsample-9 (whose last versions,
+    Scatter-11 and Upsample-10, are deprecation stubs without parameters): a report made
+    ``--tags-from`` it proves their cases against those tags -- the catalogue exports them
+    at opset 10 and 9 -- naming the stub as the latest version, and fix-tags' re-check
+    takes the report (it refused one whose cases had failed as 'no tags')."""
+    changelog = tmp_path / "Changelog.md"
+    changelog.write_text(tag_deprecated_ops_older_versions(
+        (DATA / "Changelog.md").read_text(encoding="utf-8")), encoding="utf-8")
+    report = real_report("Scatter,Upsample", "--tags-from", str(changelog))
+    cases = {c["case"]: c for c in json.loads(report.read_text(encoding="utf-8"))["cases"]}
+    stated = {"Scatter": {"data": "differentiable", "indices": "non-differentiable",
+                          "updates": "differentiable", "output": "differentiable"},
+              "Upsample": {"X": "differentiable", "scales": "unknown", "Y": "differentiable"}}
+    for name in ("scatter_opset10", "upsample_linear_scales", "upsample_nearest"):
+        rec = cases[name]
+        assert rec["status"] not in ("no-tags", "error", "invalid"), (name, rec.get("error"))
+        assert (rec["schema_version"], rec["latest_schema_version"]) == (
+            9, 11 if rec["op"] == "Scatter" else 10)
+        assert {p["name"]: p["tag"] for p in rec["parameters"]} == stated[rec["op"]]
+        assert not any("tag_latest" in p for p in rec["parameters"])   # the stub states none
+    assert cli.main(["fix-tags", "--onnx-src", str(SRC), "--report", str(report),
+                     "-o", str(tmp_path / "fix.patch")]) == 0

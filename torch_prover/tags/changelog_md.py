@@ -27,6 +27,7 @@ import re
 
 from .markdown import (DocsError, DocsTags, MissingFromDocs, OpSection, norm_domain, strip_domain,
                        walk, check_whole)
+from .schema import SchemaTags
 
 __all__ = ["ChangelogMd", "is_changelog"]
 
@@ -149,3 +150,17 @@ class ChangelogMd(DocsTags):
             raise MissingFromDocs(f"{op!r} has no version at or below opset {opset} in "
                                   f"{self.source} (its first is {op}-{secs[0].since_version})")
         return in_force[-1]
+
+    def tags(self, op: str, opset: int | None = None, domain: str = "") -> SchemaTags:
+        """The tags in force at ``opset``. An op whose last version is deprecated (gen_doc
+        writes it without inputs and outputs: Scatter-11, Upsample-10) keeps every older
+        version's tags (``tags("Scatter", 10)`` is Scatter-9's), and its latest (``opset``
+        None) is that deprecated version with no formal parameters: its number stands as
+        the latest, as onnx.defs says, and no tag of it is documented to differ from an
+        older one's. At an opset where the stub is in force there are no tags
+        (MissingFromDocs): a node exported there has nothing to be compared with."""
+        sec = self.section(op, opset, domain)
+        if opset is None and sec.stub:
+            return SchemaTags(sec.name, sec.domain, int(sec.since_version), (), (),
+                              source=self.source)
+        return sec.tags(self.source)

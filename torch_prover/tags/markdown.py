@@ -254,8 +254,14 @@ class OpSection:
                                         f"Constraints (truncated or malformed; section ends "
                                         f"at line {end})")
 
+    @property
+    def stub(self) -> bool:
+        """A deprecated version gen_doc writes without its inputs and outputs (it omits every
+        section of a deprecated schema after ``#### Version``: Scatter-11, Upsample-10)."""
+        return self.deprecated and not (self.inputs or self.outputs)
+
     def tags(self, source: str) -> SchemaTags:
-        if self.deprecated and not (self.inputs or self.outputs):
+        if self.stub:
             raise MissingFromDocs(f"{self.name!r} is documented as deprecated since version "
                                   f"{self.since_version} in {source}, without inputs/outputs")
         return SchemaTags(self.name, self.domain, int(self.since_version or 1),
