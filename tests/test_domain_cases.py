@@ -166,3 +166,61 @@ def test_an_optimizer_case_is_its_update_rule_and_runs_its_real_node(name, op, n
     assert [(n.op_type, len(n.output)) for n in nodes] == [(op, n_out)]
     assert len(nodes[0].input) == 4 + len(state)   # R, T, X, G and the state
     assert '"runtime": "onnx.reference"' in (d / "proof.json").read_text()
+
+
+def test_verify_all_domain_proves_the_cases_in_the_run_path(tmp_path):
+    """verify-all --domain ai.onnx.preview.training: the worker pool proves that domain's
+    cases (and only them) and writes what scripts/domain_evidence.py committed; it writes
+    no index and prunes nothing (another domain's, or ai.onnx's, evidence stays)."""
+    from torch_prover.batch import verify
+    other = tmp_path / "Abs" / "abs_basic"
+    other.mkdir(parents=True)
+    (other / "proof.json").write_text("{}")
+    prepared = verify.prepare(verify.Request(domain="ai.onnx.preview.training", jobs=1,
+                                             out=str(tmp_path), onnx_points=0))
+    assert {c.op for c in prepared.cases} == {"Momentum", "Adagrad", "Adam"}
+    outcome = verify.run(prepared)
+    assert outcome.exit_code == 0 and outcome.removed == ()
+    assert sorted(r["status"] for r in outcome.report["cases"]) == ["proved"] * 3
+    assert (other / "proof.json").read_text() == "{}"
+    assert not (tmp_path / "index.json").exists()
+    for case in prepared.cases:
+        fresh = _files(tmp_path / case.op / case.name)
+        committed = _files(MODELS / case.op / case.name)
+        assert sorted(fresh) == sorted(committed)
+        assert [k for k in fresh if fresh[k] != committed[k]
+                and not (k.endswith(".pb") and _close(fresh[k], committed[k]))] == []
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["verify-all", "--domain", "ai.onnx.nope"], "--domain ai.onnx.nope: no cases in that "
+                                                 "domain (known: ai.onnx, ai.onnx.ml, "
+                                                 "ai.onnx.preview.training)"),
+    (["verify-all", "--domain", "ai.onnx.ml", "--versions", "all"], "--versions all plans"),
+    (["verify-all", "--domain", "ai.onnx.ml", "--ops", "Adam"], "no case for op Adam in "
+                                                               "domain ai.onnx.ml"),
+    (["verify-all", "--domain", "ai.onnx.ml", "--changed-from", "main"], "--changed-from"),
+    (["coverage", "--domain", "ai.onnx.nope"], "the table has no op of that domain"),
+    (["coverage", "--domain", "ai.onnx.ml", "Adam"], "no op Adam in domain ai.onnx.ml"),
+])
+def test_a_domain_a_run_cannot_take_is_one_line_and_exit_2(argv, says, capsys, tmp_path):
+    from torch_prover.cli import main
+    assert main(argv + (["--no-write"] if argv[0] == "verify-all" else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err
+
+
+def test_coverage_domain_lists_every_op_with_its_cases(capsys):
+    """Every op onnx registers in the domain (onnx.defs), each with its cases and how each
+    schema version is decided."""
+    from torch_prover.cli import main
+    assert main(["coverage", "--domain", "ai.onnx.preview.training", "--format", "json"]) == 0
+    entries = {e["op"]: e for e in json.loads(capsys.readouterr().out)}
+    ops = {s.name for s in onnx.defs.get_all_schemas_with_history()
+           if s.domain == "ai.onnx.preview.training"}
+    assert set(entries) == ops
+    assert entries["Momentum"]["cases"] == ["training_momentum_standard"]
+    assert [v["decided_by"] for v in entries["Momentum"]["versions"]] == ["proved"]
+    assert entries["Gradient"]["cases"] == []
+    assert entries["Gradient"]["versions"][0]["undecided"] == ["input 0 (Inputs)",
+                                                                "output 0 (Outputs)"]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from .. import preflight
 from ..case import Case
 from ..errors import UsageError
+from . import domains
 from .shards import parse_shard, shard_ops
 
 
@@ -41,6 +42,7 @@ class Request:
                                       # batch/onnx_points.py: PER_VERSION)
     onnx_src: str | None = None       # an ONNX checkout whose committed node tests give them
     case_free: bool = False           # decide from ONNX's node tests alone (batch/case_free.py)
+    domain: str = "ai.onnx"           # another: its reference cases only (batch/domains.py)
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,11 @@ def prepare(request: Request) -> Prepared:
     selection = selection_of(request.versions)
     shard = parse_shard(request.shard)
     entries = coverage()
-    if request.case_free:   # no case is proved, no evidence written (batch/case_free.py)
+    if domains.checked(request.domain) != domains.DEFAULT:   # its cases, at their versions
+        cases, case_less_selected = domains.cases_of(
+            request.domain, request.ops, versions=request.versions, shard=request.shard,
+            case_free=request.case_free), frozenset()
+    elif request.case_free:   # no case is proved, no evidence written (batch/case_free.py)
         from .case_free import checked
         request = checked(request)
         cases, case_less_selected = [], frozenset()
@@ -244,7 +250,8 @@ def run(prepared: Prepared) -> Outcome:
     req = prepared.request
     tags, label, fingerprint = preflight.tags_of(prepared.doc, req.tags_from)
     prov = provenance.of_run(
-        preflight.op_names(req.ops, "--ops") if req.ops is not None else None, req.versions,
+        None if req.ops is None else preflight.op_names(req.ops, "--ops")
+        if req.domain == domains.DEFAULT else [c.op for c in prepared.cases], req.versions,
         req.numeric, req.timeout, prepared.waivers, label, req.tags_from,
         prepared.torchscript)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
@@ -268,12 +275,13 @@ def run(prepared: Prepared) -> Outcome:
     rep = build_report(parts, tags)
     warnings = list(prepared.warnings) + list(result.warnings if result else ())
     removed: list[str] = []
-    if prepared.out is not None and req.ops is None and prepared.shard is None:
+    if prepared.out is not None and req.ops is None and prepared.shard is None \
+            and req.domain == domains.DEFAULT:   # another domain's run prunes nothing
         removed = [str(g) for g in prune(prepared.out, _evidence_kept(records))]
         warnings += write_index(prepared.out, rep)
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
-    if req.numeric and req.onnx_points > 0:
+    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT:
         warnings += _onnx_points(rep, req, prepared.selection, tags)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))

@@ -43,7 +43,8 @@ def module_of(case: Case) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _module_index() -> dict[str, str]:
-    return {c.name: m.__name__ for m in case_modules() for c in getattr(m, "CASES", ())}
+    return {c.name: m.__name__ for m in case_modules()   # the other domains' cases too
+            for c in (*getattr(m, "CASES", ()), *getattr(m, "DOMAIN_CASES", ()))}
 
 
 @functools.lru_cache(maxsize=1)

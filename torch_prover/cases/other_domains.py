@@ -304,35 +304,23 @@ def _fixed_arity(op_type: str, n_in: int, n: int) -> Any:
     The optimizers' outputs are one variadic formal, and the exporter gives a node as many
     outputs as its schema has formals (one), which onnx.checker rejects (the update of one
     tensor has two or three outputs). The node is built from a copy of the real schema
-    whose variadic output is ``n`` single formals (``engine/versions/next_opset.py``'s
-    ``private_schema`` copies a schema the same way): same domain, op and version, so the
+    whose variadic output is ``n`` single formals (``next_opset.copied_schema``, which
+    also makes the private schemas): same domain, op and version, so the
     model holds the real node, checked against the real schema. The variadic input is
     expanded the same way (the exporter's recorder, given a variadic formal after single
     ones, passes every argument again to it)."""
     from onnx.defs import OpSchema
     from onnxscript import values
+
+    from ..engine.versions.next_opset import copied_schema
     real = onnx.defs.get_schema(op_type, 1, TRAINING)
     (out,) = real.outputs
     *fixed, variadic = real.inputs
-
-    def formal(p: OpSchema.FormalParameter, name: str, option) -> OpSchema.FormalParameter:
-        return OpSchema.FormalParameter(name, p.type_str, p.description, param_option=option,
-                                        is_homogeneous=p.is_homogeneous, min_arity=p.min_arity,
-                                        differentiation_category=p.differentiation_category)
-
-    def attribute(a: OpSchema.Attribute) -> OpSchema.Attribute:
-        if a.default_value.name:
-            return OpSchema.Attribute(a.name, a.default_value, a.description)
-        return OpSchema.Attribute(a.name, a.type, a.description, required=a.required)
-
     single = OpSchema.FormalParameterOption.Single
-    schema = OpSchema(real.name, TRAINING, 1, real.doc or "",
-                      inputs=[formal(p, p.name, p.option) for p in fixed]
-                      + [formal(variadic, f"{variadic.name}_{k}", single) for k in range(n_in)],
-                      outputs=[formal(out, f"{out.name}_{k}", single) for k in range(n)],
-                      type_constraints=[(t.type_param_str, list(t.allowed_type_strs),
-                                         t.description) for t in real.type_constraints],
-                      attributes=[attribute(a) for a in real.attributes.values()])
+    schema = copied_schema(real, TRAINING, 1,
+                           [*fixed, *((f"{variadic.name}_{k}", variadic, single)
+                                      for k in range(n_in))],
+                           [(f"{out.name}_{k}", out, single) for k in range(n)])
     return values.Op(values.Opset(TRAINING, 1), op_type, schema)
 
 

@@ -25,6 +25,10 @@ def add_parser(sub) -> None:
         "opset), or how it is decided without one"))
     c.add_argument("--no-torchscript", action="store_true", help=(
         "with --versions: the plan of verify-all --no-torchscript"))
+    c.add_argument("--domain", default="ai.onnx", metavar="DOMAIN", help=(
+        "ai.onnx (the default), or another domain onnx registers (ai.onnx.ml, "
+        "ai.onnx.preview.training, ai.onnx.preview): each op's cases and how each schema "
+        "version is decided, from the shipped table"))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -34,6 +38,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.no_torchscript and args.versions is None:   # it changes the per-version plan only
         raise UsageError("--no-torchscript shows the plan of verify-all --no-torchscript per "
                          "schema version: give it with --versions (e.g. --versions all)")
+    if args.domain != "ai.onnx":
+        return _other_domain(args)
     entries = coverage()
     if args.ops:  # "coverage Reshape Softmax" or "coverage Reshape,Softmax"; unknown: exit 2
         names = [n.strip() for arg in args.ops for n in arg.split(",") if n.strip()]
@@ -60,4 +66,25 @@ def handle(args: argparse.Namespace) -> int:
         sys.stdout.write(op_text(entries, terminal_width()))
     else:
         sys.stdout.write(coverage_text(entries, terminal_width()))
+    return EXIT_OK
+
+
+def _other_domain(args: argparse.Namespace) -> int:
+    """``--domain`` other than ai.onnx: its ops (batch/domains.py), those named if any."""
+    import json
+
+    from ...batch import domains
+    if args.versions is not None or args.no_torchscript:
+        raise UsageError("--versions plans ai.onnx's schema versions; --domain "
+                         f"{args.domain} lists every version of its ops already")
+    entries = domains.coverage_entries(args.domain)
+    if not entries:
+        raise UsageError(f"--domain {args.domain}: the table has no op of that domain")
+    names = [n.strip() for arg in args.ops for n in arg.split(",") if n.strip()]
+    unknown = sorted(set(names) - {e["op"] for e in entries})
+    if unknown:
+        raise UsageError(f"no op {unknown[0]} in domain {args.domain}")
+    entries = [e for e in entries if not names or e["op"] in names]
+    sys.stdout.write(json.dumps(entries, indent=2) + "\n" if args.format == "json"
+                     else domains.coverage_text(entries))
     return EXIT_OK

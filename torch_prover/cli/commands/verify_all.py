@@ -50,12 +50,18 @@ def add_parser(sub) -> None:
         "measure every decided parameter also at ONNX's own node tests: at most N tests per "
         "schema version (default 4; 0: none); with --onnx-src, the checkout's committed "
         "onnx/backend/test/data/node (docs/verdicts.md, \"ONNX's points\")"))
+    v.add_argument("--domain", default="ai.onnx", metavar="DOMAIN", help=(
+        "the domain to prove: ai.onnx (the catalogue, the default), or ai.onnx.ml or "
+        "ai.onnx.preview.training (their reference cases, each at its own schema version)"))
 
 
 def handle(args: argparse.Namespace) -> int:
     from ...batch import verify
     from ...batch.progress import Progress
     if args.changed_from is not None:
+        if args.domain != "ai.onnx":
+            from ...errors import UsageError
+            raise UsageError("--changed-from gates ai.onnx's tags; give no --domain with it")
         return _pr_gate(args)
     note = default_out(args)
     ci = ci_options.plan(args, args.argv)
@@ -66,7 +72,8 @@ def handle(args: argparse.Namespace) -> int:
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
         outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
         torchscript=False if args.no_torchscript else None,
-        onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=node_tests_src(args))
+        onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=node_tests_src(args),
+        domain=args.domain)
     prepared = verify.prepare(request)
     if note:
         print(note, file=sys.stderr)

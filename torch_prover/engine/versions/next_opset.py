@@ -21,6 +21,8 @@ The record's opset is the case's (26/27/28) and its schema version the op's real
 """
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import onnx
 import onnx.defs
 import onnx.helper
@@ -65,9 +67,20 @@ def private_schema(op: str, opset: int) -> OpSchema:
     except onnx.defs.SchemaError as exc:
         raise ValueError(f"onnx.defs has no {op} at opset {opset}") from exc
 
-    def formal(p: OpSchema.FormalParameter) -> OpSchema.FormalParameter:
+    return copied_schema(real, PRIVATE_DOMAIN, PRIVATE_VERSION, real.inputs, real.outputs)
+
+
+def copied_schema(real: OpSchema, domain: str, version: int,
+                  inputs: Sequence[tuple[str, OpSchema.FormalParameter, Any] | Any],
+                  outputs: Sequence[tuple[str, OpSchema.FormalParameter, Any] | Any]
+                  ) -> OpSchema:
+    """``real`` copied into ``domain`` at ``version`` with the formals given: each one of
+    ``real``'s, or ``(name, formal, option)`` to copy it renamed with another option (a
+    variadic formal written out: ``cases/other_domains.py``)."""
+    def formal(p: Any) -> OpSchema.FormalParameter:
+        name, p, option = p if isinstance(p, tuple) else (p.name, p, p.option)
         return OpSchema.FormalParameter(
-            p.name, p.type_str, p.description, param_option=p.option,
+            name, p.type_str, p.description, param_option=option,
             is_homogeneous=p.is_homogeneous, min_arity=p.min_arity,
             differentiation_category=p.differentiation_category)
 
@@ -76,9 +89,8 @@ def private_schema(op: str, opset: int) -> OpSchema:
             return OpSchema.Attribute(a.name, a.default_value, a.description)
         return OpSchema.Attribute(a.name, a.type, a.description, required=a.required)
 
-    return OpSchema(real.name, PRIVATE_DOMAIN, PRIVATE_VERSION, real.doc or "",
-                    inputs=[formal(p) for p in real.inputs],
-                    outputs=[formal(p) for p in real.outputs],
+    return OpSchema(real.name, domain, version, real.doc or "",
+                    inputs=[formal(p) for p in inputs], outputs=[formal(p) for p in outputs],
                     type_constraints=[(t.type_param_str, list(t.allowed_type_strs),
                                        t.description) for t in real.type_constraints],
                     attributes=[attribute(a) for a in real.attributes.values()])

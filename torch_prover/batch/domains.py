@@ -1,0 +1,84 @@
+"""``--domain``: which domain a verify-all or coverage run is about.
+
+ai.onnx (the default) is the catalogue: its cases, its per-version plan, its case-less ops
+decided by type, models/index.json and versions.json. Every other domain the reference
+cases cover (``cases/other_domains.py``: ai.onnx.ml, ai.onnx.preview.training) is proved
+through the same run path -- the worker pool, the cache, ``output.evidence`` -- but at each
+case's own schema version only: no plan of variants, no index, no pruning (a run of one
+domain never deletes another's evidence) and no ONNX node-test points (they are ai.onnx's).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..case import Case
+from ..errors import UsageError
+
+DEFAULT = "ai.onnx"
+
+
+def known() -> list[str]:
+    """ai.onnx, then every domain a reference case covers (sorted)."""
+    from ..cases.other_domains import DOMAIN_CASES
+    return [DEFAULT] + sorted({c.domain for c in DOMAIN_CASES})
+
+
+def checked(domain: str) -> str:
+    """``domain`` if a run can take it, else UsageError naming the ones it can."""
+    if domain not in known():
+        raise UsageError(f"--domain {domain}: no cases in that domain (known: "
+                         f"{', '.join(known())})")
+    return domain
+
+
+def cases_of(domain: str, ops_arg: str | None, *, versions: str = "latest",
+             shard: str | None = None, case_free: bool = False) -> list[Case]:
+    """The cases of a run of the other ``domain`` asked for ``--ops``; the options that
+    need ai.onnx's plan or its node tests are refused (one line, exit 2)."""
+    from ..cases.other_domains import DOMAIN_CASES
+    for flag, given in (("--versions " + versions, versions != "latest"),
+                        ("--shard", shard is not None), ("--case-free", case_free)):
+        if given:
+            raise UsageError(f"{flag} plans ai.onnx's schema versions; --domain {domain} "
+                             f"proves each case at its own version")
+    mine = [c for c in DOMAIN_CASES if c.domain == domain]
+    if ops_arg is None:
+        return mine
+    chosen = []
+    for op in dict.fromkeys(n.strip() for n in ops_arg.split(",") if n.strip()):
+        found = [c for c in mine if c.op == op]
+        if not found:
+            raise UsageError(f"--ops: no case for op {op} in domain {domain} (ops with "
+                             f"cases: {', '.join(sorted({c.op for c in mine}))})")
+        chosen.extend(found)
+    return sorted(chosen, key=mine.index)
+
+
+def coverage_entries(domain: str) -> list[dict[str, Any]]:
+    """Every op of ``domain`` (the shipped table's rows: every schema version onnx
+    registers), each schema version with the cases that decide it and how it is decided
+    (``decided_by``; the parameters no case or type decides)."""
+    from ..cases.other_domains import DOMAIN_CASES
+    from ..output import table
+    rows = [r for r in table.load()["rows"] if r["domain"] == domain]
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        e = out.setdefault(r["op"], {"op": r["op"], "domain": domain, "cases": sorted(
+            c.name for c in DOMAIN_CASES if c.domain == domain and c.op == r["op"]),
+            "versions": {}})
+        v = e["versions"].setdefault(r["version"], {"version": r["version"],
+                                                    "decided_by": r["decided_by"],
+                                                    "undecided": []})
+        if r["supports"] is None:
+            v["undecided"].append(f"{r['io']} {r['index']} ({r['name']})")
+    return [{**e, "versions": sorted(e["versions"].values(), key=lambda v: v["version"])}
+            for _, e in sorted(out.items())]
+
+
+def coverage_text(entries: Sequence[dict[str, Any]]) -> str:
+    """One line an op: its cases, then each schema version and how it is decided."""
+    lines = []
+    for e in entries:
+        how = ", ".join(f"{e['op']}-{v['version']}: {v['decided_by']}" for v in e["versions"])
+        lines.append(f"{e['op']}: {', '.join(e['cases']) or 'no case'} ({how})")
+    return "\n".join(lines) + "\n"
