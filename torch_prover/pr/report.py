@@ -128,7 +128,9 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     iso = s["isolation"]
     how = f"the {e['exporter']} exporter at opset {e['opset']}"
     to = _destination(e)
-    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
+    meant = (s.get("target") or {}).get("line")
+    lines = [meant] if meant else []
+    lines += [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
         f"exported{to}; the proof runs an evidence copy made with {how}"
         if e.get("evidence_copy") else f"exported with {how}{to}")]
     lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
