@@ -124,6 +124,71 @@ def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], Backwa
     return wrapper
 
 
+def _picked(args: tuple, argnums: Any) -> tuple[Any, ...]:
+    """The arguments ``torch.func.grad`` differentiates (``argnums``: an int or a tuple)."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return tuple(args[i] for i in nums if -len(args) <= i < len(args))
+
+
+def _flat_grads(x: Any) -> tuple[torch.Tensor | None, ...]:
+    return tuple(t if isinstance(t, torch.Tensor) else None
+                 for t in (x if isinstance(x, (tuple, list)) else (x,)))
+
+
+def func_grad(run: ScriptRun, real: Callable, api: str) -> Callable:
+    """``torch.func.grad`` / ``grad_and_value``, recording each differentiated call with every
+    argument in ``argnums`` and the gradient returned for it: credit for every argument
+    (``torch.autograd.grad`` inside sees functorch's wrapped tensors, not the script's)."""
+    def transform(func: Callable, argnums: Any = 0, has_aux: bool = False, **kw: Any):
+        inner = real(func, argnums=argnums, has_aux=has_aux, **kw)
+
+        def differentiated(*args: Any, **kwargs: Any) -> Any:
+            if run.busy or _tracing():
+                return inner(*args, **kwargs)
+            picked = _picked(args, argnums)
+            call = BackwardCall(api, (), (), _tensors(list(picked)))
+            run.backward.append(call)
+            with instrumenting(run):
+                try:
+                    out = inner(*args, **kwargs)
+                except Exception as exc:
+                    call.error = describe(exc)
+                    raise
+            grads = out[0] if api.endswith("grad_and_value") else out
+            if has_aux:
+                grads = grads[0]
+            call.results = _flat_grads(grads)
+            return out
+        return differentiated
+    return transform
+
+
+def func_vjp(run: ScriptRun, real: Callable) -> Callable:
+    """``torch.func.vjp``: the returned ``vjp_fn``, when called, records the cotangents (the
+    dy) and every primal's gradient."""
+    def vjp(func: Callable, *primals: Any, **kw: Any):
+        out = real(func, *primals, **kw)
+        if run.busy or _tracing():
+            return out
+        value, fn, *aux = out
+
+        def vjp_fn(*cotangents: Any, **k: Any) -> Any:
+            call = BackwardCall("torch.func.vjp", _tensors(_flat_grads(value)),
+                                _dys(list(cotangents), len(_tensors(_flat_grads(value)))),
+                                _tensors(list(primals)))
+            run.backward.append(call)
+            with instrumenting(run):
+                try:
+                    grads = fn(*cotangents, **k)
+                except Exception as exc:
+                    call.error = describe(exc)
+                    raise
+            call.results = _flat_grads(grads)
+            return grads
+        return (value, vjp_fn, *aux)
+    return vjp
+
+
 def backward_call(b: dict) -> BackwardCall:
     tensors = _tensors(b.get("tensors"))
     dys = b.get("grad_tensors")

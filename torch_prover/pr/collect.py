@@ -151,6 +151,9 @@ def _evidence(run: ScriptRun, module: torch.nn.Module, leaves: list[torch.Tensor
             what = (f"output {j}" if j is not None
                     else f"a {tuple(t.shape)} tensor computed from the outputs")
             targets.append(what + (" with a dy" if dy is not None else " (implicit dy)"))
+        if not call.tensors and call.inputs:     # torch.func.grad: a scalar function's
+            targets.append(f"a scalar function of {len(call.inputs)} argument"
+                           f"{'s' * (len(call.inputs) > 1)} (implicit dy)")
         calls.append(BackwardSeen(call.api, tuple(targets), call.error))
     return tuple(calls), tuple(leaf_grads), param_grads
 

@@ -91,6 +91,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
                    "sink": info.sink.value, "training": info.training,
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
+        "gradient_conventions": dict(prep.case.gradient_conventions),
         "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
                       for i, op in prep.others(set(proved) | {proof.node})],
         "all_ops": all_ops,
@@ -154,6 +155,9 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")
+    for name, what in (s.get("gradient_conventions") or {}).items():
+        lines.append(f"  gradient convention: {name}: {what}; a VJP mismatch there is named, "
+                     "not counted: the verdict rests on what both witnesses decide")
     for b in s["backward"]:
         lines.append(f"  backward: {b['api']} on {', '.join(b['targets']) or 'nothing'}"
                      + (f" -> {b['error']}" if b["error"] else ""))
