@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from types import SimpleNamespace
 from pathlib import Path
 
 import onnx
 
 from test_script_runner import run, write
-from torch_prover import cli
 
 EINSUM = """
     \"\"\"Einsum: both operands are differentiable (Method 1 proof).\"\"\"
@@ -54,6 +56,17 @@ HARNESS = Path(__file__).resolve().parent / "data" / "no_torchscript"
 
 def _doc(out) -> dict:
     return json.loads(out.out)
+
+
+def _without_torchscript(tmp_path, script, fmt):
+    """``torch-prover run`` in a fresh Python with the harness on PYTHONPATH (the fork server
+    of this test process may have started with TorchScript in place)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(HARNESS)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    done = subprocess.run([sys.executable, "-m", "torch_prover", "run", str(script),
+                           "--format", fmt], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900)
+    return done.returncode, SimpleNamespace(out=done.stdout, err=done.stderr)
 
 
 def test_a_script_naming_einsum_whose_graph_ends_in_sigmoid_is_not_proved(
@@ -100,16 +113,10 @@ def test_affine_grid_decomposed_without_torchscript_is_named(tmp_path, monkeypat
     by dynamo, which decomposes it: the graph the script wrote has no AffineGrid node, so
     whatever op the run falls back on is not the op meant: exit 2, AffineGrid named as not
     in the graph, in the first line."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(HARNESS)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     script = write(tmp_path, "affine_grid_proof.py", AFFINE_GRID)
-    monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", str(script), "--format", "text"])
-    out = capsys.readouterr()
+    code, out = _without_torchscript(tmp_path, script, "text")
     graph = {n.op_type for n in onnx.load(tmp_path / "ag.onnx").graph.node}
-    if "AffineGrid" in graph:       # an own translation keeps it (issue 41 item 2)
-        assert code in (0, 1)
-        return
+    assert "AffineGrid" not in graph      # the script asked for dynamo: exported as written
     assert code == 2
     first = out.out.splitlines()[0]
     assert first.startswith("NOT PROVED AS MEANT") and "AffineGrid" in first
@@ -134,3 +141,24 @@ def test_a_name_the_script_cannot_mean_is_not_read_as_one(tmp_path, monkeypatch,
     assert code == 0, out.err
     assert rec["op"] == "Tanh"
     assert rec["script"]["target"]["meant"] == ["Tanh"]
+
+
+def test_a_torchscript_era_affine_grid_is_proved_with_the_tools_own_translation(
+        tmp_path, monkeypatch, capsys):
+    """The same script asking for TorchScript (dynamo=False), TorchScript made to raise: the
+    runner re-exports with dynamo and its own AffineGrid translation (pr/translations.py), so
+    the node survives and the verdicts are AffineGrid's. The math: the grid is linear in
+    theta (grid = base @ theta^T), so theta and grid are differentiable -- theta against its
+    tag (non-differentiable: a disagreement), as with TorchScript; size is int64 (by type)."""
+    script = write(tmp_path, "affine_grid_proof.py",
+                   AFFINE_GRID.replace("opset_version=20)", "opset_version=20, dynamo=False)"))
+    code, out = _without_torchscript(tmp_path, script, "json")
+    assert [n.op_type for n in onnx.load(tmp_path / "ag.onnx").graph.node] == ["AffineGrid"]
+    assert code == 1, out.err                      # theta's tag is wrong: a disagreement
+    rec = _doc(out)["cases"][0]
+    assert (rec["op"], rec["case_kind"]) == ("AffineGrid", "natural")
+    assert rec["script"]["target"]["status"] == "the op the script means"
+    got = {p["name"]: (p["verdict"], p["supports"]) for p in rec["parameters"]}
+    assert got == {"theta": ("disagree", "differentiable"), "size": ("agree", "non-differentiable"),
+                   "grid": ("agree", "differentiable")}
+    assert any("own translation of AffineGrid" in n for n in rec["script"]["runner_notes"])

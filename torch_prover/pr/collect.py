@@ -168,6 +168,15 @@ def _options(options: dict[str, Any]) -> dict[str, Any]:
             if not k.startswith("_") and v is not None and plain(v)}
 
 
+def _scripts_translation(options: dict[str, Any]) -> bool:
+    """The export used the script's own custom translations (a reference proof); the
+    runner's own (pr/translations.py: an ATen op to the ONNX op of exactly its meaning)
+    leave the proof natural."""
+    table = options.get("custom_translation_table") or {}
+    return any(getattr(fn, "__module__", "") != "torch_prover.pr.translations"
+               for fn in table.values())
+
+
 # ============================================================================ collect
 def collect(run: ScriptRun, where: Path) -> Capture:
     """The capture of a finished run; the module saved into ``where`` as a graph."""
@@ -208,7 +217,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
     info = ExportInfo(call.exporter, call.target, call.file_sha256, _options(call.options),
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
-                      bool(call.options.get("custom_translation_table")), tuple(call.copy),
+                      _scripts_translation(call.options), tuple(call.copy),
                       call.sink, call.training, call.move_to)
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),

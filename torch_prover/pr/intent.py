@@ -58,7 +58,7 @@ CALLS: dict[str, str] = {
     "layer_norm": "LayerNormalization", "rms_norm": "RMSNormalization",
     "group_norm": "GroupNormalization", "instance_norm": "InstanceNormalization",
     "log_softmax": "LogSoftmax", "softmax": "Softmax",
-    "topk": "TopK", "where": "Where", "prelu": "PRelu", "cumsum": "CumSum",
+    "topk": "TopK", "where": "Where", "clamp": "Clip", "clip": "Clip", "prelu": "PRelu", "cumsum": "CumSum",
     "pixel_shuffle": "DepthToSpace", "pixel_unshuffle": "SpaceToDepth",
     "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Hardswish": "HardSwish", "Softplus": "Softplus",
     "LayerNorm": "LayerNormalization", "RMSNorm": "RMSNormalization", "GELU": "Gelu",
@@ -70,8 +70,8 @@ CALLS: dict[str, str] = {
 """torch function, method or ``nn`` class name -> the ai.onnx op it is exported as
 (torch.onnx's own symbolic for it, where the op is exactly its meaning). Arithmetic
 (``*``, ``.sum()``) is left out: a proof script's loss uses it around any op; so are
-calls an exporter may legitimately write otherwise or drop (``clamp`` as Max/Min, an eval
-``dropout`` as nothing)."""
+calls an exporter may drop (an eval ``dropout``). ``clamp`` is Clip: the dynamo exporter's
+Max/Min for tensor bounds is another op, so a script meaning Clip is told so."""
 
 ARITHMETIC = frozenset({"Mul", "Div", "Add", "Sub", "MatMul"})
 """Module ATen ops (``folded.ONNX_OF``) an exporter fuses into others (``x @ w + b`` as
