@@ -102,6 +102,18 @@ def instrumenting(run: ScriptRun):
         run.busy -= 1
 
 
+def _called(run: ScriptRun, call: BackwardCall, fn: Callable, *args: Any, **kwargs: Any
+            ) -> Any:
+    """``fn(*args, **kwargs)`` for a recorded call, uninstrumented inside (the autograd
+    calls it makes are its own), its error kept on ``call``."""
+    with instrumenting(run):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            call.error = describe(exc)
+            raise
+
+
 def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
                ) -> Callable:
     """``real`` (an autograd entry point), recording each call the script makes."""
@@ -112,12 +124,7 @@ def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], Backwa
             return real(*args, **kwargs)
         call = record_of(sig.bind(*args, **kwargs).arguments)
         run.backward.append(call)
-        with instrumenting(run):
-            try:
-                result = real(*args, **kwargs)
-            except Exception as exc:
-                call.error = describe(exc)
-                raise
+        result = _called(run, call, real, *args, **kwargs)
         if call.inputs:
             call.results = tuple(result)
         return result
@@ -145,15 +152,9 @@ def func_grad(run: ScriptRun, real: Callable, api: str) -> Callable:
         def differentiated(*args: Any, **kwargs: Any) -> Any:
             if run.busy or _tracing():
                 return inner(*args, **kwargs)
-            picked = _picked(args, argnums)
-            call = BackwardCall(api, (), (), _tensors(list(picked)))
+            call = BackwardCall(api, (), (), _tensors(list(_picked(args, argnums))))
             run.backward.append(call)
-            with instrumenting(run):
-                try:
-                    out = inner(*args, **kwargs)
-                except Exception as exc:
-                    call.error = describe(exc)
-                    raise
+            out = _called(run, call, inner, *args, **kwargs)
             grads = out[0] if api.endswith("grad_and_value") else out
             if has_aux:
                 grads = grads[0]
@@ -177,12 +178,7 @@ def func_vjp(run: ScriptRun, real: Callable) -> Callable:
                                 _dys(list(cotangents), len(_tensors(_flat_grads(value)))),
                                 _tensors(list(primals)))
             run.backward.append(call)
-            with instrumenting(run):
-                try:
-                    grads = fn(*cotangents, **k)
-                except Exception as exc:
-                    call.error = describe(exc)
-                    raise
+            grads = _called(run, call, fn, *cotangents, **k)
             call.results = _flat_grads(grads)
             return grads
         return (value, vjp_fn, *aux)
