@@ -355,6 +355,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 decision = dataclasses.replace(decision,
                                                reason=f"{decision.reason}: {declared.reason}")
             applies = case.conventions.get(f"{io} {i}")
+            if applies is not None and why is not None and why.convention is None:
+                applies = None    # by type before any convention: the types alone decide
             if applies is not None:
                 decision = under_convention(decision, applies, formal.tag, case.op)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,
