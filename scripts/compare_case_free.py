@@ -58,13 +58,14 @@ def decided(c: dict | None) -> str | None:
 
 
 def by_convention(c: dict | None) -> str | None:
-    """The convention a cell's verdict rests on (catalogue: its label when its rule is the
-    convention's; case-free: body-dependent), else None."""
+    """The convention a cell's verdict rests on (catalogue: its label when the convention
+    decided, rule ``convention``; case-free: body-dependent), else None. A label under rule
+    ``convention without precedent`` is the math's verdict: compared like any other."""
     if not c:
         return None
     if c.get("rule") == "case-free: body-dependent":
         return "body-dependent"
-    if c.get("convention") and "convention" in str(c.get("rule", "")):
+    if c.get("convention") and set(str(c.get("rule", "")).split("; ")) == {"convention"}:
         return str(c["convention"])
     return None
 
