@@ -12,8 +12,10 @@ Per (op, schema version, parameter) of the case-free run -- the versions ONNX's 
 -- both verdicts side by side: ``same`` (both decided, the same tag supported), ``different``,
 ``only catalogue`` / ``only case-free`` (the other left it undecided: a node test that never
 exercises a parameter is this, not a difference), ``neither``. Prints the counts, the share of
-the catalogue's decided cells case-free also decides, and every difference; ``--table`` writes
-the whole agreement table as Markdown. Issue 32's closing note explains each difference.
+the catalogue's decided cells case-free also decides, the cells a convention decides (in
+the catalogue: the convention's tag, set beside the math on purpose; in case-free: a graph
+op's ``body-dependent``) counted and listed apart, and every difference with why
+(:func:`why`); ``--table`` writes the whole agreement table as Markdown.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 BIN = Path(sys.executable).parent / "torch-prover"
-KINDS = ("same", "different", "only catalogue", "only case-free", "neither")
+KINDS = ("same", "different", "only catalogue", "only case-free", "neither", "convention")
 
 
 def _report(args: list[str], saved: str | None) -> dict:
@@ -55,6 +57,32 @@ def decided(c: dict | None) -> str | None:
         "differentiable", "non-differentiable") else None
 
 
+def by_convention(c: dict | None) -> str | None:
+    """The convention a cell's verdict rests on (catalogue: its label when the convention
+    decided, rule ``convention``; case-free: body-dependent), else None. A label under rule
+    ``convention without precedent`` is the math's verdict: compared like any other."""
+    if not c:
+        return None
+    if c.get("rule") == "case-free: body-dependent":
+        return "body-dependent"
+    if c.get("convention") and set(str(c.get("rule", "")).split("; ")) == {"convention"}:
+        return str(c["convention"])
+    return None
+
+
+def why(c: dict, f: dict) -> str:
+    """Why the two verdicts of one cell differ, from their rules (one line)."""
+    rule = f.get("rule", "")
+    if c.get("supports") == "differentiable" and "points" in rule:
+        return ("one numeric witness at ONNX's points: flat there where the catalogue's case "
+                "shows a derivative (the points sit where it vanishes); the math sides with "
+                "the catalogue")
+    if c.get("supports") == "non-differentiable" and "points" in rule:
+        return ("ONNX's points show a derivative the catalogue's case does not: read the "
+                "catalogue's record; the math sides with case-free unless its case explains it")
+    return f"catalogue rule {c.get('rule')!r}, case-free rule {rule!r}"
+
+
 def kind(a: str | None, b: str | None) -> str:
     if a and b:
         return "same" if a == b else "different"
@@ -70,8 +98,15 @@ def main() -> int:
     args = ap.parse_args()
     cat = catalogue_cells(_report([], args.catalogue))
     free = case_free_cells(_report(["--case-free"], args.case_free))
-    rows, counts = [], Counter()
+    rows, counts, conventions = [], Counter(), []
     for key in sorted(free):
+        named = by_convention(cat.get(key)) or by_convention(free[key])
+        if named:
+            conventions.append((key, named))
+            k = "convention"
+            counts[k] += 1
+            rows.append((key, cat.get(key), free[key], k))
+            continue
         a, b = decided(cat.get(key)), decided(free[key])
         k = kind(a, b)
         counts[k] += 1
@@ -82,10 +117,18 @@ def main() -> int:
     if cat_decided:
         print(f"case-free decides {both} of the {cat_decided} cells the catalogue decides "
               f"({100 * both / cat_decided:.1f}%)")
+    print(f"{counts['convention']} cells a convention decides, not compared as the math "
+          "(catalogue: its tag by declaration; case-free: a graph op's body-dependent):")
+    for key, named in conventions:
+        c, f = cat.get(key) or {}, free[key]
+        print(f"  convention {named}: {key[0]}-{key[1]} {key[2]} {key[3]}: catalogue "
+              f"{c.get('verdict', '-')} {c.get('supports') or ''}, case-free {f['verdict']} "
+              f"{f['supports'] or ''} ({f['rule']})")
     for key, c, f, k in rows:
         if k == "different":
             print(f"different: {key[0]}-{key[1]} {key[2]} {key[3]}: catalogue {c['supports']} "
-                  f"({c['rule']}), case-free {f['supports']} ({f['rule']}; {', '.join(f['tests'])})")
+                  f"({c['rule']}), case-free {f['supports']} ({f['rule']}; "
+                  f"{', '.join(f['tests'])}): {why(c, f)}")
     if args.table:
         lines = ["| op-version | parameter | tag | catalogue | case-free | tests | |",
                  "|---|---|---|---|---|---|---|"]

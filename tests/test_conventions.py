@@ -73,11 +73,11 @@ saved_var; BatchNormalization-15, the case's own, has no output 3 or 4): their v
 cells carry the label (test_versions_faithful.py checks the whole versions table)."""
 FOUNDED = {(Convention.PIECEWISE_CONSTANT, "Hardmax"): True,
            (Convention.SHAPE_SETTING, "Resize"): False,
-           (Convention.SHAPE_SETTING, "Range"): True,
-           (Convention.SHAPE_SETTING, "Upsample"): True,
+           (Convention.SHAPE_SETTING, "Range"): False,
+           (Convention.SHAPE_SETTING, "Upsample"): False,
            (Convention.DATA_DEPENDENT_SHAPE, "Unique"): False,
            (Convention.STATE_OUTPUT, "BatchNormalization"): False,
-           (Convention.STATE_OUTPUT, "LayerNormalization"): True,
+           (Convention.STATE_OUTPUT, "LayerNormalization"): False,
            (Convention.BODY_DEPENDENT, "If"): True, (Convention.BODY_DEPENDENT, "Loop"): True,
            (Convention.BODY_DEPENDENT, "Scan"): True,
            (Convention.BODY_DEPENDENT, "SequenceMap"): True,
@@ -93,7 +93,10 @@ NonZero, whose X its int64 output decides by type. BatchNormalization's running 
 stats: only its own tags; LayerNormalization's Mean/InvStdDev (issue 33): BatchNormalization
 -15's running statistics are outside it. If/Loop/Scan/SequenceMap: schema.h's definition
 of Unknown. Sampling implies no tag. DequantizeLinear's float8 x: QuantizeLinear defines a
-float8 y as a rounded code."""
+float8 y as a rounded code. Issue 41 item 4: a precedent the catalogue's own evidence refutes
+is no precedent -- Resize-13's scales (resize_bilinear_scale: smooth at a fixed size, declared
+disagree) and BatchNormalization-15's running statistics (batchnormalization_training:
+smooth in X, declared disagree) -- so Range, Upsample and LayerNormalization have none."""
 MATH = {Convention.SHAPE_SETTING: Tag.DIFF, Convention.DATA_DEPENDENT_SHAPE: Tag.DIFF,
         Convention.STATE_OUTPUT: Tag.DIFF}
 """What the math gives where a convention cannot decide (the cases' declared math: scales

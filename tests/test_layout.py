@@ -74,6 +74,8 @@ ENGINE_INTERFACES = {
         "a test is measured by the catalogue's own node witness",
     ("onnx_points", "numeric.numeric"):
         "... in the runtime the catalogue would choose (choose_runtime)",
+    ("onnx_points", "numeric.redraw"):
+        "... and, flat at a test's points, again at re-drawn values, as run does (issue 41)",
     ("onnx_points", "bodies.function_body"):
         "the function body built for the test's node",
     ("onnx_points", "rules.verdict"):

@@ -122,9 +122,11 @@ def test_resize10_scales_is_proposed_differentiable_under_the_resize_label(proof
     assert scales.supports == later.supports
 
 
-def test_upsample9_scales_follows_resize13s_tag_under_the_same_label(proof_of):
-    """Upsample-9's scales: the convention has a precedent outside Upsample (Resize-13
-    tags its scales non-differentiable, onnx.defs), so it decides, as it does Range's."""
+def test_upsample9_scales_is_the_math_under_the_same_label(proof_of):
+    """Upsample-9's scales: Resize-13 tags its scales non-differentiable (onnx.defs), but the
+    catalogue's own evidence refutes that tag (resize_bilinear_scale declares it a
+    disagreement), so it is no precedent (issue 41): the math proposes differentiable, as
+    for Resize-10 -- the same function of scales, one answer."""
     precedent = onnx.defs.get_schema("Resize", 13).inputs[2]
     assert precedent.name == "scales"
     assert precedent.differentiation_category == CAT.NonDifferentiable
@@ -132,7 +134,7 @@ def test_upsample9_scales_follows_resize13s_tag_under_the_same_label(proof_of):
     assert (proof.opset, proof.schema_version) == (9, 9)
     scales = param(proof, "input", 1)
     assert (scales.name, scales.tag) == ("scales", Tag.UNKNOWN)
-    assert (scales.verdict, scales.supports) == (Verdict.PROPOSED, Tag.NONDIFF)
+    assert (scales.verdict, scales.supports) == (Verdict.PROPOSED, Tag.DIFF)
     assert scales.convention == Convention.SHAPE_SETTING
     x = param(proof, "input", 0)
     assert (x.verdict, x.supports) == (Verdict.PROPOSED, Tag.DIFF)

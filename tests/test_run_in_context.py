@@ -134,6 +134,12 @@ def test_an_op_folded_away_is_named_with_how_to_keep_it(tmp_path, monkeypatch, c
     (optimize=False) keeps the Softplus node, and then nothing is reported missing."""
     folded = write(tmp_path, "scale.py", SOFTPLUS_PARAM.format(extra=""))
     code, rec, out = run(tmp_path, monkeypatch, capsys, folded)
+    # the script calls F.softplus, which the graph lacks: not a proof of what it computes,
+    # exit 2 (pr/intent.py), and the record says what was proved instead
+    assert code == 2 and rec is None
+    rec = json.loads(out.out)["cases"][0]
+    assert rec["script"]["target"]["status"] == "not in the graph"
+    assert rec["script"]["target"]["meant"] == ["Softplus"]
     assert rec["op"] == "Mul"
     (line,) = rec["script"]["missing_ops"]
     assert line.startswith("the module computes Softplus (aten.softplus)")

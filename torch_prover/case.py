@@ -134,6 +134,10 @@ class Case:
         verdict is not agree/proposed.
     unexercised: parameters this case deliberately does not exercise, keyed like expect,
         with the reason (another case may exercise them).
+    gradient_conventions: tensor (source) name -> a PyTorch gradient convention that makes
+        its gradient differ from the op's derivative on purpose (``nn.Embedding``'s
+        ``padding_idx``): a VJP mismatch there is named, not counted (``run`` sets it from
+        the script's module, ``pr/grad_conventions.py``)
     surrogate: parameters whose PyTorch backward is a surrogate, not the op's derivative
         (bernoulli's zero gradient in p, a straight-through estimator), keyed like expect,
         with the reason: their autograd evidence counts as ``unsupported``.
@@ -182,6 +186,7 @@ class Case:
     expect: Mapping[str, Expect] = field(default_factory=dict)
     unexercised: Mapping[str, str] = field(default_factory=dict)
     surrogate: Mapping[str, str] = field(default_factory=dict)
+    gradient_conventions: Mapping[str, str] = field(default_factory=dict)
     conventions: Mapping[str, Applies] = field(default_factory=dict)
     kind: str = "natural"
     translation: Mapping[Any, Any] | None = None

@@ -49,9 +49,12 @@ class TagPrecedent:
     io: str
     name: str
     tag: Tag
+    refuted: str = ""     # the tool's own evidence against this tag: then it is no precedent
 
     def text(self) -> str:
-        return f"{self.op}-{self.since} tags {self.io} {self.name} {self.tag}"
+        return f"{self.op}-{self.since} tags {self.io} {self.name} {self.tag}" + (
+            f" (refuted by the catalogue's own evidence: {self.refuted}; no precedent)"
+            if self.refuted else "")
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,10 @@ class Rule:
 
     def precedents_for(self, op: str) -> tuple[Precedent, ...]:
         """The precedents that can decide a parameter of ``op``: none of ``op``'s own (a
-        convention never cites the tag it is judging)."""
-        return tuple(p for p in self.precedents if p.op != op)
+        convention never cites the tag it is judging), and none the catalogue's own evidence
+        refutes (a tag the tool finds wrong is no precedent: ``TagPrecedent.refuted``)."""
+        return tuple(p for p in self.precedents
+                     if p.op != op and not getattr(p, "refuted", ""))
 
     def founded_for(self, op: str) -> bool:
         """Whether the convention may decide a parameter of ``op``: a convention implying
@@ -120,11 +125,14 @@ RULES: dict[Convention, Rule] = {r.name: r for r in (
          "a float input that sets an output's shape (Resize's and Upsample's scales, Range's "
          "start, limit and delta: the output length jumps with them) is non-differentiable, "
          "even where the output moves smoothly with it at a fixed shape",
-         (TagPrecedent("Resize", 13, "input", "scales", Tag.NONDIFF),),
+         (TagPrecedent("Resize", 13, "input", "scales", Tag.NONDIFF,
+                       "resize_bilinear_scale declares it a disagreement: Resize's finite "
+                       "differences in scales are nonzero at a fixed output size"),),
          Tag.NONDIFF,
          "Reshape's, Expand's and Resize's sizes are int64, non-differentiable by type: no "
-         "precedent for a float input; Resize's scales is the only float one, so it cannot "
-         "decide Resize itself (it decides Range)"),
+         "precedent for a float input; Resize's scales is the only float one, and the "
+         "catalogue's own evidence refutes its tag, so the convention decides nothing: "
+         "Resize's, Upsample's and Range's float inputs are the math's, under its label"),
     Rule(Convention.DATA_DEPENDENT_SHAPE,
          "an op whose output length is decided by comparing its input's values is "
          "non-differentiable in them: smooth away from ties, but at the ties the op exists "
@@ -139,12 +147,17 @@ RULES: dict[Convention, Rule] = {r.name: r for r in (
          "next step (running_mean, running_var) or the batch statistics saved for the "
          "backward pass (saved_mean, saved_var, Mean, InvStdDev) -- is non-differentiable: "
          "training frameworks never differentiate through it, although it is smooth in X",
-         (TagPrecedent("BatchNormalization", 15, "output", "running_mean", Tag.NONDIFF),
-          TagPrecedent("BatchNormalization", 15, "output", "running_var", Tag.NONDIFF)),
+         (TagPrecedent("BatchNormalization", 15, "output", "running_mean", Tag.NONDIFF,
+                       "batchnormalization_training declares it a disagreement: running_mean "
+                       "is smooth in X"),
+          TagPrecedent("BatchNormalization", 15, "output", "running_var", Tag.NONDIFF,
+                       "batchnormalization_training declares it a disagreement: running_var "
+                       "is smooth in X")),
          Tag.NONDIFF,
          "BatchNormalization's own tags cannot decide BatchNormalization (running or saved "
-         "statistics); they decide LayerNormalization's Mean and InvStdDev, the only other "
-         "ai.onnx op with such outputs (GroupNormalization and RMSNormalization have none). "
+         "statistics), and the catalogue's own evidence refutes them, so they decide "
+         "LayerNormalization's Mean and InvStdDev (the only other ai.onnx op with such "
+         "outputs) neither: the math's, under the label. "
          "PyTorch's derivatives.yaml marks native_batch_norm's and native_layer_norm's saved "
          "statistics non-differentiable too, but that is not ONNX's rule"),
     Rule(Convention.BODY_DEPENDENT,

@@ -51,6 +51,18 @@ def wanted(op: str, version: int, selection: Selection, ops: Iterable[str] | Non
     return v == versions[-1] if not selection.expands else selection.wants(v)
 
 
+def graph_op(op: str, version: int) -> bool:
+    """The schema has a graph attribute (If, Loop, Scan, SequenceMap): what its data
+    outputs are depends on the body a node is given (convention ``body-dependent``)."""
+    import onnx
+    try:
+        schema = onnx.defs.get_schema(op, version, "")
+    except Exception:
+        return False
+    graphs = (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS)
+    return any(a.type in graphs for a in schema.attributes.values())
+
+
 def cells(run: PointsRun, t: SchemaTags) -> list[dict[str, Any]]:
     """One schema version's case-free cells, one per formal parameter of ``t``."""
     cells = []
@@ -58,7 +70,8 @@ def cells(run: PointsRun, t: SchemaTags) -> list[dict[str, Any]]:
         ws = [w for w in run.by_version.get((t.op, t.since_version), ()) if w.skip is None]
         params = [p for w in ws for p in w.params if (p.io, p.name) == (f.io, f.name)]
         d = case_free([p.outcome for p in params], [p.body for p in params],
-                      type_reason(t, f, outputs_from_inputs=True) is not None)
+                      type_reason(t, f, outputs_from_inputs=True) is not None,
+                      [p.redrawn for p in params], graph_op(t.op, t.since_version))
         verdict = judge(f.tag, d.supports) if d.supports else "inconclusive"
         cells.append({"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
                       "verdict": verdict, "supports": d.supports.value if d.supports else None,

@@ -142,12 +142,15 @@ def _runtime_gap(result: numeric_mod.NumericResult | None) -> str | None:
 
 def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = None,
                tag_source: str = "onnx.defs", exported: Exported | None = None,
-               node: int | None = None) -> Proof:
+               node: int | None = None, redraw: bool = False) -> Proof:
     """Prove one catalogue case. Raises CaseError when the case itself is broken.
 
     ``exported``: a model exported elsewhere (a proof script's own file) to prove instead
     of exporting the case here; everything else is the same. ``node``: which node of the
     case's op (its index in the graph), when the graph has several (``run --all-ops``).
+    ``redraw``: the inputs are a script's own, not a case's chosen ones: a parameter flat
+    at them is measured again at re-drawn values before it is called non-differentiable
+    (:func:`_not_exercised`).
     """
     tags = tags or default_tags
     pr = probe(case)
@@ -202,6 +205,9 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                         folded_parameters(exported.model, mapping.node_index, run.params, [
                             n for n in pr.params if n not in initializers]),
                         unfaithful=None if faithful.faithful else faithful.reason())
+    if redraw and numeric and mapping.node_index is not None:
+        params = _not_exercised(params, measured.model, mapping.node_index, feeds,
+                                case.seeds[0])
     problems = mapping.problems
     invalid = None
     if problems:
@@ -219,6 +225,33 @@ def prove_case(case: Case, *, numeric: bool = True, tags: TagSource | None = Non
                                                                else ()),
                  node=mapping.node_index,
                  fidelity=faithful)
+
+
+def _not_exercised(params: Sequence[Any], model: Any, node_index: int,
+                   feeds: Sequence[dict[str, Any]], seed: int) -> tuple[Any, ...]:
+    """A parameter the witnesses call non-differentiable because the node is flat at the
+    script's inputs, yet smooth at re-drawn values of the same shapes and dtypes
+    (``numeric/redraw``), is "not exercised" there: inconclusive, never a disagreement
+    (a ``torch.maximum(a, b)`` whose ``a`` is never the maximum). A jump, a type, a
+    convention, a declared case verdict keep their verdicts; so does what stays flat."""
+    from ..vocab import NumericOutcome, Tag
+    from .numeric.redraw import DRAWS, measure_redrawn
+    flat = [p for p in params if p.supports == Tag.NONDIFF and not p.by_type
+            and p.convention is None and p.rule in (Rule.BOTH, Rule.NUMERIC_ONLY)
+            and p.numeric.outcome is NumericOutcome.FLAT]
+    if not flat:
+        return tuple(params)
+    seen = measure_redrawn(model, node_index, feeds, seed)
+    out = []
+    for p in params:
+        n = seen.exercised(p.io, p.index) if p in flat else 0
+        out.append(p if not n else dataclasses.replace(
+            p, verdict=Verdict.INCONCLUSIVE, supports=None, rule=Rule.NOT_EXERCISED,
+            reason=f"not exercised at the script's inputs: flat at every point measured "
+                   f"there ({p.reason}), but smooth at {n} of {DRAWS} re-drawn points of the "
+                   "same shapes and dtypes: the inputs never select it, which says nothing "
+                   "of the op's derivative"))
+    return tuple(out)
 
 
 def _module_factory(model: Any) -> Callable[[], torch.nn.Module] | type:

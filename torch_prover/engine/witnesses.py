@@ -223,9 +223,12 @@ def measured_coarse(w: NodeWitness, io: str, item: InputWitness | OutputWitness)
     return bool(steps) and min(steps) > STEP["float64"]
 
 
-def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
-         ) -> tuple[Vjp, str]:
-    """The VJP checks of ``sources`` over every seed, as one state and a stable detail."""
+def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool,
+         explained: Mapping[str, str] | None = None) -> tuple[Vjp, str]:
+    """The VJP checks of ``sources`` over every seed, as one state and a stable detail.
+    ``explained``: source -> the PyTorch gradient convention that makes its gradient differ
+    from the op's derivative on purpose (``Case.gradient_conventions``): a mismatch there is
+    named (``Vjp.EXPLAINED``), and the verdict rests on what both witnesses decide."""
     if numeric is None or numeric.runtime is None:
         return Vjp.NOT_RUN, ""
     if numeric.vjp_skipped:
@@ -239,6 +242,10 @@ def _vjp(numeric: NumericResult | None, sources: Sequence[str], moved: bool
         detail = (f"PyTorch's VJP {shown_value(c.analytic)} vs the ONNX model's finite "
                   f"difference {shown_value(c.fd)} for {c.source} on seed {c.seed} (rel err "
                   f"{shown_error(c.rel_err, numeric.vjp_tol)} > {numeric.vjp_tol:g})")
+        named = [explained[b.source] for b in bad if b.source in (explained or {})]
+        if len(named) == len(bad):
+            return Vjp.EXPLAINED, (f"{detail}: explained by PyTorch's gradient convention "
+                                   f"{'; '.join(dict.fromkeys(named))}, not a contradiction")
         if moved:
             return Vjp.AT_JUMP, (f"autograd's gradient at this point is a subgradient (a tie "
                                  f"or a jump: the numeric witness moved off it), so {detail} "
@@ -329,7 +336,7 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
             else:   # an output's VJP is taken at its inputs' points
                 moved = any(moved_inputs.values())
             vjp, vjp_detail = _vjp(numeric, sources if autograd.outcome == A.GRAD else [],
-                                   moved)
+                                   moved, case.gradient_conventions)
             # outputs: the witnesses measure them (engine.rules.by_type says why)
             why = type_reason(tags, formal, outputs_from_inputs=False)
             third = NO_BODY
@@ -348,6 +355,8 @@ def parameters(case: Case, pr: ProbeResult, mapping: NodeMapping, tags: SchemaTa
                 decision = dataclasses.replace(decision,
                                                reason=f"{decision.reason}: {declared.reason}")
             applies = case.conventions.get(f"{io} {i}")
+            if applies is not None and why is not None and why.convention is None:
+                applies = None    # by type before any convention: the types alone decide
             if applies is not None:
                 decision = under_convention(decision, applies, formal.tag, case.op)
             out.append(_parameter(case, io, i, formal, latest.formal(io, i), evidence, source,

@@ -102,6 +102,18 @@ def instrumenting(run: ScriptRun):
         run.busy -= 1
 
 
+def _called(run: ScriptRun, call: BackwardCall, fn: Callable, *args: Any, **kwargs: Any
+            ) -> Any:
+    """``fn(*args, **kwargs)`` for a recorded call, uninstrumented inside (the autograd
+    calls it makes are its own), its error kept on ``call``."""
+    with instrumenting(run):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            call.error = describe(exc)
+            raise
+
+
 def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], BackwardCall]
                ) -> Callable:
     """``real`` (an autograd entry point), recording each call the script makes."""
@@ -112,16 +124,65 @@ def recording(run: ScriptRun, real: Callable, record_of: Callable[[dict], Backwa
             return real(*args, **kwargs)
         call = record_of(sig.bind(*args, **kwargs).arguments)
         run.backward.append(call)
-        with instrumenting(run):
-            try:
-                result = real(*args, **kwargs)
-            except Exception as exc:
-                call.error = describe(exc)
-                raise
+        result = _called(run, call, real, *args, **kwargs)
         if call.inputs:
             call.results = tuple(result)
         return result
     return wrapper
+
+
+def _picked(args: tuple, argnums: Any) -> tuple[Any, ...]:
+    """The arguments ``torch.func.grad`` differentiates (``argnums``: an int or a tuple)."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return tuple(args[i] for i in nums if -len(args) <= i < len(args))
+
+
+def _flat_grads(x: Any) -> tuple[torch.Tensor | None, ...]:
+    return tuple(t if isinstance(t, torch.Tensor) else None
+                 for t in (x if isinstance(x, (tuple, list)) else (x,)))
+
+
+def func_grad(run: ScriptRun, real: Callable, api: str) -> Callable:
+    """``torch.func.grad`` / ``grad_and_value``, recording each differentiated call with every
+    argument in ``argnums`` and the gradient returned for it: credit for every argument
+    (``torch.autograd.grad`` inside sees functorch's wrapped tensors, not the script's)."""
+    def transform(func: Callable, argnums: Any = 0, has_aux: bool = False, **kw: Any):
+        inner = real(func, argnums=argnums, has_aux=has_aux, **kw)
+
+        def differentiated(*args: Any, **kwargs: Any) -> Any:
+            if run.busy or _tracing():
+                return inner(*args, **kwargs)
+            call = BackwardCall(api, (), (), _tensors(list(_picked(args, argnums))))
+            run.backward.append(call)
+            out = _called(run, call, inner, *args, **kwargs)
+            grads = out[0] if api.endswith("grad_and_value") else out
+            if has_aux:
+                grads = grads[0]
+            call.results = _flat_grads(grads)
+            return out
+        return differentiated
+    return transform
+
+
+def func_vjp(run: ScriptRun, real: Callable) -> Callable:
+    """``torch.func.vjp``: the returned ``vjp_fn``, when called, records the cotangents (the
+    dy) and every primal's gradient."""
+    def vjp(func: Callable, *primals: Any, **kw: Any):
+        out = real(func, *primals, **kw)
+        if run.busy or _tracing():
+            return out
+        value, fn, *aux = out
+
+        def vjp_fn(*cotangents: Any, **k: Any) -> Any:
+            call = BackwardCall("torch.func.vjp", _tensors(_flat_grads(value)),
+                                _dys(list(cotangents), len(_tensors(_flat_grads(value)))),
+                                _tensors(list(primals)))
+            run.backward.append(call)
+            grads = _called(run, call, fn, *cotangents, **k)
+            call.results = _flat_grads(grads)
+            return grads
+        return (value, vjp_fn, *aux)
+    return vjp
 
 
 def backward_call(b: dict) -> BackwardCall:

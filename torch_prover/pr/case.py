@@ -27,6 +27,7 @@ from ..engine.versions.runtimes import model_opset
 from ..engine.attribution.mapping import VALUE_SLOTS, subgraphs
 from .directives import Directives
 from .folded import module_ops
+from .grad_conventions import gradient_conventions
 from .wire import Capture, ModuleFormat, dtype_of
 from ..vocab import ExportRoute
 
@@ -405,6 +406,9 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
                 fwd_tol=declared.fwd_tol, vjp_tol=declared.vjp_tol,
                 surrogate={k: "the script's `# torch-prover: surrogate=` line says so"
                            for k in declared.surrogate or ()},
+                gradient_conventions=gradient_conventions(graph_module)
+                if graph_module is not None and
+                cap.module.format is ModuleFormat.EXPORTED_PROGRAM else {},
                 notes=f"from the proof script {path.name}")
     exported = Exported(model, info.exporter, opset, tuple(names),
                         tuple(f"y{j}" for j in range(len(gout))), route=moved.route,

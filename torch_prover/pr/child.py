@@ -40,7 +40,8 @@ import torch.onnx
 
 from ..errors import describe
 from .collect import collect
-from .capture import ScriptRun, backward_call, grad_call, recording, tensor_backward_call
+from .capture import (ScriptRun, backward_call, func_grad, func_vjp, grad_call, recording,
+                      tensor_backward_call)
 from .export import wrap_export
 from .sink import wrap_save
 from .reap import become_subreaper, kill_tree
@@ -67,6 +68,10 @@ def instrumented(run: ScriptRun):
         (torch.autograd, "backward", recording(run, torch.autograd.backward, backward_call)),
         (torch.Tensor, "backward", recording(run, torch.Tensor.backward, tensor_backward_call)),
         (torch.autograd, "grad", recording(run, torch.autograd.grad, grad_call)),
+        (torch.func, "grad", func_grad(run, torch.func.grad, "torch.func.grad")),
+        (torch.func, "grad_and_value", func_grad(run, torch.func.grad_and_value,
+                                                 "torch.func.grad_and_value")),
+        (torch.func, "vjp", func_vjp(run, torch.func.vjp)),
         (torch.onnx, "export", wrap_export(run, torch.onnx.export)),
         (onnx_utils, "export", wrap_export(run, torch.onnx.export, default_dynamo=False)),
         (torch.onnx.ONNXProgram, "save", wrap_save(run, torch.onnx.ONNXProgram.save)),

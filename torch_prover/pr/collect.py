@@ -151,6 +151,9 @@ def _evidence(run: ScriptRun, module: torch.nn.Module, leaves: list[torch.Tensor
             what = (f"output {j}" if j is not None
                     else f"a {tuple(t.shape)} tensor computed from the outputs")
             targets.append(what + (" with a dy" if dy is not None else " (implicit dy)"))
+        if not call.tensors and call.inputs:     # torch.func.grad: a scalar function's
+            targets.append(f"a scalar function of {len(call.inputs)} argument"
+                           f"{'s' * (len(call.inputs) > 1)} (implicit dy)")
         calls.append(BackwardSeen(call.api, tuple(targets), call.error))
     return tuple(calls), tuple(leaf_grads), param_grads
 
@@ -163,6 +166,15 @@ def _options(options: dict[str, Any]) -> dict[str, Any]:
         return v is None or isinstance(v, (bool, int, float, str))
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()
             if not k.startswith("_") and v is not None and plain(v)}
+
+
+def _scripts_translation(options: dict[str, Any]) -> bool:
+    """The export used the script's own custom translations (a reference proof); the
+    runner's own (pr/translations.py: an ATen op to the ONNX op of exactly its meaning)
+    leave the proof natural."""
+    table = options.get("custom_translation_table") or {}
+    return any(getattr(fn, "__module__", "") != "torch_prover.pr.translations"
+               for fn in table.values())
 
 
 # ============================================================================ collect
@@ -205,7 +217,7 @@ def collect(run: ScriptRun, where: Path) -> Capture:
     info = ExportInfo(call.exporter, call.target, call.file_sha256, _options(call.options),
                       tuple(call.notes), tuple(str(n) for n in call.options.get("input_names")
                                                or ()),
-                      bool(call.options.get("custom_translation_table")), tuple(call.copy),
+                      _scripts_translation(call.options), tuple(call.copy),
                       call.sink, call.training, call.move_to)
     return Capture(
         Outcome.FINISHED, **base, export=info, python_names=tuple(names),

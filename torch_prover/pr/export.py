@@ -104,7 +104,13 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
         return plans
     plans = [(options, None)]
     if opset is None or DYNAMO_MIN_OPSET <= opset <= DEFAULT_OPSET:
-        plans.append((as_dynamo(options), "exported with the dynamo exporter instead"))
+        from .translations import names, table
+        at = opset or DEFAULT_OPSET
+        own = table(at)     # ops the dynamo exporter decomposes, kept as TorchScript kept them
+        plans.append((as_dynamo(options) | ({"custom_translation_table": own} if own else {}),
+                      "exported with the dynamo exporter instead" + (
+                          f", with torch-prover's own translation of {', '.join(names(at))} "
+                          "(pr/translations.py), which it decomposes otherwise" if own else "")))
     elif opset < DYNAMO_MIN_OPSET:
         plans.append(at_oldest)
     return plans

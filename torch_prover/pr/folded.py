@@ -30,6 +30,7 @@ ONNX_OF: dict[str, str] = {
     "softplus": "Softplus", "softsign": "Softsign", "hardsigmoid": "HardSigmoid",
     "hardswish": "HardSwish", "mish": "Mish", "leaky_relu": "LeakyRelu",
     "matmul": "MatMul", "mul": "Mul", "div": "Div", "add": "Add", "sub": "Sub",
+    "einsum": "Einsum", "affine_grid_generator": "AffineGrid",
 }
 """ATen op -> the ai.onnx op computing exactly the same function. Only exact matches: an
 ATen op the exporter legitimately writes as another ONNX op (``mm`` as Gemm, ``sum`` as

@@ -91,6 +91,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
                    "sink": info.sink.value, "training": info.training,
                    "options": info.options, "evidence_copy": list(info.copy)},
         "missing_ops": _missing(module, cap, prep),
+        "gradient_conventions": dict(prep.case.gradient_conventions),
         "other_ops": [{"op": op, "node": i, "moves_values": op in VALUE_SLOTS}
                       for i, op in prep.others(set(proved) | {proof.node})],
         "all_ops": all_ops,
@@ -128,7 +129,9 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     iso = s["isolation"]
     how = f"the {e['exporter']} exporter at opset {e['opset']}"
     to = _destination(e)
-    lines = [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
+    meant = (s.get("target") or {}).get("line")
+    lines = [meant] if meant else []
+    lines += [f"script {Path(s['path']).name} (sha256 {s['sha256'][:12]}): " + (
         f"exported{to}; the proof runs an evidence copy made with {how}"
         if e.get("evidence_copy") else f"exported with {how}{to}")]
     lines.append(f"  isolation: ran in its own process (timeout {iso['timeout_s']:g} s); "
@@ -152,6 +155,9 @@ def script_lines(rec: dict[str, Any]) -> list[str]:
     lines += _other_ops_lines(s)
     for line in s["missing_ops"] or ():
         lines.append(f"  not in the graph: {line}")
+    for name, what in (s.get("gradient_conventions") or {}).items():
+        lines.append(f"  gradient convention: {name}: {what}; a VJP mismatch there is named, "
+                     "not counted: the verdict rests on what both witnesses decide")
     for b in s["backward"]:
         lines.append(f"  backward: {b['api']} on {', '.join(b['targets']) or 'nothing'}"
                      + (f" -> {b['error']}" if b["error"] else ""))

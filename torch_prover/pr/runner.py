@@ -165,11 +165,11 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     try:
         same = [prove_case(prep.case if len(nodes) == 1 else prep.case_for(i, prep.case.op),
                            exported=prep.exported, numeric=numeric, tags=tags,
-                           tag_source=tag_source, node=i) for i in nodes]
+                           tag_source=tag_source, node=i, redraw=True) for i in nodes]
         proof = same[0]
         more = tuple(same[1:]) + tuple(
             prove_case(prep.case_for(i, other), exported=prep.exported, numeric=numeric,
-                       tags=tags, tag_source=tag_source, node=i)
+                       tags=tags, tag_source=tag_source, node=i, redraw=True)
             for i, other in (prep.others({p.node for p in same}) if all_ops else ()))
     except CaseError as exc:
         raise _usage(f"cannot prove the script's export: {exc}") from exc
@@ -181,7 +181,27 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     rec["script"]["nodes"] = over_nodes(prep.case.op, [(p.node, p.record()) for p in same]) \
         if len(same) > 1 else None
     rec["script"]["export"]["file_changed"] = file_changed(cap.export)
+    meant = _meant(source, path, prep, cap, module)
+    rec["script"]["target"] = meant.record()
+    if meant.refused:       # a typed status, not "proved": exit 2 (docs/run.md)
+        rec["status"] = NOT_MEANT
     return ScriptProof(source, cap, prep, proof, rec, child.output, more)
+
+
+NOT_MEANT = "not the op meant"
+"""The record's ``status`` when the run proved another op than the script means."""
+
+
+def _meant(source: str, path: Path, prep: Any, cap: Any, module: Any) -> Any:
+    """The op the script means against the one proved (:mod:`intent`)."""
+    from .folded import module_ops
+    from .intent import target
+    from .wire import ModuleFormat
+    graph = getattr(module, "graph", None)
+    called = module_ops(graph) if graph is not None and \
+        cap.module.format is ModuleFormat.EXPORTED_PROGRAM else []
+    return target(source, path, prep.case.op,
+                  {n.op_type for n in prep.exported.model.graph.node}, called, prep.op_from)
 
 
 def _target_nodes(prep: Any, node: int | None) -> list[int | None]:
@@ -283,7 +303,8 @@ def cmd_run(args) -> int:
     file_sha = rec["script"]["export"]["file_sha256"]
     model = "evidence copy" if file_sha not in (None, rec["model"]["sha256"]) else "model"
     # an invalid case is a script that cannot be proved as it is (docs/run.md, exit codes)
-    code = (EXIT_USAGE if any(p.invalid for p in done.proofs)
+    # and so is a proof of another op than the one the script means (pr/intent.py)
+    code = (EXIT_USAGE if any(p.invalid for p in done.proofs) or rec["script"]["target"]["line"]
             else EXIT_FINDING if done.failed else EXIT_OK)
     if fmt == "json":
         from ..output.documents import proofs_doc
@@ -292,7 +313,9 @@ def cmd_run(args) -> int:
     elif fmt == "markdown":   # GitHub's body limit: output/markdown_limit.py
         from ..output.markdown_summary import proofs_on_stdout
         text, notes = proofs_on_stdout(
-            [(rec, report.proof_markdown(rec, script=done.source, model_label=model) + "\n")]
+            [(None, f"> **{rec['script']['target']['line']}**\n\n")] * bool(
+                rec["script"]["target"]["line"])
+            + [(rec, report.proof_markdown(rec, script=done.source, model_label=model) + "\n")]
             + [(r, report.proof_markdown(r, model_label=model) + "\n") for r in more]
             + [(None, script_markdown(rec))], "`--format json` has every record")
         sys.stdout.write(text)

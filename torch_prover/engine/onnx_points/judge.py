@@ -50,6 +50,8 @@ class CaseFreeRule(StrEnum):
     DISAGREE = "case-free: ONNX's points and the function body disagree"
     BODY_ONLY = "case-free: function body only"     # it decides nothing alone (engine/rules/verdict.py)
     NOT_EXERCISED = "case-free: not exercised at ONNX's points"
+    FLAT_THERE_ONLY = "case-free: flat at ONNX's points only"   # smooth at re-drawn points
+    BODY_DEPENDENT = "case-free: body-dependent"   # a graph op: the body it is given decides
 
 
 @dataclass(frozen=True)
@@ -69,14 +71,22 @@ def body_says(bodies: Iterable[BodyOutcome]) -> Tag | None:
 
 
 def case_free(outcomes: Sequence[NumericOutcome], bodies: Sequence[BodyOutcome],
-              by_type: bool) -> CaseFree:
-    """A parameter decided without a case: by type first (``engine/rules/by_type.py``), then ONNX's
+              by_type: bool, redrawn: Sequence[bool] = (), graph_op: bool = False) -> CaseFree:
+    """A parameter decided without a case: by type first (``engine/rules/by_type.py``); a
+    graph op's (If, Loop, Scan, SequenceMap) data then depends on the body it is given, so
+    the convention ``body-dependent`` says unknown, as the catalogue's cases do; then ONNX's
     points as the one numeric witness (``supports_at_points``), confirmed -- or left
     inconclusive -- by the function body where the schema has one; the body alone decides
-    nothing, as in the catalogue."""
+    nothing, as in the catalogue. ``redrawn``: per test, the parameter was smooth at
+    re-drawn values of the test's inputs (``engine/numeric/redraw``): flat at ONNX's points
+    only is where the points sit, not the op's math -- inconclusive, never non-differentiable."""
     if by_type:
         return CaseFree(Tag.NONDIFF, CaseFreeRule.BY_TYPE)
+    if graph_op:
+        return CaseFree(Tag.UNKNOWN, CaseFreeRule.BODY_DEPENDENT)
     n, b = supports_at_points(outcomes), body_says(bodies)
+    if n is Tag.NONDIFF and any(redrawn):
+        return CaseFree(None, CaseFreeRule.FLAT_THERE_ONLY)
     if n is None:
         return CaseFree(None, CaseFreeRule.BODY_ONLY if b else CaseFreeRule.NOT_EXERCISED)
     if b is None:

@@ -35,6 +35,7 @@ class ParamOutcome:
     name: str
     outcome: NumericOutcome
     body: BodyOutcome = BodyOutcome.NOT_APPLICABLE   # the function-body witness, same node
+    redrawn: bool = False    # flat here, smooth at re-drawn values of the test's inputs
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,14 @@ class TestWitness:
         return {"test": self.test, "op": self.op, "version": self.version,
                 "runtime": self.runtime, "skip": self.skip.value if self.skip else None,
                 "detail": self.detail,
-                "params": [[p.io, p.name, p.outcome.value, p.body.value] for p in self.params]}
+                "params": [[p.io, p.name, p.outcome.value, p.body.value, p.redrawn]
+                           for p in self.params]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TestWitness":
         return cls(d["test"], d["op"], d["version"], d["runtime"],
-                   tuple(ParamOutcome(io, name, NumericOutcome(o), BodyOutcome(b))
-                         for io, name, o, b in d["params"]),
+                   tuple(ParamOutcome(io, name, NumericOutcome(o), BodyOutcome(b), *rest)
+                         for io, name, o, b, *rest in d["params"]),
                    PointsSkip(d["skip"]) if d["skip"] else None, d["detail"])
 
 
@@ -138,9 +140,28 @@ def measure_test(test: NodeTest, body: bool = False) -> TestWitness:
                 BodyOutcome.NOT_APPLICABLE
             if key not in said or _BODY_RANK.index(b) < _BODY_RANK.index(said[key]):
                 said[key] = b
+    redrawn = _redrawn(model, feeds, tags, best) if body else set()
     return TestWitness(test.name, test.op, test.version, runtime,
-                       tuple(ParamOutcome(io, n, o, said[(io, n)]) for (io, n), o in best.items()),
+                       tuple(ParamOutcome(io, n, o, said[(io, n)], (io, n) in redrawn)
+                             for (io, n), o in best.items()),
                        None, w.why if not best else "")
+
+
+def _redrawn(model: onnx.ModelProto, feeds: dict[str, Any], tags: Any,
+             best: Mapping[tuple[str, str], NumericOutcome]) -> set[tuple[str, str]]:
+    """The parameters flat at the test's point that are smooth at re-drawn values of its
+    inputs (``engine/numeric/redraw``): RNN's ``R`` at a zero initial state or a saturated
+    tanh. Measured for case-free verdicts only, and only when something is flat."""
+    if NumericOutcome.FLAT not in best.values():
+        return set()
+    from ..numeric.redraw import measure_redrawn
+    seen = measure_redrawn(model, 0, [feeds])
+    found = set()
+    for io, index in seen.smooth:
+        f = tags.formal(io, index)
+        if f is not None and best.get((io, f.name)) is NumericOutcome.FLAT:
+            found.add((io, f.name))
+    return found
 
 
 def float_inputs(test: NodeTest) -> frozenset[int]:

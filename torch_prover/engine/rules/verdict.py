@@ -101,6 +101,7 @@ class Vjp(StrEnum):
     FAILED = "failed"
     AT_JUMP = "at a jump"      # failed where the numeric witness found a tie/kink: a subgradient
     EMPTY = "compared nothing"   # every compared value was zero: not a pass
+    EXPLAINED = "explained by a PyTorch convention"   # padding_idx...: both witnesses decide
     NOT_RUN = "not run"
 
 
