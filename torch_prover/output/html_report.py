@@ -18,7 +18,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from .batch_report import OP_STATUSES, disagreement_tally, tally_words
+from .batch_report import NOT_RUN, OP_STATUSES, disagreement_tally, tally_words
 from .body_text import body_summary
 from .html_versions import versions_card, versions_section
 from .report import numeric_line
@@ -165,9 +165,16 @@ def _param_table(rec: dict) -> str:
             f'<td>{_e(p.get("reason"))}{note}</td></tr>')
     if not rows:
         return ""
-    return ('<table class="params"><thead><tr><th>param</th><th>name</th><th>PyTorch tensor</th>'
-            '<th>evidence</th><th>schema tag</th><th>verdict</th><th>reason</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (f'<table class="params"><caption class="sr-only">{_e(rec.get("op"))} '
+            f'{_e(rec.get("case"))}: evidence and verdict per parameter</caption><thead><tr>'
+            + _heads("param", "name", "PyTorch tensor", "evidence", "schema tag", "verdict",
+                     "reason") + f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _heads(*names: str) -> str:
+    """A table's column headers, each a ``th scope="col"`` (a screen reader names the column
+    of every cell it reads)."""
+    return "".join(f'<th scope="col">{_e(n)}</th>' for n in names)
 
 
 def _ev(ev: Any) -> str:
@@ -264,7 +271,7 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
                         f"{extra}</div>" for k, v, extra in cards)
     return (f'<header><h1>torch_prover <span>differentiability proofs</span></h1>'
             f'<div class="meta">{" · ".join(m for m in meta if m)}</div>'
-            f'<nav>{nav}</nav>'
+            f'<nav aria-label="report sections">{nav}</nav>'
             f'<div class="cards">{card_html}</div>'
             f'<div class="statusbar"><div class="bar big">{sbar}</div>'
             f'<div class="legend">{slegend}</div></div></header>')
@@ -350,8 +357,9 @@ def _broken(cases: list[dict]) -> str:
         return ('<section id="broken"><h2>Failed and invalid cases</h2><p class="ok">Every case '
                 'ran and every tensor was attributed to one node input or output.</p></section>')
     return (f'<section id="broken"><h2>Failed and invalid cases <span class="count">{len(rows)}</span></h2>'
-            '<table class="broken"><thead><tr><th>op</th><th>case</th><th>status</th>'
-            f'<th>cause</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+            '<table class="broken"><caption class="sr-only">failed and invalid cases, with '
+            'their cause</caption><thead><tr>' + _heads("op", "case", "status", "cause")
+            + f'</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
 
 
 def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
@@ -383,7 +391,20 @@ def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
                f'<div class="chips">{chips}</div></td></tr>{more}</tbody>')
 
 
+def _not_run(names: list[str]) -> str:
+    """The ops this batch did not select (``--ops``), in one line: a 3-op report is not 200
+    rows saying "not selected"."""
+    if not names:
+        return ""
+    return (f'<p class="muted small" id="not-run">{_e(count(len(names), "op"))} not run in this '
+            f'batch (not selected): {_e(", ".join(names))}</p>')
+
+
 def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
+    skipped = [str(o.get("op")) for o in ops
+               if o.get("status") == NOT_RUN and not by_op.get(str(o.get("op")))]
+    summarised = set(skipped)
+    ops = [o for o in ops if str(o.get("op")) not in summarised]
     counts = Counter(str(o.get("status")) for o in ops)
     options = "".join(f'<option value="{_e(st)}">{_e(st)} ({counts[st]})</option>'
                       for st in _statuses(counts) if counts[st])
@@ -395,12 +416,17 @@ def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
     vlegend = "".join(f'<span class="lg"><i class="vdot-i v-{_slug(v)}"></i>{v}</span>' for v in VERDICTS)
     return (f'<section id="operators"><h2>Operators <span class="count" id="shown">{len(ops)} of {len(ops)}</span>'
             f'</h2><div class="controls"><input id="q" type="search" placeholder="Filter by op, '
-            f'case, parameter or reason…" autocomplete="off"><select id="st"><option value="">'
+            f'case, parameter or reason…" autocomplete="off" aria-label="filter the ops by op, '
+            f'case, parameter or reason"><select id="st" aria-label="show ops of this status">'
+            f'<option value="">'
             f'all statuses ({len(ops)})</option>{options}</select></div>'
             f'<div class="keys">{legend}<span class="sep"></span>{vlegend}</div>'
-            '<table class="ops"><thead><tr><th>op</th><th>status</th><th>gradient flow</th>'
-            f'<th>reason · verdicts</th></tr></thead>{"".join(_op_rows(ops, by_op))}'
-            '</table><p id="none" hidden>No op matches the filter.</p></section>')
+            '<table class="ops"><caption class="sr-only">every op of the report: its status, '
+            'gradient flow, reason and verdicts</caption><thead><tr>'
+            + _heads("op", "status", "gradient flow", "reason · verdicts")
+            + f'</tr></thead>{"".join(_op_rows(ops, by_op))}'
+            '</table><p id="none" hidden>No op matches the filter.</p>'
+            f'{_not_run(skipped)}</section>')
 
 
 def _by_type_records(ops: list[dict]) -> list[dict]:
