@@ -6,7 +6,7 @@ Where each piece comes from (none is vendored in the repository): Chromium -- De
 it is given the system's with ``executable_path``); Playwright -- ``pip install playwright``;
 axe-core -- ``npm install axe-core`` into a directory outside the repository, found by
 ``$TORCH_PROVER_AXE_JS`` (the path of its ``axe.min.js``) or at
-``~/.cache/torch-prover-ci/node_modules/axe-core/axe.min.js``, where ``.ci/run`` installs it.
+``${XDG_CACHE_HOME:-~/.cache}/torch-prover-ci/node_modules/axe-core/axe.min.js``, where ``.ci/run`` installs it.
 ``missing()`` says which is absent, so a test that cannot run says why.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ import shutil
 from pathlib import Path
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-AXE_DEFAULT = Path.home() / ".cache" / "torch-prover-ci" / "node_modules" / "axe-core" / "axe.min.js"
+AXE_DEFAULT = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torch-prover-ci"
+               / "node_modules" / "axe-core" / "axe.min.js")
 IMPACTS = ("critical", "serious", "moderate", "minor")
 
 
