@@ -233,18 +233,21 @@ class StageLine(Stages):
     """What ``run`` is doing, on a terminal: one line on stderr, redrawn at each stage and
     erased when the report starts (the first run waits seconds for the script's process to
     import torch; a silent wait looks like a hang). Elsewhere (a pipe, a CI log) it prints
-    nothing, so stderr holds the script's output and one-line errors only."""
+    nothing, so stderr holds the script's output and one-line errors only; so does
+    ``--quiet``. The line is cut to the width (``$COLUMNS`` first): a wrapped line cannot
+    be redrawn in place."""
 
-    def __init__(self, stream: TextIO):
+    def __init__(self, stream: TextIO, quiet: bool = False):
         self.stream = stream
         isatty = getattr(stream, "isatty", None)
-        self.tty = bool(isatty and isatty())
+        self.tty = not quiet and bool(isatty and isatty())
         self.shown = 0
 
     def __call__(self, line: str) -> None:
         if not self.tty:
             return
-        text = f"torch-prover run: {line}"
+        from ..batch.progress import stream_width
+        text = f"torch-prover run: {line}"[:stream_width(self.stream) - 1]   # never wraps
         self.stream.write("\r" + text.ljust(self.shown))
         self.shown = len(text)
         self.stream.flush()
@@ -263,7 +266,7 @@ def cmd_run(args) -> int:
     from ..output import report
     from ..errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE
     check_arguments(args.script, args.op, args.timeout)
-    say = StageLine(sys.stderr)
+    say = StageLine(sys.stderr, quiet=getattr(args, "quiet", False))
     say("starting the script's process (it imports torch and warms the exporter once)")
     prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
