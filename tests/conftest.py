@@ -23,6 +23,10 @@ from torch_prover.engine.prove import Proof, prove_case
 os.environ["COLUMNS"] = "100"
 os.environ.pop("LINES", None)
 
+# The kill tests' hook (output/commit.py: TORCH_PROVER_TEST_STOP_AT) is honoured only where
+# this is set too -- in the suite and the processes it starts, never in a user's shell.
+os.environ["TORCH_PROVER_TEST_HOOKS"] = "1"
+
 
 @pytest.fixture(autouse=True)
 def _json_contract(monkeypatch):

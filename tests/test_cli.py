@@ -2,6 +2,8 @@
 import dataclasses
 import json
 
+import pytest
+
 from torch_prover import cli
 from torch_prover.batch.progress import Progress
 import importlib
@@ -220,6 +222,53 @@ def test_progress_on_a_terminal_redraws_one_line_with_an_eta():
     assert all(len(f.rstrip("\n")) == 69 for f in frames)   # padded, never wider
     assert "2/4  4 s elapsed  ETA 4 s" in frames[2]
     assert frames[-1].startswith("[####################] 4/4  8 s elapsed  ETA 0 s")
+
+
+class _Tty:
+    """A stream that says it is a terminal (os.get_terminal_size cannot size it)."""
+
+    def __init__(self):
+        import io
+        self.buf = io.StringIO()
+        self.write, self.flush = self.buf.write, self.buf.flush
+
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("columns", ["40", "132"])
+def test_progress_honours_columns(monkeypatch, columns):
+    """Issue 42: the progress line is cut to ``$COLUMNS`` (it used to take the terminal's
+    width whatever COLUMNS said, and 100 where there is none); so is run's stage line."""
+    from torch_prover.pr.runner import StageLine
+    monkeypatch.setenv("COLUMNS", columns)
+    stream, clock = _Tty(), _Clock()
+    progress = Progress(stream, clock=clock)
+    for done in range(3):
+        clock.now += 1
+        progress(done, 2, "a_case_name_" * 20)
+    frames = stream.buf.getvalue().split("\r")[1:]
+    assert frames and all(len(f.rstrip("\n")) == int(columns) - 1 for f in frames)
+    stage = _Tty()
+    StageLine(stage)("proving " + "x" * 300)
+    assert len(stage.buf.getvalue()) == int(columns)   # "\r" and columns - 1 characters
+
+
+def test_quiet_prints_no_progress(tmp_path, capsys):
+    """``-q``: verify-all prints no progress line (it prints its first and last at least
+    off a terminal), and run's stage line is off even on a terminal."""
+    from torch_prover.pr.runner import StageLine
+    argv = ["verify-all", "--ops", "Relu", "--no-write", "--no-numeric", "--cache-dir",
+            str(tmp_path / "cache")]
+    assert cli.main(argv) == 0
+    assert "verify-all: 1/1 cases done" in capsys.readouterr().err
+    assert cli.main(argv + ["--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "cases done" not in err and "to prove" not in err, err
+    stage = _Tty()
+    StageLine(stage, quiet=True)("running the script")
+    assert stage.buf.getvalue() == ""
+    assert cli.build_parser().parse_args(["run", "s.py", "-q"]).quiet
 
 
 def test_prove_without_case_says_which_of_several_it_proved(tmp_path, capsys):

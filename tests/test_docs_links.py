@@ -56,3 +56,55 @@ def test_every_relative_link_resolves():
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert broken == []
+
+
+# ------------------------------------------------------------------- the page on PyPI
+PYPI_README = ROOT / "README.pypi.md"
+"""The long description (pyproject.toml's ``readme``): README.md with every relative link
+made absolute against the Source URL, since PyPI renders it away from the repository,
+where ``docs/safety.md`` resolves to nothing (issue 42: 26 such links). Written by the test
+below with ``TORCH_PROVER_UPDATE_DOCS=1`` (docs/performance.md, "Packaging": before a
+release)."""
+
+
+def _project() -> dict:
+    from torch_prover.compat import tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def _absolute(readme: str, source: str) -> str:
+    """``readme`` with each relative link (a file, or an anchor of the README itself)
+    pointing at that file in the repository's main branch."""
+    blob = source.rstrip("/") + "/blob/main/"
+
+    def one(m: re.Match) -> str:
+        target = m.group(1)
+        if re.match(r"^[a-z]+:", target):
+            return m.group(0)
+        return "](" + blob + (target if not target.startswith("#") else "README.md" + target) + ")"
+    header = ("<!-- Generated from README.md by tests/test_docs_links.py "
+              "(TORCH_PROVER_UPDATE_DOCS=1): edit README.md. -->\n")
+    return header + LINK.sub(one, readme)
+
+
+def test_the_package_says_where_it_lives():
+    """Source, Issues and Changelog URLs in the metadata, the Source one the base of the
+    long description's links."""
+    urls = _project()["urls"]
+    for key in ("Source", "Issues", "Changelog"):
+        assert re.match(r"^https://", urls.get(key, "")), key
+    assert urls["Issues"].startswith(urls["Source"])
+    assert urls["Changelog"].startswith(urls["Source"])
+
+
+def test_the_long_description_links_resolve_off_the_repository():
+    import os
+    project = _project()
+    assert project["readme"] == PYPI_README.name
+    want = _absolute((ROOT / "README.md").read_text(encoding="utf-8"), project["urls"]["Source"])
+    if os.environ.get("TORCH_PROVER_UPDATE_DOCS") == "1":
+        PYPI_README.write_text(want, encoding="utf-8")
+    assert PYPI_README.read_text(encoding="utf-8") == want, \
+        "README.pypi.md is stale: rerun this test with TORCH_PROVER_UPDATE_DOCS=1"
+    relative = [t for t in LINK.findall(want) if not re.match(r"^https://", t)]
+    assert relative == []

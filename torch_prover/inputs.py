@@ -42,6 +42,7 @@ class Bound(Enum):
     SCRIPT = (16 * 2 ** 20, "proof script")
     CPP = (16 * 2 ** 20, "C++ source file")
     RECORD = (16 * 2 ** 20, "proof record or cache entry")
+    POINTS = (256 * 2 ** 20, "store of ONNX's node tests")
     EVIDENCE = (2 ** 31, "model or test-data file")
     NODE_TEST = (64 * 2 ** 20, "node-test model or tensor file")
 
@@ -61,7 +62,8 @@ class InputError(UsageError):
 
     def __init__(self, path: str | os.PathLike, problem: str, what: str = ""):
         self.path, self.problem = os.fspath(path), problem
-        super().__init__(f"{what + ' ' if what else ''}{shown(path)}: {problem}")
+        named = " ".join(x for x in (what, shown(path)) if x) or "input"
+        super().__init__(f"{named}: {problem}")
 
 
 def shown(path: str | os.PathLike) -> str:
@@ -100,7 +102,10 @@ def read_bytes(path: str | os.PathLike, bound: Bound, what: str = "",
     """The bytes of ``path``, a regular file (after symlinks; ``follow=False``: a symlink is
     refused, as inside an evidence tree) of at most ``bound`` bytes; InputError otherwise,
     before anything is read. ``head``: only the first ``head`` bytes are read (and
-    returned), the file still held to ``bound``."""
+    returned), the file still held to ``bound``. An empty path is refused as one (every
+    command refuses an empty path; it is never "no file given")."""
+    if not os.fspath(path):   # not "no such file": an empty argument is a usage slip
+        raise InputError(path, "empty path", what)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)

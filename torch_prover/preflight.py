@@ -40,11 +40,19 @@ def _try_write(directory: Path, what: str, shown: Path) -> None:
                          f"({exc.strerror or type(exc).__name__})") from None
 
 
+def not_empty(path: str | os.PathLike, what: str) -> str:
+    """``path``, refused when empty or blank: ``''`` is never "not given" nor ``.`` (it used
+    to be both: ``fix-tags --report ''`` ran its own verify-all, ``check-evidence ''``
+    checked the current directory). UsageError, one line, before any work."""
+    if not str(path).strip():
+        raise UsageError(f"{what}: empty path")
+    return str(path)
+
+
 def writable_dir(path: str | os.PathLike, what: str) -> Path:
     """``path`` is, or can become, a directory we can write in."""
     p = Path(path)
-    if not str(path).strip():
-        raise UsageError(f"{what}: empty path")
+    not_empty(path, what)
     base = _nearest_existing(p.absolute())
     if not base.is_dir():
         raise UsageError(f"{what} {p}: {base} is not a directory")
@@ -71,8 +79,7 @@ def writable_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` is a regular file we can replace, or absent and creatable: never a symlink,
     a FIFO, a device or a directory (replacing one would destroy what it is)."""
     p = Path(path)
-    if not str(path).strip():
-        raise UsageError(f"{what}: empty path")
+    not_empty(path, what)
     try:
         mode = os.lstat(p).st_mode
     except FileNotFoundError:
@@ -293,8 +300,7 @@ def readable_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` is a regular file (after symlinks) we can open: a FIFO would block the
     read forever, a directory is not a file -- each said as what it is."""
     p = Path(path)
-    if not str(path).strip():
-        raise UsageError(f"{what}: empty path")
+    not_empty(path, what)
     try:
         mode = os.stat(p).st_mode
     except FileNotFoundError:

@@ -48,7 +48,7 @@ class Progress:
         elapsed = self._duration(now - self.first[0])
         eta = self._eta(now, done, total)
         if self.tty:
-            width = self.width or _stream_width(self.stream)
+            width = self.width or stream_width(self.stream)
             bar = 20
             filled = int(bar * done / max(total, 1))
             line = (f"[{'#' * filled}{'.' * (bar - filled)}] {done}/{total}  {elapsed} elapsed"
@@ -77,8 +77,16 @@ class Progress:
         self.stream.flush()
 
 
-def _stream_width(stream) -> int:
-    """Columns of the terminal ``stream`` writes to; 100 when that is not a terminal."""
+def stream_width(stream) -> int:
+    """Columns a progress line on ``stream`` may take: ``$COLUMNS`` when it is set (as
+    ``shutil.get_terminal_size`` reads it for stdout: a narrower log, a wider pane), else
+    the terminal ``stream`` writes to, else 100."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
     try:
         return os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, OSError, ValueError):

@@ -120,8 +120,9 @@ def select(ops_arg: str | None, shard: tuple[int, int] | None,
 
 
 def load_waivers(path: str | None) -> tuple[Any, ...]:
-    """``--waivers``: the file's waivers, checked against the catalogue (UsageError), or ()."""
-    if not path:
+    """``--waivers``: the file's waivers, checked against the catalogue (UsageError), or ()
+    (none given: ``--waivers ''`` is an empty path, refused)."""
+    if path is None:
         return ()
     from ..cases import all_cases
     from . import waivers as waivers_mod

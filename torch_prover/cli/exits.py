@@ -18,7 +18,8 @@ class StdoutError(OutputError):
 
 class Stdout:
     """``sys.stdout`` while a command runs: a write or flush that fails raises StdoutError
-    (an OSError there carries no file name); everything else is the stream's own."""
+    (an OSError there carries no file name); text the stream's encoding cannot carry is
+    escaped; everything else is the stream's own."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -28,9 +29,18 @@ class Stdout:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:   # PYTHONIOENCODING=ascii, a C locale: an em dash
+                return self._stream.write(self._encodable(text))
         except OSError as exc:
             raise self._named(exc) from None
+
+    def _encodable(self, text: str) -> str:
+        """``text`` as the stream's encoding can carry it: what it lacks written as Python
+        escapes (``\\u2014``), as Python's own stderr does -- never an internal error."""
+        encoding = getattr(self._stream, "encoding", None) or "utf-8"
+        return text.encode(encoding, "backslashreplace").decode(encoding)
 
     def flush(self) -> None:
         try:

@@ -27,6 +27,13 @@ def proof_options(parser: argparse.ArgumentParser, formats: tuple[str, ...],
     parser.add_argument("--format", choices=formats, default="text")
 
 
+def quiet_option(parser: argparse.ArgumentParser) -> None:
+    """``-q/--quiet`` on every command that prints progress (verify-all's progress line,
+    run's stage line): none is printed; warnings, notes and errors still are."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print no progress on stderr (warnings and errors still print)")
+
+
 def debug_after_command(sub: argparse._SubParsersAction) -> None:
     """``--debug`` on every command too: ``torch-prover run --debug`` works as ``--debug run``
     (the internal-error line says "rerun with --debug", wherever the user put it)."""

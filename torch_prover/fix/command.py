@@ -27,7 +27,7 @@ def _report(args: argparse.Namespace, cache_dir: Path) -> dict:
     """The verify-all report the patch is made from: ``--report``'s, rebuilt from its
     re-checked records (``batch/report_io.load_report``: one edited or forged row is exit
     2, naming it, before any planning), or a run made now."""
-    if args.report:
+    if args.report is not None:   # --report '' is refused as an empty path, not "no report"
         from ..batch.report_io import load_report
         return load_report(args.report, what="--report")
     from ..batch import verify

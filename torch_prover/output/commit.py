@@ -9,11 +9,14 @@ file alike) are built in one hidden scratch directory beside them,
 it, as ``output/scratch.py`` names fix-tags' copies), under ``new/<i>``. Then, holding an
 exclusive ``flock`` on the directory:
 
-1. the journal (``journal.json``: the final names, in order) is written and renamed into
-   the scratch directory -- from that rename on, the new set is committed;
-2. each final name in the journal's order: the old file or directory (if any) is renamed
-   to ``old/<i>``, then ``new/<i>`` to the final name (an entry with nothing staged is a
-   removal: only the first rename);
+1. the journal (``journal.json``: the final names, in order, the digest of what is at each
+   now and of what replaces it, and the directory's device and inode) is written and
+   renamed into the scratch directory -- from that rename on, the new set is committed;
+2. each final name in the journal's order: ``new/<i>`` and the old file or directory are
+   exchanged in one ``renameat2(RENAME_EXCHANGE)`` -- the name never stands empty, even
+   between a kill and the next command -- and the old one is moved to ``old/<i>`` (an
+   entry with nothing staged is a removal: the old one is moved there alone; where the
+   filesystem has no exchange, two renames);
 3. the journal is removed (the commit is done), then the scratch directory with the old
    files.
 
@@ -24,19 +27,26 @@ committing into one directory cannot drop each other's entries, and it is commit
 the files it lists (``ownership``: what makes such a file ours to replace next time).
 
 A kill before step 1 leaves the old set and a scratch directory without a journal; after
-it, a journal that ``recover`` (run by the next command writing there, before its checks:
-``preflight.outputs_checked``) plays forward -- each step is skipped once done, so playing
-it again is harmless -- and the new set is whole. Only scratch directories with exactly
-that name, owned by this user, not symlinks, whose process is gone are touched; a live
+it, each name holds its old file or its new one, and a journal that ``recover`` (run by
+the next command writing there, before its checks: ``preflight.outputs_checked``) plays
+forward -- an entry whose name already holds the new file is skipped, so playing it again
+is harmless -- and the new set is whole. A name is moved only while it still holds what
+the journal recorded (the old file, by digest): one that holds anything else -- the report
+you edited after the kill -- stops the replay before anything moves, naming it. A journal
+made on another boot or in another directory (a restored CI cache, a copied tree) is never
+replayed: it stops the command the same way. Only scratch directories with exactly that
+name, owned by this user, not symlinks, whose process is gone are touched; a live
 command's is left alone, and the lock keeps two commits in one directory apart.
 
 ``TORCH_PROVER_TEST_STOP_AT=<step>`` makes a process stop itself (SIGSTOP) at a named step
 (``staged``, ``journal``, ``moved:<name>``, ``placed:<name>``, ``committed``), so a test
-can kill it there with -9 deterministically (tests/test_reliability_commit.py).
+can kill it there with -9 deterministically (tests/test_reliability_commit.py) -- when
+``TORCH_PROVER_TEST_HOOKS=1`` is set as well, which only tests/conftest.py does.
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
@@ -44,20 +54,27 @@ import os
 import shutil
 import signal
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .ownership import OUTPUTS, Holds, entry, outputs_text, read_outputs
-from .scratch import leftovers, process_prefix
+from ..errors import OutputError
+from ..inputs import Bound, InputError, read_bytes
+from .ownership import OUTPUTS, Holds, digest, entry, outputs_text, read_outputs
+from .scratch import boot_id, leftovers, process_prefix, scratch_boot
 
 PURPOSE = "commit"
 JOURNAL = "journal.json"
+JOURNAL_FORMAT = 2
 STOP_AT = "TORCH_PROVER_TEST_STOP_AT"
+TEST_HOOKS = "TORCH_PROVER_TEST_HOOKS"
 
 
 def _step(name: str) -> None:
-    """The test hook (module docstring): stop here when asked to."""
-    if os.environ.get(STOP_AT) == name:
+    """The test hook (module docstring): stop here when asked to -- only in a process whose
+    environment also holds ``TEST_HOOKS=1``, which tests/conftest.py alone sets: a
+    ``TORCH_PROVER_TEST_STOP_AT`` left in a shell or a CI job stops nothing."""
+    if os.environ.get(STOP_AT) == name and os.environ.get(TEST_HOOKS) == "1":
         os.kill(os.getpid(), signal.SIGSTOP)
 
 
@@ -78,42 +95,151 @@ def _locked(parent: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _play(parent: Path, scratch: Path, names: list[str]) -> None:
-    """Step 2 for every journal entry, each skipped once done (so a replay is harmless)."""
-    for i, name in enumerate(names):
-        try:
-            _play_one(parent / name, scratch, i)
-        except OSError as exc:   # name the output, never the scratch directory
-            raise OSError(exc.errno, exc.strerror or type(exc).__name__,
-                          str(parent / name)) from exc
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
 
 
-def _play_one(final: Path, scratch: Path, i: int) -> None:
-    name, new, old = final.name, scratch / "new" / str(i), scratch / "old" / str(i)
-    if os.path.lexists(new):
-        if os.path.lexists(final):
-            os.rename(final, old)
-            _step(f"moved:{name}")
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing entries (files or directories) atomically -- Linux
+    ``renameat2(RENAME_EXCHANGE)``: a reader of either name sees one or the other, never
+    nothing. False where the kernel or the filesystem lacks it (nothing was done)."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap(new: Path, final: Path, old: Path) -> None:
+    """``new`` into ``final``'s place and the old ``final`` into ``old``: one exchange (the
+    name is never absent), or two renames where there is none."""
+    if exchange(new, final):
+        _step(f"placed:{final.name}")
+        os.rename(new, old)
+        _step(f"moved:{final.name}")
+    else:
+        os.rename(final, old)
+        _step(f"moved:{final.name}")
         os.rename(new, final)
-        _step(f"placed:{name}")
-    elif not (scratch / "staged" / str(i)).exists() and not os.path.lexists(old) and \
-            os.path.lexists(final):
-        os.rename(final, old)   # a removal
-        _step(f"placed:{name}")
+        _step(f"placed:{final.name}")
 
 
-def _undo(parent: Path, scratch: Path, names: list[str]) -> None:
-    """A live commit whose step 2 failed: each entry undone in reverse (a placed file back
-    to ``new/<i>``, the old one back in place), then the journal removed, so the old set
-    stands and ``__exit__`` removes the scratch directory."""
-    for i in reversed(range(len(names))):
-        final, new, old = parent / names[i], scratch / "new" / str(i), scratch / "old" / str(i)
-        if (scratch / "staged" / str(i)).exists() and not os.path.lexists(new) and \
-                os.path.lexists(final):
+ABSENT = "absent"
+UNLISTABLE = "not a file or directory torch-prover writes"
+
+
+def state(path: Path) -> str:
+    """What is at ``path`` now, as a journal records it: absent, the sha256 of a file or a
+    tree (``ownership.digest``), or anything else (a symlink, a FIFO)."""
+    if not os.path.lexists(path):
+        return ABSENT
+    return digest(path) or UNLISTABLE
+
+
+@dataclass(frozen=True)
+class Journal:
+    """What a commit recorded before its first move: each final name, what was there
+    (``old``) and what it places there (``new``; None: a removal), and the directory it was
+    made in (device, inode): a scratch directory copied elsewhere is not this one's."""
+
+    names: tuple[str, ...]
+    old: tuple[str, ...]
+    new: tuple[str | None, ...]
+    parent: tuple[int, int]
+
+    def text(self) -> str:
+        return json.dumps({"format": JOURNAL_FORMAT, "names": list(self.names),
+                           "old": list(self.old), "new": list(self.new),
+                           "parent": list(self.parent)})
+
+
+def _parent_id(parent: Path) -> tuple[int, int]:
+    st = os.stat(parent)
+    return st.st_dev, st.st_ino
+
+
+def _journal(scratch: Path) -> Journal | None:
+    """The journal of ``scratch`` (None: not one this module writes, or unreadable)."""
+    try:
+        doc = json.loads(read_bytes(scratch / JOURNAL, Bound.RECORD, follow=False))
+        j = Journal(tuple(doc["names"]), tuple(doc["old"]), tuple(doc["new"]),
+                    tuple(doc["parent"]))
+    except (InputError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    ok = doc.get("format") == JOURNAL_FORMAT and len(j.names) == len(j.old) == len(j.new) \
+        and len(j.parent) == 2 and all(isinstance(x, int) for x in j.parent) and all(
+            isinstance(n, str) and n and "/" not in n and "\0" not in n and n not in (".", "..")
+            for n in j.names) and all(isinstance(x, str) for x in j.old) and all(
+            x is None or isinstance(x, str) for x in j.new)
+    return j if ok else None
+
+
+def _play(parent: Path, scratch: Path, journal: Journal) -> None:
+    """Step 2 for every journal entry (a live commit: nothing moved yet)."""
+    for i, name in enumerate(journal.names):
+        final, new, old = parent / name, scratch / "new" / str(i), scratch / "old" / str(i)
+        try:
+            if journal.new[i] is None:
+                if os.path.lexists(final):   # a removal
+                    os.rename(final, old)
+                _step(f"placed:{name}")
+            elif os.path.lexists(final):
+                _swap(new, final, old)
+            else:
+                os.rename(new, final)
+                _step(f"placed:{name}")
+        except OSError as exc:   # name the output, never the scratch directory
+            raise OSError(exc.errno, exc.strerror or type(exc).__name__, str(final)) from exc
+
+
+def _undo(parent: Path, scratch: Path, journal: Journal) -> None:
+    """A live commit whose step 2 failed: each entry undone in reverse (the placed file
+    back to ``new/<i>``, the old one back in place), then the journal removed, so the old
+    set stands and ``__exit__`` removes the scratch directory."""
+    for i in reversed(range(len(journal.names))):
+        final, new, old = (parent / journal.names[i], scratch / "new" / str(i),
+                           scratch / "old" / str(i))
+        if os.path.lexists(new) and os.path.lexists(final) and journal.new[i] is not None \
+                and not os.path.lexists(old) and journal.old[i] != ABSENT:
+            if state(new) != journal.new[i]:   # exchanged, not yet moved aside
+                os.rename(new, old)
+        if journal.new[i] is not None and not os.path.lexists(new) and os.path.lexists(final):
             os.rename(final, new)
         if os.path.lexists(old) and not os.path.lexists(final):
             os.rename(old, final)
     (scratch / JOURNAL).unlink()
+
+
+def _replay(parent: Path, scratch: Path, journal: Journal) -> None:
+    """A dead process's journal played forward -- only where each final name still holds
+    what the journal recorded there (the old file, or the new one already placed); one that
+    holds anything else (you edited the report you saw after the kill) stops the replay
+    before anything moves, naming it (OutputError): nothing of yours is replaced."""
+    for i, name in enumerate(journal.names):
+        now = state(parent / name)
+        moved_aside = now == ABSENT and os.path.lexists(scratch / "old" / str(i))
+        if now not in (journal.old[i], journal.new[i] or ABSENT) and not moved_aside:
+            raise OutputError(
+                f"{parent / name}: changed since a killed torch-prover run recorded it in "
+                f"{scratch} (its unfinished commit of {', '.join(journal.names)}); nothing is "
+                "replayed over it: keep what you need of that directory (new/: what the run "
+                "wrote) and remove it")
+    for i, name in enumerate(journal.names):
+        final, new, old = parent / name, scratch / "new" / str(i), scratch / "old" / str(i)
+        now = state(final)
+        if now == (journal.new[i] or ABSENT):
+            continue   # placed (or removed) before the kill
+        if journal.new[i] is None:
+            os.rename(final, old)
+        elif now == ABSENT:
+            os.rename(new, final)
+        else:
+            _swap(new, final, old)
 
 
 def _done(scratch: Path) -> None:
@@ -124,31 +250,40 @@ def _done(scratch: Path) -> None:
     shutil.rmtree(scratch)
 
 
-def _journal(scratch: Path) -> list[str] | None:
-    """The journal's names (None: no journal, or not one this module writes)."""
-    try:
-        names = json.loads((scratch / JOURNAL).read_text(encoding="utf-8"))["names"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    ok = isinstance(names, list) and all(
-        isinstance(n, str) and n and "/" not in n and "\0" not in n and n not in (".", "..")
-        for n in names)
-    return names if ok else None
+def _foreign(parent: Path, scratch: Path, journal: Journal | None) -> str | None:
+    """Why a dead commit's scratch directory is not this directory's to replay (None: it
+    is): made on another boot (a CI cache, a copied tree), or in another directory, or its
+    journal is not one this torch-prover can check."""
+    if journal is None:
+        return "its journal is not one this torch-prover writes"
+    if scratch_boot(scratch) != boot_id():
+        return "it was made on another boot (a restored cache, a copied tree)"
+    if tuple(journal.parent) != _parent_id(parent):
+        return "it was made in another directory (a copied tree)"
+    return None
 
 
 def recover(parent: str | os.PathLike) -> list[Path]:
-    """Finish or undo the commits in ``parent`` whose process is gone (module docstring);
-    returns the scratch directories removed. A directory that does not exist or cannot be
-    read has nothing to recover."""
+    """Finish the commits in ``parent`` whose process is gone (module docstring); returns
+    the scratch directories removed. One without a journal is removed (nothing was moved);
+    one whose journal is foreign (``_foreign``) or no longer matches what is there
+    (``_replay``) stops with an OutputError naming it, everything left as it is. A directory
+    that does not exist or cannot be read has nothing to recover."""
     parent = Path(parent)
     dead = leftovers(PURPOSE, parent, hidden=True)
     if not dead:
         return []
     with _locked(parent):
         for scratch in dead:
-            names = _journal(scratch)
-            if names is not None:
-                _play(parent, scratch, names)
+            if os.path.lexists(scratch / JOURNAL):
+                journal = _journal(scratch)
+                why = _foreign(parent, scratch, journal)
+                if why is not None:
+                    raise OutputError(
+                        f"{scratch}: an unfinished torch-prover commit that is not replayed "
+                        f"here: {why}; keep what you need of it (new/: what that run wrote, "
+                        "old/: what it had moved aside) and remove it")
+                _replay(parent, scratch, journal)
             _done(scratch)
     return dead
 
@@ -244,14 +379,20 @@ class Commit:
         with _locked(self.parent):
             if self.owned:
                 self._list_owned()
+            staged = self.scratch / "staged"
+            journal = Journal(
+                tuple(self.names), tuple(state(self.parent / n) for n in self.names),
+                tuple(state(self.scratch / "new" / str(i)) if (staged / str(i)).exists()
+                      else None for i in range(len(self.names))),
+                _parent_id(self.parent))
             tmp = self.scratch / (JOURNAL + ".tmp")
-            tmp.write_text(json.dumps({"names": self.names}), encoding="utf-8")
+            tmp.write_text(journal.text(), encoding="utf-8")
             os.rename(tmp, self.scratch / JOURNAL)
             _step("journal")
             try:
-                _play(self.parent, self.scratch, self.names)
+                _play(self.parent, self.scratch, journal)
             except OSError:   # alive (a full disk): put the old set back, commit nothing
-                _undo(self.parent, self.scratch, self.names)
+                _undo(self.parent, self.scratch, journal)
                 raise
             _done(self.scratch)
 

@@ -34,8 +34,6 @@ Reproducible on any machine: a rewrite that changes nothing keeps the files on d
 """
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
 import re
@@ -192,25 +190,6 @@ def evidence_digests(d: Path) -> dict[str, str]:
     return found
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two directories atomically (Linux renameat2); False where unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
 def replace_dir(new: Path, final: Path) -> None:
     """Put directory ``new`` in place of ``final`` (provably ours: the caller checked)."""
     _replace_dir(new, final)
@@ -218,7 +197,8 @@ def replace_dir(new: Path, final: Path) -> None:
 
 def _replace_dir(new: Path, final: Path) -> None:
     """Put ``new`` in place of ``final`` (ours): one atomic exchange, or two renames."""
-    if _exchange(new, final):
+    from .commit import exchange
+    if exchange(new, final):
         shutil.rmtree(new)        # now holds the old evidence
         return
     old = final.with_name(f".{final.name}{_TMP_TAG}old-{new.name.rsplit('-', 1)[-1]}")

@@ -6,135 +6,29 @@ a decision first (disagreements, then broken cases), and let the reader find any
 quickly (text + status filters). A pure function of the batch report dict (docs/design.md
 §3.2), like ``batch_report``'s renderings; every string from the report is data, escaped.
 
-Each covered op gets a small diagram: the op as a box, inputs on the left, outputs on
-the right; an arrow's style says what the evidence was (solid blue: a gradient flows;
+Each covered op gets a small diagram (``html_diagram``): the op as a box, inputs on the
+left, outputs on the right; an arrow's style says what the evidence was (solid blue: a gradient flows;
 amber: gradient identically zero; grey dashes: integer / no-grad / detached; dots:
 constant or absent) and the dot by its label is the verdict's colour.
 """
 from __future__ import annotations
 
-import html
-import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from .batch_report import OP_STATUSES, disagreement_tally, tally_words
+from .batch_report import NOT_RUN, OP_STATUSES, disagreement_tally, tally_words
 from .body_text import body_summary
+from .html_diagram import EVIDENCE_STYLE, VERDICTS, diagram_svg, merge
+from .html_diagram import e as _e, slug as _slug
 from .html_versions import versions_card, versions_section
 from .report import numeric_line
 from .units import UNITS, count
 from .run_totals import cache_words, stated, totals
 
-VERDICTS = ("disagree", "inconclusive", "proposed", "agree")
-# evidence -> (stroke colour, dash pattern, width, legend text)
-EVIDENCE_STYLE = {
-    "grad": ("#2563eb", "", 2.6, "gradient flows"),
-    "zero-grad": ("#d97706", "7 3 2 3", 2.2, "gradient identically zero"),
-    "no-grad": ("#64748b", "6 4", 1.6, "no gradient (autograd refuses / None)"),
-    "integer": ("#64748b", "6 4", 1.6, "integer / bool: cannot carry one"),
-    "detached": ("#64748b", "6 4", 1.6, "output detached from the inputs"),
-    "constant": ("#94a3b8", "1.5 3.5", 1.8, "constant folded into the graph"),
-    "absent": ("#cbd5e1", "1.5 4", 1.4, "not given in this case"),
-    "ambiguous": ("#dc2626", "2 3", 1.6, "ambiguous attribution"),
-    "untracked": ("#94a3b8", "2 3", 1.4, "not tracked"),
-    "by type": ("#64748b", "6 4", 1.6, "no case: the schema's types decide (non-differentiable)"),
-}
-# strongest evidence wins when an op's cases are merged into one diagram
-_EVIDENCE_RANK = ("grad", "zero-grad", "no-grad", "integer", "by type", "detached", "constant",
-                  "ambiguous", "untracked", "absent")
-
-
-def _e(x: Any) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
-
-
-def _slug(value: Any) -> str:
-    """``value`` as the tail of a CSS class name: ``not run`` -> ``not-run``; anything
-    outside [a-z0-9_-] becomes ``-``, so a class attribute never splits or breaks."""
-    return re.sub(r"[^a-z0-9_-]+", "-", str(value).lower()).strip("-") or "none"
-
 
 def _statuses(present: Iterable[Any]) -> list[str]:
     """OP_STATUSES, then any other status the report holds (tolerated, listed last)."""
     return list(OP_STATUSES) + sorted({str(s) for s in present} - set(OP_STATUSES))
-
-
-def _short(s: str, n: int) -> str:
-    return s if len(s) <= n else s[:n - 1] + "…"
-
-
-# ----------------------------------------------------------------------------- diagram
-def _merge(records: list[dict]) -> list[dict]:
-    """One entry per (io, index) over an op's cases: the strongest evidence, the worst verdict."""
-    best: dict[tuple[str, int], dict] = {}
-    for rec in records:
-        for p in rec.get("parameters") or ():
-            key = (p.get("io", "input"), int(p.get("index", 0)))
-            cur = best.get(key)
-            if cur is None:
-                best[key] = dict(p)
-                continue
-            if _rank(p.get("evidence"), _EVIDENCE_RANK) < _rank(cur.get("evidence"), _EVIDENCE_RANK):
-                cur.update(evidence=p.get("evidence"), source=p.get("source"))
-            if _rank(p.get("verdict"), VERDICTS) < _rank(cur.get("verdict"), VERDICTS):
-                cur.update(verdict=p.get("verdict"), reason=p.get("reason"), tag=p.get("tag"))
-    return [best[k] for k in sorted(best)]
-
-
-def _rank(value: Any, order: tuple[str, ...]) -> int:
-    return order.index(value) if value in order else len(order)
-
-
-def diagram_svg(op: str, params: list[dict]) -> str:
-    """Inline SVG: op box, one arrow per input (left) and output (right)."""
-    ins = [dict(p) for p in params if p.get("io") == "input"]
-    outs = [dict(p) for p in params if p.get("io") == "output"]
-    for side in (ins, outs):  # variadic entries share a name: number them
-        names = Counter(p.get("name") for p in side)
-        for p in side:
-            p["_label"] = (f"{p.get('name')}[{p.get('index')}]" if names[p.get("name")] > 1
-                           else str(p.get("name")))
-    row, arrow, pad = 34, 128, 8
-    box_w = max(96, 8 * len(op) + 28)
-    n = max(len(ins), len(outs), 1)
-    h = n * row + 2 * pad
-    x0, x1 = pad + arrow, pad + arrow + box_w
-    w = x1 + arrow + pad
-    parts = [f'<svg class="flow" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-             f'aria-label="{_e(op)} inputs and outputs">',
-             f'<rect x="{x0}" y="{pad / 2}" width="{box_w}" height="{h - pad}" rx="9" '
-             f'class="opbox"/>',
-             f'<text x="{(x0 + x1) / 2}" y="{h / 2 + 4.5}" class="opname" '
-             f'text-anchor="middle">{_e(op)}</text>']
-    for side, xa, xb in ((ins, pad, x0), (outs, x1, w - pad)):
-        step = (h - pad) / max(len(side), 1)
-        for i, p in enumerate(side):
-            y = pad / 2 + step * (i + 0.5)
-            parts.append(_arrow(p, xa, xb, y))
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _arrow(p: dict, xa: float, xb: float, y: float) -> str:
-    ev = p.get("evidence") or "absent"
-    colour, dash, width, meaning = EVIDENCE_STYLE.get(ev, EVIDENCE_STYLE["untracked"])
-    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-    tip = (f"{p.get('io')} {p.get('index')} {p.get('name')} ← {p.get('source')}\n"
-           f"evidence: {ev} ({meaning})\ntag: {p.get('tag')}\nverdict: {p.get('verdict')}\n"
-           f"{p.get('reason') or ''}")
-    verdict = p.get("verdict") or "inconclusive"
-    faded = " faded" if ev == "absent" else ""
-    source = p.get("source") or ""
-    return (f'<g class="arrow ev-{_slug(ev)}"><title>{_e(tip)}</title>'
-            f'<line x1="{xa}" y1="{y:.1f}" x2="{xb - 7}" y2="{y:.1f}" stroke="{colour}" '
-            f'stroke-width="{width}"{dash_attr} stroke-linecap="round"/>'
-            f'<path d="M{xb - 8} {y - 4.5:.1f} L{xb} {y:.1f} L{xb - 8} {y + 4.5:.1f} z" '
-            f'fill="{colour}"/>'
-            f'<circle cx="{xa + 5}" cy="{y - 9:.1f}" r="3.6" class="vdot v-{_slug(verdict)}"/>'
-            f'<text x="{xa + 13}" y="{y - 5.5:.1f}" class="pname{faded}">'
-            f'{_e(_short(p["_label"], 16))}</text>'
-            f'<text x="{xa + 2}" y="{y + 13:.1f}" class="psrc{faded}">{_e(_short(source, 21))}</text>'
-            f"</g>")
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -165,9 +59,16 @@ def _param_table(rec: dict) -> str:
             f'<td>{_e(p.get("reason"))}{note}</td></tr>')
     if not rows:
         return ""
-    return ('<table class="params"><thead><tr><th>param</th><th>name</th><th>PyTorch tensor</th>'
-            '<th>evidence</th><th>schema tag</th><th>verdict</th><th>reason</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (f'<table class="params"><caption class="sr-only">{_e(rec.get("op"))} '
+            f'{_e(rec.get("case"))}: evidence and verdict per parameter</caption><thead><tr>'
+            + _heads("param", "name", "PyTorch tensor", "evidence", "schema tag", "verdict",
+                     "reason") + f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _heads(*names: str) -> str:
+    """A table's column headers, each a ``th scope="col"`` (a screen reader names the column
+    of every cell it reads)."""
+    return "".join(f'<th scope="col">{_e(n)}</th>' for n in names)
 
 
 def _ev(ev: Any) -> str:
@@ -264,7 +165,7 @@ def _header(report: dict, cases: list[dict], ops: list[dict]) -> str:
                         f"{extra}</div>" for k, v, extra in cards)
     return (f'<header><h1>torch_prover <span>differentiability proofs</span></h1>'
             f'<div class="meta">{" · ".join(m for m in meta if m)}</div>'
-            f'<nav>{nav}</nav>'
+            f'<nav aria-label="report sections">{nav}</nav>'
             f'<div class="cards">{card_html}</div>'
             f'<div class="statusbar"><div class="bar big">{sbar}</div>'
             f'<div class="legend">{slegend}</div></div></header>')
@@ -350,8 +251,9 @@ def _broken(cases: list[dict]) -> str:
         return ('<section id="broken"><h2>Failed and invalid cases</h2><p class="ok">Every case '
                 'ran and every tensor was attributed to one node input or output.</p></section>')
     return (f'<section id="broken"><h2>Failed and invalid cases <span class="count">{len(rows)}</span></h2>'
-            '<table class="broken"><thead><tr><th>op</th><th>case</th><th>status</th>'
-            f'<th>cause</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+            '<table class="broken"><caption class="sr-only">failed and invalid cases, with '
+            'their cause</caption><thead><tr>' + _heads("op", "case", "status", "cause")
+            + f'</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
 
 
 def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
@@ -361,7 +263,7 @@ def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
         recs = by_op.get(op, [])
         counts = Counter(p.get("verdict") for r in recs for p in r.get("parameters") or ())
         chips = "".join(_verdict_chip(v, counts[v]) for v in VERDICTS if counts[v])
-        merged = _merge(recs)
+        merged = merge(recs)
         flow = diagram_svg(op, merged) if merged else ""
         case_names = " ".join(
             f'<span class="casename c-{_slug(_case_status(str(r.get("status"))))}">{_e(r.get("case"))}</span>'
@@ -383,7 +285,20 @@ def _op_rows(ops: list[dict], by_op: dict[str, list[dict]]) -> Iterable[str]:
                f'<div class="chips">{chips}</div></td></tr>{more}</tbody>')
 
 
+def _not_run(names: list[str]) -> str:
+    """The ops this batch did not select (``--ops``), in one line: a 3-op report is not 200
+    rows saying "not selected"."""
+    if not names:
+        return ""
+    return (f'<p class="muted small" id="not-run">{_e(count(len(names), "op"))} not run in this '
+            f'batch (not selected): {_e(", ".join(names))}</p>')
+
+
 def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
+    skipped = [str(o.get("op")) for o in ops
+               if o.get("status") == NOT_RUN and not by_op.get(str(o.get("op")))]
+    summarised = set(skipped)
+    ops = [o for o in ops if str(o.get("op")) not in summarised]
     counts = Counter(str(o.get("status")) for o in ops)
     options = "".join(f'<option value="{_e(st)}">{_e(st)} ({counts[st]})</option>'
                       for st in _statuses(counts) if counts[st])
@@ -395,12 +310,17 @@ def _op_table(ops: list[dict], by_op: dict[str, list[dict]]) -> str:
     vlegend = "".join(f'<span class="lg"><i class="vdot-i v-{_slug(v)}"></i>{v}</span>' for v in VERDICTS)
     return (f'<section id="operators"><h2>Operators <span class="count" id="shown">{len(ops)} of {len(ops)}</span>'
             f'</h2><div class="controls"><input id="q" type="search" placeholder="Filter by op, '
-            f'case, parameter or reason…" autocomplete="off"><select id="st"><option value="">'
+            f'case, parameter or reason…" autocomplete="off" aria-label="filter the ops by op, '
+            f'case, parameter or reason"><select id="st" aria-label="show ops of this status">'
+            f'<option value="">'
             f'all statuses ({len(ops)})</option>{options}</select></div>'
             f'<div class="keys">{legend}<span class="sep"></span>{vlegend}</div>'
-            '<table class="ops"><thead><tr><th>op</th><th>status</th><th>gradient flow</th>'
-            f'<th>reason · verdicts</th></tr></thead>{"".join(_op_rows(ops, by_op))}'
-            '</table><p id="none" hidden>No op matches the filter.</p></section>')
+            '<table class="ops"><caption class="sr-only">every op of the report: its status, '
+            'gradient flow, reason and verdicts</caption><thead><tr>'
+            + _heads("op", "status", "gradient flow", "reason · verdicts")
+            + f'</tr></thead>{"".join(_op_rows(ops, by_op))}'
+            '</table><p id="none" hidden>No op matches the filter.</p>'
+            f'{_not_run(skipped)}</section>')
 
 
 def _by_type_records(ops: list[dict]) -> list[dict]:

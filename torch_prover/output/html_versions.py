@@ -79,17 +79,19 @@ def legend() -> str:
 def _op_table(o: dict[str, Any]) -> str:
     op = str(o["op"])
     versions, rows = grid(o)
-    head = "".join(f"<th>{_e(v)}</th>" for v in versions)
+    head = "".join(f'<th scope="col">{_e(v)}</th>' for v in versions)
     body = []
     for label, cells in rows:
         tds = "".join(f'<td class="{cell_class(c)}" title="{_e(_title(op, v, label, c))}">'
                       f"{_e(c.shown)}</td>" for v, c in zip(versions, cells))
-        body.append(f'<tr><th class="mono">{_e(label)}</th>{tds}</tr>')
+        body.append(f'<tr><th scope="row" class="mono">{_e(label)}</th>{tds}</tr>')
     notes = version_notes(o)
     note_html = ('<ul class="vnotes">' + "".join(f"<li>{_e(n.strip())}</li>" for n in notes)
                  + "</ul>") if notes else ""
     return (f'<article class="vop" id="v-{_e(op)}"><h3><a href="#op-{_e(op)}">{_e(op)}</a></h3>'
-            f'<table class="vtable"><thead><tr><th>parameter</th>{head}</tr></thead>'
+            f'<table class="vtable"><caption class="sr-only">{_e(op)}: each parameter\'s '
+            f'verdict at each schema version</caption><thead><tr><th scope="col">parameter'
+            f'</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>{note_html}</article>')
 
 
@@ -103,7 +105,8 @@ def versions_section(section: dict[str, Any]) -> str:
     return (f'<section id="versions"><h2>Schema versions <span class="count">'
             f'{_e(section["selection"])}: {len(shown)} ops with something to look at</span></h2>'
             '<ul class="vsummary">' + "".join(f"<li>{_e(x)}</li>" for x in summary_lines(section))
-            + f"</ul>{legend()}<nav class=\"vjump\">{jump}</nav>{rest}"
+            + f'</ul>{legend()}<nav class="vjump" aria-label="ops in the schema versions table">'
+            f"{jump}</nav>{rest}"
             f'<div class="vops">{"".join(_op_table(o) for o in shown)}</div></section>')
 
 

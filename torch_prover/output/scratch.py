@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 
-def _boot_id() -> str:
+def boot_id() -> str:
+    """This boot's id (its first 8 hex digits), as scratch directory names carry it."""
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
     except OSError:
@@ -43,7 +44,7 @@ def process_prefix(purpose: str, hidden: bool = False) -> str:
     ``tempfile.mkdtemp`` prefix: a random tail follows); ``hidden``: led by a dot, for one
     made beside a user's outputs (``output/commit.py``)."""
     pid = os.getpid()
-    return f"{'.' if hidden else ''}torch-prover-{purpose}.{_boot_id()}.{pid}.{start_time(pid)}."
+    return f"{'.' if hidden else ''}torch-prover-{purpose}.{boot_id()}.{pid}.{start_time(pid)}."
 
 
 def _pattern(purpose: str, hidden: bool) -> re.Pattern[str]:
@@ -52,10 +53,16 @@ def _pattern(purpose: str, hidden: bool) -> re.Pattern[str]:
                       r"\.\w+$")
 
 
+def scratch_boot(path: Path) -> str | None:
+    """The boot a scratch directory's name says it was made on (None: not such a name)."""
+    m = re.match(r"^\.?torch-prover-[\w-]+\.([0-9a-f]{8})\.", Path(path).name)
+    return m.group(1) if m else None
+
+
 def leftovers(purpose: str, root: Path | None = None, hidden: bool = False) -> list[Path]:
     """Scratch directories of ``purpose`` whose process is gone: ours to remove."""
     root = Path(root or tempfile.gettempdir())
-    pattern, boot, uid = _pattern(purpose, hidden), _boot_id(), os.getuid()
+    pattern, boot, uid = _pattern(purpose, hidden), boot_id(), os.getuid()
     out = []
     try:
         entries = list(os.scandir(root))

@@ -65,8 +65,9 @@ def check_arguments(script: str | os.PathLike, op: str | None, timeout: float
                     ) -> tuple[Path, str | None]:
     """(script path, canonical op): checked before anything runs (UsageError /
     UnknownOpError, one line, exit 2)."""
+    from ..preflight import not_empty
     from ..tags.schema import canonical_op
-    path = Path(script)
+    path = Path(not_empty(script, "SCRIPT"))
     if not path.exists():
         raise _usage(f"no such script: {path}")
     if not path.is_file():
@@ -223,18 +224,24 @@ def _target_nodes(prep: Any, node: int | None) -> list[int | None]:
 def file_changed(info) -> str | None:
     """Whether the file the script exported to still holds what the exporter wrote, read
     here once the script's process has ended: a script that overwrote or deleted it
-    afterwards leaves a file that is not the proved model (None: unchanged, or no file)."""
+    afterwards leaves a file that is not the proved model (None: unchanged, or no file).
+    Read through the one bounded reader (``inputs.read_bytes``: an evidence file, at most
+    protobuf's 2 GiB): a script that leaves a FIFO or a symlink to ``/dev/zero`` there is
+    told, not read -- ``--timeout`` no longer applies once its process has ended."""
     import hashlib
+
+    from ..inputs import Bound, InputError, read_bytes
     if not info.target or not info.file_sha256:
         return None
     shown = Path(info.target).name
-    try:
-        now = hashlib.sha256(Path(info.target).read_bytes()).hexdigest()
-    except FileNotFoundError:
+    if not os.path.lexists(info.target):
         return (f"the script removed {shown} after exporting it; the proof is of the model "
                 "the exporter produced")
-    except OSError as exc:
-        return f"{shown} cannot be read back ({exc.strerror}); the proof is of the exported model"
+    try:
+        now = hashlib.sha256(read_bytes(info.target, Bound.EVIDENCE)).hexdigest()
+    except InputError as exc:
+        return (f"{shown} cannot be read back ({exc.problem}); the proof is of the model the "
+                "exporter produced, not of the file on disk")
     if now != info.file_sha256:
         return (f"the script replaced {shown} after exporting it (sha256 {now[:12]} now, "
                 f"{info.file_sha256[:12]} exported); the proof is of the model the exporter "
@@ -246,18 +253,21 @@ class StageLine(Stages):
     """What ``run`` is doing, on a terminal: one line on stderr, redrawn at each stage and
     erased when the report starts (the first run waits seconds for the script's process to
     import torch; a silent wait looks like a hang). Elsewhere (a pipe, a CI log) it prints
-    nothing, so stderr holds the script's output and one-line errors only."""
+    nothing, so stderr holds the script's output and one-line errors only; so does
+    ``--quiet``. The line is cut to the width (``$COLUMNS`` first): a wrapped line cannot
+    be redrawn in place."""
 
-    def __init__(self, stream: TextIO):
+    def __init__(self, stream: TextIO, quiet: bool = False):
         self.stream = stream
         isatty = getattr(stream, "isatty", None)
-        self.tty = bool(isatty and isatty())
+        self.tty = not quiet and bool(isatty and isatty())
         self.shown = 0
 
     def __call__(self, line: str) -> None:
         if not self.tty:
             return
-        text = f"torch-prover run: {line}"
+        from ..batch.progress import stream_width
+        text = f"torch-prover run: {line}"[:stream_width(self.stream) - 1]   # never wraps
         self.stream.write("\r" + text.ljust(self.shown))
         self.shown = len(text)
         self.stream.flush()
@@ -276,7 +286,7 @@ def cmd_run(args) -> int:
     from ..output import report
     from ..errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE
     check_arguments(args.script, args.op, args.timeout)
-    say = StageLine(sys.stderr)
+    say = StageLine(sys.stderr, quiet=getattr(args, "quiet", False))
     say("starting the script's process (it imports torch and warms the exporter once)")
     prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)

@@ -20,4 +20,5 @@ def add_parser(sub) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ...batch.report_io import evidence_record_problem
     from ...output.check_evidence import command
-    return command(args.dir, args.format, terminal_width(), evidence_record_problem)
+    from ...preflight import not_empty
+    return command(not_empty(args.dir, "DIR"), args.format, terminal_width(), evidence_record_problem)

@@ -25,4 +25,5 @@ def add_parser(sub) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from ...ci.node_tests_cmd import command
-    return command(args.models, args.output, args.run, args.format, terminal_width())
+    from ...preflight import not_empty
+    return command(not_empty(args.models, "MODELS"), args.output, args.run, args.format, terminal_width())

@@ -6,7 +6,7 @@ import argparse
 
 from ... import preflight
 from ...pr.process import DEFAULT_TIMEOUT as RUN_TIMEOUT
-from ..options import proof_options
+from ..options import proof_options, quiet_option
 
 NAME = "run"
 
@@ -32,6 +32,7 @@ def add_parser(sub) -> None:
                    help=f"seconds the script may run before it is killed (default: "
                         f"{RUN_TIMEOUT:g})")
     proof_options(r, ("text", "json", "markdown"), checkout_default=False)
+    quiet_option(r)
 
 
 def handle(args: argparse.Namespace) -> int:

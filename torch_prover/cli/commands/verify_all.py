@@ -8,7 +8,7 @@ import sys
 
 from ...ci import options as ci_options
 from ...output.inert import one_line
-from ..options import proof_options
+from ..options import proof_options, quiet_option
 from ..outputs import emit_batch, terminal_width
 from ..settings import default_out, node_tests_src
 
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     v.add_argument("--waivers", metavar="FILE", help="TOML file of known disagreements")
     proof_options(v, ("text", "json", "markdown", "html"))
     v.add_argument("--no-cache", action="store_true", help="recompute every case")
+    quiet_option(v)
     v.add_argument("--cache-dir", help="result cache (default: ~/.cache/torch-prover, or "
                                        "[tool.torch-prover] cache-dir in pyproject.toml)")
     v.add_argument("--timeout", type=float, default=120.0, help="per-case timeout in seconds")
@@ -70,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
         out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, tags_from=args.tags_from,
         waivers=args.waivers, versions=args.versions, shard=args.shard, report=args.report,
-        outputs=tuple(ci.outputs()), report_format=args.format, progress=Progress(),
+        outputs=tuple(ci.outputs()), report_format=args.format, progress=None if args.quiet else Progress(),
         torchscript=False if args.no_torchscript else None,
         onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=node_tests_src(args),
         domain=args.domain)
@@ -98,7 +99,7 @@ def _pr_gate(args: argparse.Namespace) -> int:
         changed_from=args.changed_from, jobs=args.jobs, timeout=args.timeout,
         numeric=not args.no_numeric, out=None if args.no_write else args.out,
         cache_dir=None if args.no_cache else args.cache_dir, waivers=args.waivers,
-        report=args.report, progress=Progress(), outputs=tuple(ci.outputs()),
+        report=args.report, progress=None if args.quiet else Progress(), outputs=tuple(ci.outputs()),
         torchscript=False if args.no_torchscript else None, tags_from=args.tags_from,
         case_free=args.case_free, onnx_points=args.onnx_points,
         onnx_src=args.onnx_src,   # its tests, committed or generated: never the installed

@@ -14,8 +14,12 @@ again.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import math
 import os
+import re
+import struct
 import tempfile
 import zipfile
 from pathlib import Path
@@ -24,6 +28,7 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 
+from ...inputs import Bound, InputError, read_bytes
 from ...vocab import PointsSkip
 from .source import NodeTest, Skipped, installed
 
@@ -104,26 +109,70 @@ def _save(path: Path, tests: list[NodeTest | Skipped]) -> None:
         raise
 
 
+_HEADER = re.compile(r"\{'descr': '([^']+)', 'fortran_order': (True|False), "
+                     r"'shape': \(([\d, ]*)\), \}\s*")
+
+
+def _arrays(data: bytes) -> dict[str, np.ndarray] | None:
+    """The store's arrays, each checked by its headers before it is built (None: a miss).
+    Not ``np.load``: it allocates the shape an ``.npy`` header declares before reading a
+    byte (8 TiB, a MemoryError) -- here the zip's unpacked sizes together are held to the
+    store's bound (a deflated bomb), each member is read no further than its unpacked size,
+    and its array must be exactly what that holds: numpy's own header, a plain dtype, no
+    object array."""
+    out = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        infos = zf.infolist()
+        if sum(i.file_size for i in infos) > Bound.POINTS.limit:
+            return None
+        for info in infos:
+            raw = zf.read(info)
+            if raw[:6] != b"\x93NUMPY" or not info.filename.endswith(".npy"):
+                return None
+            size, start = ((struct.unpack("<H", raw[8:10])[0], 10) if raw[6] == 1
+                           else (struct.unpack("<I", raw[8:12])[0], 12))
+            m = _HEADER.fullmatch(raw[start:start + size].decode("latin-1"))
+            if m is None:
+                return None
+            dtype = np.dtype(m.group(1))
+            shape = tuple(int(n) for n in m.group(3).split(",") if n.strip())
+            body = memoryview(raw)[start + size:]
+            if dtype.hasobject or math.prod(shape) * dtype.itemsize != len(body):
+                return None
+            x = np.frombuffer(body, dtype=dtype).copy()
+            out[info.filename[:-4]] = (x.reshape(shape[::-1]).T if m.group(2) == "True"
+                                       else x.reshape(shape))
+    return out
+
+
 def _load(path: Path) -> list[NodeTest | Skipped] | None:
+    """The store's tests, or None -- a miss, collected again -- when any check fails: the
+    file read through the one bounded reader (a regular file of at most 256 MiB), every
+    array within it by its headers (``_arrays``), every model a ``ModelProto``."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            index = json.loads(z["index"].tobytes())
-            tests: list[NodeTest | Skipped] = []
-            for k, e in enumerate(index):
-                if "skip" in e:
-                    tests.append(Skipped(e["name"], e["op"], PointsSkip(e["skip"]), e["detail"]))
-                    continue
-                how = e["encoded"]
-                sets = tuple((tuple(_decode(z[f"i{k}_{d}_{j}"], how.get(f"i{k}_{d}_{j}"))
-                                    for j in range(n_in)),
-                              tuple(_decode(z[f"o{k}_{d}_{j}"], how.get(f"o{k}_{d}_{j}"))
-                                    for j in range(n_out)))
-                             for d, (n_in, n_out) in enumerate(e["sets"]))
-                tests.append(NodeTest(e["name"], e["op"], e["opset"], e["version"],
-                                      z[f"m{k}"].tobytes(), sets, e["rtol"], e["atol"]))
-            return tests
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
-            DecodeError):
+        z = _arrays(read_bytes(path, Bound.POINTS, follow=False))
+        if z is None:
+            return None
+        index = json.loads(z["index"].tobytes())
+        tests: list[NodeTest | Skipped] = []
+        for k, e in enumerate(index):
+            if "skip" in e:
+                tests.append(Skipped(e["name"], e["op"], PointsSkip(e["skip"]), e["detail"]))
+                continue
+            how = e["encoded"]
+            sets = tuple((tuple(_decode(z[f"i{k}_{d}_{j}"], how.get(f"i{k}_{d}_{j}"))
+                                for j in range(n_in)),
+                          tuple(_decode(z[f"o{k}_{d}_{j}"], how.get(f"o{k}_{d}_{j}"))
+                                for j in range(n_out)))
+                         for d, (n_in, n_out) in enumerate(e["sets"]))
+            model = z[f"m{k}"].tobytes()
+            onnx.ModelProto.FromString(model)   # parsed here: bytes that are no model miss
+            tests.append(NodeTest(e["name"], e["op"], e["opset"], e["version"],
+                                  model, sets, e["rtol"], e["atol"]))
+        return tests
+    except (InputError, OSError, ValueError, KeyError, TypeError, AttributeError, EOFError,
+            IndexError, struct.error, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+            DecodeError, RecursionError):   # RuntimeError: an encrypted member
         return None
 
 
@@ -133,7 +182,7 @@ def installed_tests(cache_dir: Path | None) -> tuple[list[NodeTest | Skipped], s
     if cache_dir is None:
         return installed(), None
     path = _path(cache_dir)
-    cached = _load(path) if path.is_file() else None
+    cached = _load(path) if os.path.lexists(path) else None
     if cached is not None:
         return cached, None
     tests = installed()

@@ -18,11 +18,24 @@
       apply(); document.getElementById('q').scrollIntoView({behavior:'smooth',block:'center'});
     });
   });
-  // #op-Reshape opens that op's evidence; #status=disagrees&q=conv pre-sets the filters
-  var hash=decodeURIComponent(location.hash.slice(1));
-  if(hash.indexOf('op-')===0){
-    var h=document.getElementById(hash); var d=h&&h.querySelector('details'); if(d) d.open=true;
-  } else if(hash.indexOf('=')>0){
+  // #op-Reshape opens that op's evidence -- on load (a deep link), on a click of a link
+  // to it (a disagreement card's op, a failed case's op) and on any later hash change;
+  // an op the filters hide is shown again first. #status=disagrees&q=conv pre-sets them.
+  function openOp(){
+    var hash=decodeURIComponent(location.hash.slice(1));
+    var h=hash.indexOf('op-')===0&&document.getElementById(hash);
+    if(!h) return hash;
+    if(h.hidden){ q.value=''; st.value=''; apply(); }
+    var d=h.querySelector('details'); if(d) d.open=true;
+    h.scrollIntoView({block:'start'});
+    return hash;
+  }
+  window.addEventListener('hashchange',openOp);
+  [].forEach.call(document.querySelectorAll('a[href^="#op-"]'),function(a){
+    a.addEventListener('click',function(){ setTimeout(openOp,0); });  // same hash: no event
+  });
+  var hash=openOp();
+  if(hash.indexOf('op-')!==0&&hash.indexOf('=')>0){
     hash.split('&').forEach(function(kv){
       var i=kv.indexOf('='), k=kv.slice(0,i), v=kv.slice(i+1);
       if(k==='q') q.value=v; if(k==='status') st.value=v;
