@@ -161,7 +161,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     if req.case_free or (req.numeric and req.onnx_points > 0
                          and any(needs_fallback(p) for p in prepared.provings)):
         from ..batch.onnx_points import measured
-        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True)
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True,   # what changed
+                          {(p.change.op, p.change.version) for p in prepared.provings})
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))
     doc = build(prepared.diff, prepared.provings, judged, records,
