@@ -26,7 +26,7 @@ import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -66,7 +66,10 @@ class PointsOrigin(StrEnum):
 @dataclass(frozen=True)
 class PointsRun:
     """The node tests measured for one run: by (op, schema version) the witnesses of the
-    tests chosen (a fidelity mismatch included, its points unused), and where they came from."""
+    tests chosen (a fidelity mismatch included, its points unused), and where they came from.
+    ``tested``: every (op, schema version) the collected ops' usable tests are of, measured
+    or not (a run measures only the versions its cells need: what a cell's "its tests are
+    of" names); empty when every one was measured."""
 
     source: str
     per_version: int
@@ -74,6 +77,7 @@ class PointsRun:
     skipped: Mapping[str, int]          # PointsSkip value -> tests giving no points
     warnings: tuple[str, ...] = ()
     origin: PointsOrigin = PointsOrigin.INSTALLED
+    tested: frozenset[tuple[str, int]] = frozenset()
 
     def outcomes(self, op: str, version: int, io: str, name: str) -> list[NumericOutcome]:
         return [p.outcome for w in self.by_version.get((op, version), ()) if w.skip is None
@@ -81,6 +85,28 @@ class PointsRun:
 
     def used(self, op: str, version: int) -> list[str]:
         return [w.test for w in self.by_version.get((op, version), ()) if w.skip is None]
+
+    def versions_of(self, op: str) -> set[int]:
+        """The schema versions of ``op`` ONNX's usable tests are of."""
+        return {v for o, v in (self.tested or self.by_version) if o == op}
+
+
+def _usable(tests: Sequence[points_source.NodeTest | points_source.Skipped],
+            keys: Collection[tuple[str, int]] | None, ops: Collection[str] | None = None
+            ) -> tuple[list[points_source.NodeTest | points_source.Skipped],
+                       frozenset[tuple[str, int]]]:
+    """The tests to measure -- ``keys``: only those (op, version)s' (and those ops' skipped
+    tests), else ``ops``: only those ops', else all -- and, when ``keys`` leaves some out,
+    every (op, version) a usable test of those ops is of."""
+    if keys is None and ops is None:
+        return list(tests), frozenset()
+    wanted = set(keys) if keys is not None else None
+    names = {op for op, _ in wanted} if wanted is not None else set(ops or ())
+    tested = frozenset((t.op, t.version) for t in tests
+                       if isinstance(t, points_source.NodeTest) and t.op in names)
+    return [t for t in tests if t.op in names and (
+        wanted is None or isinstance(t, points_source.Skipped) or (t.op, t.version) in wanted)
+            ], tested if wanted is not None else frozenset()
 
 
 def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], per_version: int,
@@ -99,47 +125,59 @@ def _measure(tests: Sequence[points_source.NodeTest | points_source.Skipped], pe
                  for k, v in sorted(by.items())}, dict(sorted(skips.items())))
 
 
-def _cache_path(cache_dir: Path, per_version: int, body: bool) -> Path:
+def _cache_path(cache_dir: Path, per_version: int, body: bool,
+                keys: Collection[tuple[str, int]] | None, ops: Collection[str] | None) -> Path:
     from .cache import engine_digest
     key = json.dumps({"format": FORMAT, "engine": engine_digest(), "tests": generators_digest(),
                       "versions": installed_versions(), "per_version": per_version,
-                      "body": body},
+                      "body": body, "keys": sorted(keys) if keys is not None else None,
+                      "ops": sorted(ops) if ops is not None else None},
                      sort_keys=True)
     return cache_dir / f"onnx-points-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
-def _from_cache(path: Path) -> tuple[dict, dict] | None:
+def _from_cache(path: Path) -> tuple[dict, dict, frozenset] | None:
     try:
         d = json.loads(path.read_text())
         by = {(e["op"], e["version"]): tuple(TestWitness.from_dict(w) for w in e["tests"])
               for e in d["by_version"]}
-        return by, {PointsSkip(k).value: int(n) for k, n in d["skipped"].items()}
+        return (by, {PointsSkip(k).value: int(n) for k, n in d["skipped"].items()},
+                frozenset((str(op), int(v)) for op, v in d["tested"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None   # a damaged or foreign entry is a miss
 
 
 def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
-                      body: bool = False) -> PointsRun:
+                      body: bool = False, keys: Collection[tuple[str, int]] | None = None,
+                      ops: Collection[str] | None = None) -> PointsRun:
     """The installed onnx's node tests, measured (from the cache when it holds them);
-    ``body``: the function-body witness too (case-free verdicts)."""
+    ``body``: the function-body witness too (case-free verdicts). ``keys``: only those
+    (op, schema version)s' tests are measured, and only their ops' tests collected; else
+    ``ops``: only those ops' (None: every test)."""
     label = f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node"
-    path = _cache_path(cache_dir, per_version, body) if cache_dir is not None else None
+    keys = sorted(set(keys)) if keys is not None else None
+    ops = sorted({op for op, _ in keys} if keys is not None else set(ops)) \
+        if keys is not None or ops is not None else None
+    path = _cache_path(cache_dir, per_version, body, keys, ops) if cache_dir is not None else None
     cached = _from_cache(path) if path is not None and path.is_file() else None
     if cached is not None:
-        return PointsRun(label, per_version, *cached)
-    tests, warning = installed_tests(cache_dir)
-    by, skips = _measure(tests, per_version, body)
+        by, skips, tested = cached
+        return PointsRun(label, per_version, by, skips, (), tested=tested)
+    tests, warning = installed_tests(cache_dir, ops)
+    chosen, tested = _usable(tests, keys, ops)
+    by, skips = _measure(chosen, per_version, body)
     notes = [warning] if warning else []
     if path is not None:
         from ..output.evidence import write_text
-        body = {"by_version": [{"op": op, "version": v, "tests": [w.as_dict() for w in ws]}
-                               for (op, v), ws in by.items()], "skipped": skips}
+        saved = {"by_version": [{"op": op, "version": v, "tests": [w.as_dict() for w in ws]}
+                                for (op, v), ws in by.items()], "skipped": skips,
+                 "tested": sorted(tested)}
         try:
-            write_text(path, json.dumps(body) + "\n")
+            write_text(path, json.dumps(saved) + "\n")
         except OSError as exc:
             notes.append(f"cache {cache_dir} not written ({exc.strerror or exc}); "
                          "ONNX's points are kept")
-    return PointsRun(label, per_version, by, skips, tuple(notes))
+    return PointsRun(label, per_version, by, skips, tuple(notes), tested=tested)
 
 
 def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skipped],
@@ -148,13 +186,10 @@ def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skip
     """Only these (op, schema version)s' tests, measured now and not cached: what ``coverage``
     asks for the few versions no case reaches (``batch/coverage_case_free.py``); the skipped
     counts are those of these ops' tests."""
-    wanted = set(keys)
-    ops = {op for op, _ in wanted}
-    some = [t for t in tests if (t.op in ops if isinstance(t, points_source.Skipped)
-                                 else (t.op, t.version) in wanted)]
+    some, tested = _usable(tests, set(keys))
     by, skips = _measure(some, per_version, body)
     return PointsRun(f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node",
-                     per_version, by, skips)
+                     per_version, by, skips, (), tested=tested)
 
 
 @dataclass(frozen=True)
@@ -175,16 +210,19 @@ def points_for(keys: Iterable[tuple[str, int]], cache_dir: Path | None,
     wanted = sorted(set(keys))
     if not wanted:
         return None
-    tests, warning = installed_tests(cache_dir)
+    tests, warning = installed_tests(cache_dir, {op for op, _ in wanted})
     return Points(tests, measure_versions(tests, wanted, body=body), (warning,) if warning else ())
 
 
-def measure_checkout(checkout: Path, per_version: int = PER_VERSION,
-                     body: bool = False) -> PointsRun:
+def measure_checkout(checkout: Path, per_version: int = PER_VERSION, body: bool = False,
+                     keys: Collection[tuple[str, int]] | None = None,
+                     ops: Collection[str] | None = None) -> PointsRun:
     """An ONNX checkout's committed node tests (``--onnx-src``), measured (not cached: a PR's
-    checkout changes under the same path)."""
-    by, skips = _measure(points_source.from_checkout(checkout), per_version, body)
-    return PointsRun(f"ONNX checkout {checkout}: {points_source.NODE_DATA}", per_version, by, skips)
+    checkout changes under the same path); ``keys``/``ops`` as ``measure_installed``'s."""
+    chosen, tested = _usable(points_source.from_checkout(checkout), keys, ops)
+    by, skips = _measure(chosen, per_version, body)
+    return PointsRun(f"ONNX checkout {checkout}: {points_source.NODE_DATA}", per_version, by,
+                     skips, (), tested=tested)
 
 
 def measure_generated(checkout: Path, ops: Iterable[str], per_version: int = PER_VERSION,
@@ -204,18 +242,22 @@ def measure_generated(checkout: Path, ops: Iterable[str], per_version: int = PER
 
 
 def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool,
-             ops: Iterable[str] = (), new: Mapping[str, Any] | None = None) -> PointsRun:
+             keys: Collection[tuple[str, int]] | None = None,
+             ops: Collection[str] | None = None,
+             new: Mapping[str, Any] | None = None) -> PointsRun:
     """A run's points: with ``--onnx-src`` the checkout's committed tests, else (a checkout
-    after onnx #7959) the tests its generators write for ``ops``; without it the installed
-    onnx's. Never one in place of another: a checkout with neither is refused before any
-    work (``origin_of``)."""
+    after onnx #7959) the tests its generators write for the ops asked; without it the
+    installed onnx's. Never one in place of another: a checkout with neither is refused
+    before any work (``origin_of``). ``keys``/``ops``: only what the run needs
+    (``measure_installed``); ``new``: ops the installed onnx lacks (``measure_generated``)."""
     if onnx_src is None:
         return measure_installed(Path(cache_dir) if cache_dir is not None else None,
-                                 per_version, body)
+                                 per_version, body, keys, ops)
     if (Path(onnx_src) / points_source.NODE_DATA).is_dir():
-        run = measure_checkout(Path(onnx_src), per_version, body)
+        run = measure_checkout(Path(onnx_src), per_version, body, keys, ops)
         return replace(run, origin=PointsOrigin.COMMITTED)
-    return measure_generated(Path(onnx_src), ops, per_version, body, new)
+    wanted = set(ops) if ops is not None else {op for op, _ in keys or ()}
+    return measure_generated(Path(onnx_src), sorted(wanted), per_version, body, new)
 
 
 def origin_of(onnx_src: str, flag: str = "--onnx-src") -> PointsOrigin:
@@ -281,7 +323,7 @@ def _unavailable(run: PointsRun, cell: Cell) -> str:
     """Why no ONNX point measured the cell's parameter."""
     ws = run.by_version.get((cell.op, cell.version), ())
     if not ws:
-        return no_test_of(cell.op, cell.version, {v for op, v in run.by_version if op == cell.op})
+        return no_test_of(cell.op, cell.version, run.versions_of(cell.op))
     if all(w.skip is not None for w in ws):
         return f"the runtime reproduces none of the {len(ws)} tests measured (see mismatches)"
     return f"no test measured gives {cell.name} a floating value with a floating output"
@@ -314,26 +356,34 @@ def section(run: PointsRun, cells: Sequence[Cell]) -> dict[str, Any]:
 def carry(rep: dict[str, Any], sections: Sequence[dict[str, Any] | None]) -> None:
     """A rebuilt report (``report``, ``merge``: ``batch/report_io.rebuild``) given the
     ``onnx_points`` its slices carried: measurements, not records, so carried rather than
-    re-derived -- the run-level facts must be the same in every slice, the cells (dealt by
-    op, one slice each) are joined, counted again, and set on the per-version cells."""
+    re-derived. A slice measured only the schema versions its own cells are of (issue 43),
+    and slices are dealt by op, so what each measured is its own: the source and the count
+    per version must be the same in every slice; the cells, the tests measured, the skipped
+    counts and the mismatches are joined (in the whole run's order, by op and version),
+    counted again, and set on the per-version cells."""
     given = [s for s in sections if s]
     if not given:
         return
-    head = {k: v for k, v in given[0].items() if k not in ("cells", "summary")}
-    facts = ("versions_with_tests", "tests_measured", "skipped_tests")
-    if any({k: v for k, v in s.items() if k not in ("cells", "summary")} != head
-           or any(s["summary"][f] != given[0]["summary"][f] for f in facts) for s in given):
+    head = {k: given[0][k] for k in ("source", "per_version")}
+    if any({k: s[k] for k in head} != head for s in given):
         from ..errors import UsageError
         raise UsageError("the reports' onnx_points differ in what the run measured (source, "
-                         "tests, mismatches): they are not slices of one run")
+                         "tests per version): they are not slices of one run")
     cells = sorted((c for s in given for c in s["cells"]),
                    key=lambda c: (c["op"], c["version"], c["io"], c["name"]))
     counts = Counter(c["state"] for c in cells)
+    skipped: Counter[str] = Counter()
+    for s in given:
+        skipped.update(s["summary"]["skipped_tests"])
     rep["onnx_points"] = {
-        "source": head["source"], "per_version": head["per_version"],
+        **head,
         "summary": {**{p.value: counts.get(p.value, 0) for p in PointsState},
-                    **{f: given[0]["summary"][f] for f in facts}},
-        "cells": cells, "mismatches": head["mismatches"]}
+                    **{f: sum(s["summary"][f] for s in given)
+                       for f in ("versions_with_tests", "tests_measured")},
+                    "skipped_tests": dict(sorted(skipped.items()))},
+        "cells": cells,
+        "mismatches": sorted((m for s in given for m in s["mismatches"]),
+                             key=lambda m: (m["op"], m["version"]))}
     _mark_versions(rep)
 
 
@@ -347,13 +397,18 @@ def _mark_versions(rep: dict[str, Any]) -> None:
             target["onnx_points"] = state
 
 
+def cells_of(rep: dict[str, Any]) -> list[Cell]:
+    """The decided cells a verify-all report's ``onnx_points`` section judges: the versions
+    table's when the run has one, else the records'."""
+    versions = rep.get("versions")
+    if versions:
+        return [c for c, _ in _version_cells(versions)]
+    return record_cells(rep.get("cases", ()))
+
+
 def annotate(rep: dict[str, Any], run: PointsRun) -> None:
     """Add the ``onnx_points`` section to a verify-all report: per cell of the versions
     table (each cell also gets its state) when the run has one, else per record's cells."""
-    versions = rep.get("versions")
-    if versions:
-        pairs = _version_cells(versions)
-        rep["onnx_points"] = section(run, [c for c, _ in pairs])
+    rep["onnx_points"] = section(run, cells_of(rep))
+    if rep.get("versions"):
         _mark_versions(rep)
-    else:
-        rep["onnx_points"] = section(run, record_cells(rep.get("cases", ())))

@@ -149,14 +149,26 @@ def _sigint_after():
         raise KeyboardInterrupt
 
 
+FAST_EXPORT_FROM = 3
+"""The fewest dynamo exports a batch switches the exporter's table reuse on for: proving it
+safe exports a probe model three times (``fast_export.enable``), and the reuse saves about
+one stock export's registry build per export (issue 43: PR mode's one changed op paid three
+probe exports for one case). Either path gives byte-identical models (the guard's premise)."""
+
+
 def _warm_up(cases: Sequence[Case]) -> str:
     import gc
 
     import torch
     torch.set_num_threads(1)  # one thread per worker: 2 cores, 2 workers; also fork-safe
     from ..engine import fast_export
-    fast_export.enable()
-    fast_export.prewarm(c.export_opset for c in cases if c.exporter == "dynamo")
+    dynamo = [c.export_opset for c in cases if c.exporter == "dynamo"]
+    if len(dynamo) >= FAST_EXPORT_FROM:
+        fast_export.enable()
+        fast_export.prewarm(dynamo)
+    elif not fast_export.STATE.enabled:
+        fast_export.STATE.why = (f"not switched on: {len(dynamo)} dynamo export(s), fewer "
+                                 f"than {FAST_EXPORT_FROM}")
     gc.freeze()  # keep the warmed heap out of the workers' collections: fewer COW copies
     return fast_export.STATE.why
 

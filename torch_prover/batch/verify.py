@@ -291,12 +291,16 @@ def run(prepared: Prepared) -> Outcome:
 def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
     """The third numeric witness (``batch/onnx_points.py``) after the evidence is written, or
     with ``--case-free`` the verdicts it and the function bodies give alone."""
+    from ..preflight import op_names
     from . import onnx_points
-    run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, req.case_free)
+    ops = op_names(req.ops, "--ops") if req.ops is not None else None
     if req.case_free:   # imported only here: a warm default run reads one file, no more
         from . import case_free
+        run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, True, ops=ops)
         rep["case_free"] = case_free.section(run, selection, req.ops, tags)
-    else:
+    else:   # only the versions the run's cells are of: their ops' tests alone are collected
+        keys = {(c.op, c.version) for c in onnx_points.cells_of(rep)}
+        run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, False, keys)
         onnx_points.annotate(rep, run)
     return list(run.warnings)
 

@@ -207,9 +207,11 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     points = None
     if _wants_points(req, prepared.provings, prepared.pr_docs):
         from ..batch.onnx_points import measured
-        wanted = {p.change.op for p in prepared.provings
-                  if (req.case_free and not p.unbuilt) or needs_fallback(p)}
-        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True, wanted,
+        asked = [p for p in prepared.provings
+                 if (req.case_free and not p.unbuilt) or needs_fallback(p)]
+        points = measured(req.onnx_src, req.cache_dir, req.onnx_points, True,   # what changed
+                          {(p.change.op, p.change.version) for p in asked},
+                          {p.change.op for p in asked},
                           _new_ops(req, prepared.provings, prepared.pr_docs))
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
                                                           PrTags(prepared.pr_docs))

@@ -13,11 +13,14 @@ not its node, and a sampling op's outputs are one realization (skipped, with the
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import io
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 import numpy as np
 import onnx
@@ -113,14 +116,68 @@ def _test(name: str, model: onnx.ModelProto, data_sets: Iterable, rtol: float, a
                     float(rtol), float(atol))
 
 
-def installed() -> list[NodeTest | Skipped]:
-    """The installed onnx's node tests, built by its own collector (its generators print
-    and warn about the values they compute: kept out of the run's output)."""
-    from onnx.backend.test.case.node import collect_testcases
+def generator_modules() -> list[tuple[str, Path]]:
+    """Every module ``collect_testcases`` imports (``onnx.backend.test.case.utils.
+    import_recursive``'s walk: ``ai_onnx_ml`` only in an ONNX_ML build), with its source file."""
+    import pkgutil
+    import onnx.backend.test.case.node as node
+    found: list[tuple[str, Path]] = []
+
+    def walk(path: Path, package: str) -> None:
+        for _, name, ispkg in pkgutil.iter_modules([str(path)]):
+            full = f"{package}.{name}"
+            if not onnx.ONNX_ML and full.startswith(f"{node.__name__}.ai_onnx_ml"):
+                continue
+            if ispkg:
+                found.append((full, path / name / "__init__.py"))
+                walk(path / name, full)
+            else:
+                found.append((full, path / f"{name}.py"))
+    walk(Path(node.__file__).parent, node.__name__)
+    return found
+
+
+def modules_naming(ops: Collection[str]) -> list[str]:
+    """The generator modules whose source names one of ``ops`` as a word: a node test's op is
+    spelled in its module (``make_node("Relu", ...)``, or the text ``onnx.parser`` reads, as
+    scan.py's ``Scan (...)``), so importing these runs every test of ``ops`` -- and, in the
+    same modules, a few others, filtered out after. tests/test_onnx_points_selection.py holds this
+    against each module's actual tests."""
+    return [m for m, words in _words() if not words.isdisjoint(ops)]
+
+
+@functools.lru_cache(maxsize=1)
+def _words() -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each generator module's capitalised words (an op's name is one), read once."""
+    return tuple((m, frozenset(re.findall(r"\b[A-Z]\w*", path.read_text(encoding="utf-8"))))
+                 for m, path in generator_modules())
+
+
+def _op_of(case) -> str:
+    nodes = case.model.graph.node
+    return nodes[0].op_type if len(nodes) == 1 else ""
+
+
+def installed(ops: Collection[str] | None = None) -> list[NodeTest | Skipped]:
+    """The installed onnx's node tests, built by its own generators (they print and warn
+    about the values they compute: kept out of the run's output). ``ops``: only those ops'
+    tests (its one-node tests; an ``_expanded`` test, the op's function body, is left out:
+    it gives no points, and its one node, when it has one, is another op's -- CastLike's
+    body is a Cast), built by importing only the modules that name them -- a module's tests are built when
+    it is imported (``onnx.backend.test.case.base._Exporter``, each generator after
+    ``np.random.seed(0)``), so they are the same tests the whole collection builds."""
+    from onnx.backend.test.case import node
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
-            cases = collect_testcases()
+            if ops is None:
+                cases = node.collect_testcases()
+            else:
+                for module in modules_naming(ops):
+                    importlib.import_module(module)
+                # every module imported so far in this process has added its tests here
+                cases = [c for c in node._NodeTestCases if c.model is not None
+                         and "_expanded" not in c.name and _op_of(c) in ops]
     return [_test(c.name, c.model, c.data_sets, c.rtol, c.atol)
             for c in cases if c.model is not None]
 

@@ -1,7 +1,9 @@
 """The installed onnx's node tests, collected once: ``collect_testcases`` builds every case
 in Python (about 8 s on a quiet 2-core machine), so a run keeps what it collected in the
 cache directory, keyed on what determines it -- the onnx version and the digest of the
-generators' source (``onnx/backend/test/case/node/*.py``) -- and reads it back after.
+generators' source (``onnx/backend/test/case/node/*.py``) -- and reads it back after. A run
+that needs some ops' tests only builds and keeps those, one file per op (``installed_tests``
+with ``ops``): ``--ops Relu`` runs Relu's generators, not all 1,884.
 
 One ``.npz`` file written atomically, read with ``allow_pickle=False``: arrays and a JSON
 index only, so a damaged or foreign file is a miss, never code that runs. ONNX's tests hold
@@ -23,6 +25,7 @@ import struct
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Collection
 
 import numpy as np
 import onnx
@@ -33,6 +36,7 @@ from ...vocab import PointsSkip
 from .source import NodeTest, Skipped, installed
 
 FORMAT = 2
+_OP = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}\Z")
 
 
 def _encode(x: np.ndarray) -> tuple[np.ndarray, str | None]:
@@ -74,8 +78,10 @@ def generators_digest() -> str:
     return h.hexdigest()
 
 
-def _path(cache_dir: Path) -> Path:
-    return Path(cache_dir) / f"onnx-node-tests-{generators_digest()[:32]}.npz"
+def _path(cache_dir: Path, op: str | None = None, digest: str | None = None) -> Path:
+    """The whole collection's file, or (``op``) one op's."""
+    name = (digest or generators_digest())[:32] + (f"-{op}" if op is not None else "")
+    return Path(cache_dir) / f"onnx-node-tests-{name}.npz"
 
 
 def _save(path: Path, tests: list[NodeTest | Skipped]) -> None:
@@ -176,9 +182,22 @@ def _load(path: Path) -> list[NodeTest | Skipped] | None:
         return None
 
 
-def installed_tests(cache_dir: Path | None) -> tuple[list[NodeTest | Skipped], str | None]:
-    """The installed onnx's node tests, from the cache when it holds them; and a warning
-    when the cache could not be written (the tests are still returned)."""
+def _written(path: Path, tests: list[NodeTest | Skipped], cache_dir: Path) -> str | None:
+    try:
+        _save(path, tests)
+    except (OSError, ValueError) as exc:
+        return (f"cache {cache_dir} not written ({getattr(exc, 'strerror', None) or exc}); "
+                "ONNX's node tests are kept")
+    return None
+
+
+def installed_tests(cache_dir: Path | None, ops: Collection[str] | None = None
+                    ) -> tuple[list[NodeTest | Skipped], str | None]:
+    """The installed onnx's node tests (``ops``: only those ops' -- ``source.installed``),
+    from the cache when it holds them; and a warning when the cache could not be written
+    (the tests are still returned)."""
+    if ops is not None:
+        return _some(cache_dir, sorted(set(ops)))
     if cache_dir is None:
         return installed(), None
     path = _path(cache_dir)
@@ -186,8 +205,33 @@ def installed_tests(cache_dir: Path | None) -> tuple[list[NodeTest | Skipped], s
     if cached is not None:
         return cached, None
     tests = installed()
-    try:
-        _save(path, tests)
-    except (OSError, ValueError) as exc:
-        return tests, f"cache {cache_dir} not written ({getattr(exc, 'strerror', None) or exc}); ONNX's node tests are kept"
-    return tests, None
+    return tests, _written(path, tests, cache_dir)
+
+
+def _some(cache_dir: Path | None, ops: list[str]) -> tuple[list[NodeTest | Skipped], str | None]:
+    """Some ops' tests: each op's own file, else the whole collection's when it is cached
+    (filtered, nothing written), else built for the ops still missing and kept per op."""
+    if cache_dir is None:
+        return installed(ops), None
+    digest = generators_digest()
+    # an op's name becomes a file name: one no ONNX op could have (PR mode reads names from
+    # a PR's docs: hostile input) has no tests and no file
+    found: dict[str, list[NodeTest | Skipped]] = {op: [] for op in ops if not _OP.match(op)}
+    for op in ops:
+        if op in found:
+            continue
+        path = _path(cache_dir, op, digest)
+        cached = _load(path) if path.is_file() else None
+        if cached is not None:
+            found[op] = cached
+    missing = [op for op in ops if op not in found]
+    warning = None
+    if missing:
+        whole = _path(cache_dir, None, digest)
+        cached = _load(whole) if whole.is_file() else None
+        built = cached if cached is not None else installed(missing)
+        for op in missing:
+            found[op] = [t for t in built if t.op == op and "_expanded" not in t.name]
+            if cached is None:
+                warning = _written(_path(cache_dir, op, digest), found[op], cache_dir) or warning
+    return [t for op in ops for t in found[op]], warning
