@@ -335,7 +335,7 @@ def test_the_versions_table_is_part_of_the_page(small):
     main = page[page.index("<main>"):page.index("</main>")]
     assert page.count("<main>") == page.count("</main>") == 1
     assert '<section id="versions">' in main and page.count('id="versions"') == 1
-    nav = re.search(r"<nav>(.*?)</nav>", page).group(1)
+    nav = re.search(r'<nav aria-label="report sections">(.*?)</nav>', page).group(1)
     assert '<a href="#versions">schema versions</a>' in nav
     legend = re.search(r'<div class="vlegend">(.*?)</div>', main).group(1)
     shown = re.findall(r'<span class="vc [^"]+">([^<]+)</span>', legend)

@@ -77,13 +77,15 @@ def test_the_named_findings_of_the_audit(full_run):
         assert p["rule"] == "convention without precedent"
         assert p["reason"].startswith("math: numeric witness only") and "smooth" in p["reason"]
     # Range: output = start + i * delta, smooth in start and delta, whose output length
-    # jumps with start, limit and delta: the question Resize's scales raise, decided by one
-    # convention for both ('shape-setting input', Resize-13's tag its precedent; issue 33),
-    # with the math kept in the reason
-    for i, shape in ((0, "smooth"), (2, "smooth"), (1, "jump")):
+    # jumps with start, limit and delta: the question Resize's scales raise, under one
+    # convention ('shape-setting input'). Its precedent, Resize-13's tag, is one the tool's
+    # own evidence refutes (a Resize case declares it a disagreement): no precedent, so the
+    # math decides (issue 41 item 4) -- smooth differentiable, a jump non-differentiable
+    for i, shape, tag in ((0, "smooth", D), (2, "smooth", D), (1, "jump", N)):
         p = by[("range_float", "input", i)]
-        assert v("range_float", "input", i) == ("proposed", N)
-        assert p["convention"] == "shape-setting input" and p["rule"] == "convention"
+        assert v("range_float", "input", i) == ("proposed", tag)
+        assert p["convention"] == "shape-setting input"
+        assert p["rule"] == "convention without precedent"
         assert p["reason"].startswith("math: numeric witness only") and shape in p["reason"]
     assert v("range_float", "output", 0) == ("proposed", D)
     # DequantizeLinear: y = (x - zero_point) * x_scale is linear in x_scale
