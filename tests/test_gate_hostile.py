@@ -248,7 +248,7 @@ def test_names_a_pr_chose_are_inert_in_annotations_junit_and_the_step_summary(na
 
 
 @pytest.mark.parametrize("flag", ["--report", "--changed-from"])
-def test_a_path_with_a_new_line_is_one_line_on_stderr(tmp_path, capsys, flag):
+def test_problem_09_a_path_with_a_new_line_is_one_line_on_stderr(tmp_path, capsys, flag):
     """Issue 42, problem 9: a path holding a new line, a workflow command and an ANSI
     escape is one line on stderr, the command shown, never a line GitHub reads."""
     base = tmp_path / "Changelog.md"
