@@ -1,5 +1,6 @@
 """Case-free: zero at ONNX's points is not the op's math, and a graph op is body-dependent
-(issue 41 item 5, batch/case_free.py, engine/onnx_points/judge.case_free).
+(issue 41 item 5, batch/case_free.py, engine/onnx_points/judge.case_free; the float64
+re-measure, engine/numeric/redraw.py).
 
 Expectations from the math: finite differences of hand-built nodes in onnx.reference
 (float64), never the tool's output. RNN's Y depends on R wherever the hidden state is
@@ -57,15 +58,20 @@ def _if_dy_dt(constant: bool) -> float:
 def test_rnn_r_and_graph_ops_case_free(capsys, tmp_path):
     assert _rnn_dy_dr() > 1e-3                    # R is differentiable: never "N"
     assert _if_dy_dt(constant=False) > 1.0 and _if_dy_dt(constant=True) == 0.0
-    code = cli.main(["verify-all", "--case-free", "--ops", "RNN,If,Loop,Scan", "--versions",
+    code = cli.main(["verify-all", "--case-free", "--ops", "RNN,If,Loop,Scan,Sign", "--versions",
                      "all", "--format", "json", "--cache-dir", str(tmp_path), "--no-write"])
     rep = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
     cells = {(o["op"], v["version"], c["name"]): c for o in rep["case_free"]["ops"]
              for v in o["versions"] for c in v["cells"]}
+    # flat in float32 at ONNX's points, smooth in float64 there, each number's precision and
+    # runtime named; Sign flat in both (the math: tests/test_float64_remeasure.py)
     r = cells[("RNN", 22, "R")]
-    assert r["supports"] != "non-differentiable", r
-    assert r["rule"] == "case-free: flat at ONNX's points only"
+    assert (r["supports"], r["rule"]) == ("differentiable", "case-free: ONNX's points in float64")
+    assert "smooth in float64 (" in r["precision"] and "RNN-22" in r["precision"]
+    assert "flat in float32 in onnxruntime" in r["precision"]
+    sign = cells[("Sign", 13, "input")]
+    assert sign["supports"] == "non-differentiable" and "flat in float64 (" in sign["precision"]
     graph = {k: c for k, c in cells.items() if k[0] in ("If", "Loop", "Scan")}
     assert graph and ("If", 11, "outputs") in graph
     for (op, v, _name), c in graph.items():

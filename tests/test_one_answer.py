@@ -72,16 +72,22 @@ X = (np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4) / 7.0) ** 2
 SCALES = np.array([1.0, 1.0, 1.68, 1.52], dtype=np.float32)
 
 
-def test_resize_and_upsample_scales_are_the_same_math_and_get_one_answer():
-    """Linear-mode Resize-10 and Upsample-9 compute the same function of scales (the same
-    finite differences, nonzero at a fixed output size); Resize-13 likewise: every one of
-    their scales cells supports the same tag under the same label."""
+def _scales_fd() -> tuple[np.ndarray | None, np.ndarray | None]:
+    """d Y / d scales of linear-mode Upsample-9 and Resize-10 at a fixed output size."""
     up = _fd(oh.make_node("Upsample", ["X", "scales"], ["Y"], mode="linear"),
              {"X": X, "scales": SCALES}, 9, "scales", v=np.array([0, 0, 1.0, 1.0]), h=1e-3,
              ort=True)
     rs10 = _fd(oh.make_node("Resize", ["X", "scales"], ["Y"], mode="linear"),
                {"X": X, "scales": SCALES}, 10, "scales", v=np.array([0, 0, 1.0, 1.0]),
                h=1e-3, ort=True)
+    return up, rs10
+
+
+def test_resize_and_upsample_scales_are_the_same_math_and_get_one_answer():
+    """Linear-mode Resize-10 and Upsample-9 compute the same function of scales (the same
+    finite differences, nonzero at a fixed output size); Resize-13 likewise: every one of
+    their scales cells supports the same tag under the same label."""
+    up, rs10 = _scales_fd()
     assert up is not None and rs10 is not None
     assert np.abs(up).max() > 1e-2 and np.allclose(up, rs10, atol=1e-3)
     math = "differentiable"       # smooth at a fixed output size, for both
@@ -93,11 +99,15 @@ def test_resize_and_upsample_scales_are_the_same_math_and_get_one_answer():
     assert {c.get("convention") for c in scales.values()} == {"shape-setting input"}
 
 
-def test_range_start_and_delta_are_smooth_at_a_fixed_length_and_so_supported():
+def _range_fd(name: str) -> np.ndarray | None:
     f = oh.make_node("Range", ["start", "limit", "delta"], ["y"])
     point = {"start": np.array(0.3), "limit": np.array(5.0), "delta": np.array(0.7)}
+    return _fd(f, point, 11, name)
+
+
+def test_range_start_and_delta_are_smooth_at_a_fixed_length_and_so_supported():
     for name in ("start", "delta"):
-        d = _fd(f, point, 11, name)
+        d = _range_fd(name)
         assert d is not None and np.abs(d).max() > 0.5, name
     cells = _cells()
     for name in ("start", "delta"):
@@ -109,24 +119,30 @@ def test_range_start_and_delta_are_smooth_at_a_fixed_length_and_so_supported():
 def test_state_outputs_are_smooth_in_x_and_get_one_answer():
     """BatchNormalization-15's running_mean (training mode) and LayerNormalization-17's Mean
     both move with X: the same question (a statistic handed on) and the same math."""
-    c = 3
-    x = np.random.default_rng(0).standard_normal((2, c, 2))
-    bn = oh.make_node("BatchNormalization", ["X", "s", "b", "m", "v"],
-                      ["Y", "running_mean", "running_var"], training_mode=1)
-    ones, zeros = np.ones(c), np.zeros(c)
-    d = _fd(bn, {"X": x, "s": ones, "b": zeros, "m": zeros, "v": ones}, 15, "X", out=1)
-    assert d is not None and np.abs(d).max() > 1e-3
-    ln = oh.make_node("LayerNormalization", ["X", "s", "b"], ["Y", "Mean", "InvStdDev"],
-                      axis=-1)
-    d = _fd(ln, {"X": x, "s": np.ones(2), "b": np.zeros(2)}, 17, "X", out=1,
-            v=np.random.default_rng(1).standard_normal(x.shape))
-    assert d is not None and np.abs(d).max() > 1e-3
+    for d in _state_fd():
+        assert d is not None and np.abs(d).max() > 1e-3
     cells = _cells()
     stats = {k: c for k, c in cells.items() if c.get("supports") and (
         (k[0] == "BatchNormalization" and k[3] in ("running_mean", "running_var")) or
         (k[0] == "LayerNormalization" and k[3] in ("Mean", "InvStdDev")))}
     assert {("BatchNormalization", 15), ("LayerNormalization", 17)} <= {k[:2] for k in stats}
     assert {c["supports"] for c in stats.values()} == {"differentiable"}, stats
+
+
+def _state_fd() -> tuple[np.ndarray | None, np.ndarray | None]:
+    """d running_mean / d X of BatchNormalization-15 (training) and d Mean / d X of
+    LayerNormalization-17."""
+    c = 3
+    x = np.random.default_rng(0).standard_normal((2, c, 2))
+    bn = oh.make_node("BatchNormalization", ["X", "s", "b", "m", "v"],
+                      ["Y", "running_mean", "running_var"], training_mode=1)
+    ones, zeros = np.ones(c), np.zeros(c)
+    d_bn = _fd(bn, {"X": x, "s": ones, "b": zeros, "m": zeros, "v": ones}, 15, "X", out=1)
+    ln = oh.make_node("LayerNormalization", ["X", "s", "b"], ["Y", "Mean", "InvStdDev"],
+                      axis=-1)
+    d_ln = _fd(ln, {"X": x, "s": np.ones(2), "b": np.zeros(2)}, 17, "X", out=1,
+               v=np.random.default_rng(1).standard_normal(x.shape))
+    return d_bn, d_ln
 
 
 @pytest.mark.parametrize("version", [10, 13])
@@ -154,3 +170,53 @@ def test_a_refuted_precedent_is_no_precedent():
     assert not shape.founded_for("Range") and not shape.founded_for("Upsample")
     assert not state.founded_for("LayerNormalization")
     assert RULES[Convention.PIECEWISE_CONSTANT].founded_for("Hardmax")
+
+
+def _smooth(d: np.ndarray | None) -> str:
+    """The tag finite differences support: a derivative at a fixed shape -> differentiable."""
+    return "differentiable" if d is not None and np.abs(d).max() > 1e-3 else "non-differentiable"
+
+
+def test_fix_tags_gives_each_pair_one_answer_with_and_without_include_conventions():
+    """fix-tags planned from the committed evidence (models/: the cases, their variants and
+    the per-version table): without --include-conventions every cell of a pair under a label
+    is withheld alike; with it, each is written with the tag its math supports -- the same
+    for both members of a pair; the int-only DequantizeLinear x and zero points, decided by
+    type, are planned alike either way and withheld from neither."""
+    from fix_report import SRC
+    from torch_prover.fix.locate import read_tree
+    from torch_prover.fix.plan import Withheld, findings, plan, report_records
+    up, rs10 = _scales_fd()
+    bn, ln = _state_fd()
+    math = {("Upsample", 9, "scales"): _smooth(up), ("Resize", 10, "scales"): _smooth(rs10),
+            ("Resize", 13, "scales"): _smooth(rs10),
+            ("Range", 11, "start"): _smooth(_range_fd("start")),
+            ("Range", 11, "delta"): _smooth(_range_fd("delta")),
+            ("BatchNormalization", 15, "running_mean"): _smooth(bn),
+            ("BatchNormalization", 15, "running_var"): _smooth(bn),
+            ("LayerNormalization", 17, "Mean"): _smooth(ln),
+            ("LayerNormalization", 17, "InvStdDev"): _smooth(ln)}
+    assert set(math.values()) == {"differentiable"}
+    by_type = {("DequantizeLinear", v, n) for v in (10, 13) for n in ("x", "x_zero_point")}
+    models = ROOT / "models"
+    proofs = sorted(models.glob("*/*/proof.json"))
+    doc = {"cases": [json.loads(p.read_text()) for p in proofs if "@" not in p.parent.name],
+           "versions": {**json.loads((models / "versions.json").read_text()),
+                        "cases": [json.loads(p.read_text()) for p in proofs
+                                  if "@" in p.parent.name]}}
+    found = findings(report_records(doc))
+    tree = read_tree(SRC)
+    for include in (False, True):
+        p = plan(tree, found, include_conventions=include)
+        planned = {(f.op, f.version, f.name): f for e in p.edits for f in e.findings}
+        planned |= {(f.op, f.version, f.name): f for f, *_ in p.unlocated}
+        withheld = {(f.op, f.version, f.name): why for f, why, _ in p.withheld}
+        for key, tag in math.items():
+            if include:
+                assert key in planned and {t.value for t in planned[key].supports} == {tag}, key
+            else:
+                assert withheld.get(key) is Withheld.CONVENTION, key
+        for key in by_type:
+            assert key in planned and key not in withheld, key
+            assert {t.value for t in planned[key].supports} == {"non-differentiable"}
+            assert not planned[key].conventions

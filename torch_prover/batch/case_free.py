@@ -71,13 +71,32 @@ def cells(run: PointsRun, t: SchemaTags) -> list[dict[str, Any]]:
         params = [p for w in ws for p in w.params if (p.io, p.name) == (f.io, f.name)]
         d = case_free([p.outcome for p in params], [p.body for p in params],
                       type_reason(t, f, outputs_from_inputs=True) is not None,
-                      [p.redrawn for p in params], graph_op(t.op, t.since_version))
+                      [p.redrawn for p in params], graph_op(t.op, t.since_version),
+                      [p.float64 for p in params])
         verdict = judge(f.tag, d.supports) if d.supports else "inconclusive"
-        cells.append({"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
-                      "verdict": verdict, "supports": d.supports.value if d.supports else None,
-                      "rule": d.rule.value,
-                      "tests": sorted({w.test for w in ws if any(p in w.params for p in params)})})
+        cell = {"io": f.io, "index": f.position, "name": f.name, "tag": f.tag,
+                "verdict": verdict, "supports": d.supports.value if d.supports else None,
+                "rule": d.rule.value,
+                "tests": sorted({w.test for w in ws if any(p in w.params for p in params)})}
+        remeasured = precision(ws, params)
+        if remeasured:
+            cell["precision"] = remeasured
+        cells.append(cell)
     return cells
+
+
+def precision(ws: list, params: list) -> str:
+    """What computed a cell's numbers, where it was flat at a test's points and measured
+    again (engine/numeric/redraw): the tests' own precision in their runtime, and float64's
+    runtime and schema version, or why float64 did not run (docs/verdicts.md)."""
+    said = []
+    for w in ws:
+        for p in w.params:
+            if p in params and p.outcome.value == "flat" and w.precision:
+                then = (f"{'smooth' if p.float64 else 'flat'} in {w.precision}"
+                        if w.precision.startswith("float64") else w.precision)
+                said.append(f"{w.test}: flat in {w.measured_in or w.runtime}; {then}")
+    return "; ".join(dict.fromkeys(said))
 
 
 def section(run: PointsRun, selection: Selection, ops_arg: str | None,

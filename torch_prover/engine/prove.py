@@ -241,16 +241,24 @@ def _not_exercised(params: Sequence[Any], model: Any, node_index: int,
             and p.numeric.outcome is NumericOutcome.FLAT]
     if not flat:
         return tuple(params)
-    seen = measure_redrawn(model, node_index, feeds, seed)
+    seen = measure_redrawn(model, node_index, feeds, seed, flat={(p.io, p.index) for p in flat})
     out = []
     for p in params:
         n = seen.exercised(p.io, p.index) if p in flat else 0
+        if p in flat and seen.in_float64(p.io, p.index):
+            out.append(dataclasses.replace(
+                p, verdict=Verdict.INCONCLUSIVE, supports=None, rule=Rule.NOT_EXERCISED,
+                reason=f"not exercised at the script's inputs in their own precision: flat at "
+                       f"every point measured there ({p.reason}), but smooth at the same inputs "
+                       f"in {seen.precision(p.io, p.index)}: a derivative below the inputs' "
+                       "resolution, not a zero"))
+            continue
         out.append(p if not n else dataclasses.replace(
             p, verdict=Verdict.INCONCLUSIVE, supports=None, rule=Rule.NOT_EXERCISED,
             reason=f"not exercised at the script's inputs: flat at every point measured "
                    f"there ({p.reason}), but smooth at {n} of {DRAWS} re-drawn points of the "
-                   "same shapes and dtypes: the inputs never select it, which says nothing "
-                   "of the op's derivative"))
+                   f"same shapes and dtypes ({seen.precision(p.io, p.index)}): the inputs "
+                   "never select it, which says nothing of the op's derivative"))
     return tuple(out)
 
 

@@ -52,7 +52,8 @@ def _one(j: Judged, cell: dict[str, Any] | None, tests: Sequence[str], origin: s
         return replace(j, verdict=GateVerdict.NOT_PROVED, supports=None,
                        why=f"not proved: no case and no ONNX node test ({origin})")
     w = Witness("case-free", None, cell["verdict"], cell["supports"], cell["rule"],
-                f"{cell['rule']}: ONNX's node tests measured {seen or 'nothing'} ({origin})",
+                f"{cell['rule']}: ONNX's node tests measured {seen or 'nothing'} ({origin})"
+                + (f"; measured again: {cell['precision']}" if cell.get("precision") else ""),
                 None)
     verdict = _FROM_VERDICT.get(cell["verdict"])
     if verdict is None:

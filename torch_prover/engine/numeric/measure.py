@@ -230,8 +230,8 @@ class _Seen:
 
 
 class _Measure:
-    def __init__(self, node: IsolatedNode, seed: int):
-        self.node, self.seed = node, seed
+    def __init__(self, node: IsolatedNode, seed: int, steps: str | None = None):
+        self.node, self.seed, self.steps = node, seed, steps
         self._cache: dict[Point, tuple[dict, tuple]] = {}
         self.float_outputs = [j for j, y in enumerate(node.base_outputs)
                               if y is not None and is_float_value(y)]
@@ -255,7 +255,7 @@ class _Measure:
 
     def observe(self, a: Lifted, p: Point, v: np.ndarray, dtype: str) -> _Seen:
         """How each floating output looks at ``p`` along ``v`` for input ``a``."""
-        h = STEP[dtype]
+        h = STEP[self.steps or dtype]
         try:
             values, y0 = self.at(p)
             x = values[a.name]
@@ -327,7 +327,7 @@ class _Measure:
             return InputWitness(index, name, dtype, Outcome.NOT_RUN,
                                 f"{fd_dtype}: too coarse for a two-step finite difference"
                                 + (f" ({computed.words()})" if computed.lowered else ""))
-        h = STEP[fd_dtype]
+        h = STEP[self.steps or fd_dtype]
         v = self.direction(a)
         points: list[Point] = []
         moves: list[Move] = []
@@ -406,9 +406,10 @@ def _sources(ws: Sequence[InputWitness]) -> str:
     return " and ".join(parts)
 
 
-def measure(node: IsolatedNode, *, seed: int = 0) -> NodeWitness:
-    """Measure every floating input of the isolated node into every floating output."""
-    m = _Measure(node, seed)
+def measure(node: IsolatedNode, *, seed: int = 0, steps: str | None = None) -> NodeWitness:
+    """Measure every floating input of the isolated node into every floating output
+    (``steps``: another precision's steps, zero still the computed one's: ``redraw``)."""
+    m = _Measure(node, seed, steps)
     by_index = {a.index: a for a in node.lifted if a.index is not None}
     inputs = tuple(InputWitness(i, "", "", Outcome.ABSENT, "optional input not given")
                    if gname is None else m.input(by_index[i])

@@ -73,19 +73,20 @@ __all__ = ["witness", "vjp", "isolate", "measure", "IsolatedNode", "NodeWitness"
 
 
 def witness(model: onnx.ModelProto, node_index: int, feeds: Mapping[str, np.ndarray], *,
-            seed: int = 0) -> NodeWitness:
+            seed: int = 0, steps: str | None = None) -> NodeWitness:
     """Isolate ``model.graph.node[node_index]`` on ``feeds`` and measure it. A node that
-    cannot be isolated or run gives every parameter ``NOT_RUN`` with the reason."""
+    cannot be isolated or run gives every parameter ``NOT_RUN`` with the reason.
+    ``steps``: difference at that precision's steps (``measure``; the float64 re-measure's)."""
     try:
         node = isolate(model, node_index, feeds)
     except WitnessError as exc:
         return _not_run(model, node_index, str(exc), seed)
     if not node.lifted:   # RandomUniform, Constant: no input to perturb, whatever it draws
-        return measure(node, seed=seed)
+        return measure(node, seed=seed, steps=steps)
     why = _random_op(model, node_index) or _draws_anew(node) or _differs(node)
     if why:
         return _not_run(model, node_index, why, seed)
-    return measure(node, seed=seed)
+    return measure(node, seed=seed, steps=steps)
 
 
 def _differs(node: IsolatedNode) -> str:

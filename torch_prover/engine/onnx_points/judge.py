@@ -51,6 +51,7 @@ class CaseFreeRule(StrEnum):
     BODY_ONLY = "case-free: function body only"     # it decides nothing alone (engine/rules/verdict.py)
     NOT_EXERCISED = "case-free: not exercised at ONNX's points"
     FLAT_THERE_ONLY = "case-free: flat at ONNX's points only"   # smooth at re-drawn points
+    POINTS_FLOAT64 = "case-free: ONNX's points in float64"   # flat in float32, smooth in float64
     BODY_DEPENDENT = "case-free: body-dependent"   # a graph op: the body it is given decides
 
 
@@ -71,7 +72,8 @@ def body_says(bodies: Iterable[BodyOutcome]) -> Tag | None:
 
 
 def case_free(outcomes: Sequence[NumericOutcome], bodies: Sequence[BodyOutcome],
-              by_type: bool, redrawn: Sequence[bool] = (), graph_op: bool = False) -> CaseFree:
+              by_type: bool, redrawn: Sequence[bool] = (), graph_op: bool = False,
+              float64: Sequence[bool] = ()) -> CaseFree:
     """A parameter decided without a case: by type first (``engine/rules/by_type.py``); a
     graph op's (If, Loop, Scan, SequenceMap) data then depends on the body it is given, so
     the convention ``body-dependent`` says unknown, as the catalogue's cases do; then ONNX's
@@ -79,12 +81,19 @@ def case_free(outcomes: Sequence[NumericOutcome], bodies: Sequence[BodyOutcome],
     inconclusive -- by the function body where the schema has one; the body alone decides
     nothing, as in the catalogue. ``redrawn``: per test, the parameter was smooth at
     re-drawn values of the test's inputs (``engine/numeric/redraw``): flat at ONNX's points
-    only is where the points sit, not the op's math -- inconclusive, never non-differentiable."""
+    only is where the points sit, not the op's math -- inconclusive, never non-differentiable.
+    ``float64``: per test, the parameter, flat there in the test's precision, was smooth in
+    float64 at the same point (the schema admitting double, a runtime computing it): the
+    points show a derivative after all -- differentiable, confirmed or left inconclusive by
+    the function body as any point's derivative is."""
     if by_type:
         return CaseFree(Tag.NONDIFF, CaseFreeRule.BY_TYPE)
     if graph_op:
         return CaseFree(Tag.UNKNOWN, CaseFreeRule.BODY_DEPENDENT)
     n, b = supports_at_points(outcomes), body_says(bodies)
+    if n is Tag.NONDIFF and any(float64):
+        return CaseFree(None, CaseFreeRule.DISAGREE) if b not in (None, Tag.DIFF) else \
+            CaseFree(Tag.DIFF, CaseFreeRule.POINTS_FLOAT64)
     if n is Tag.NONDIFF and any(redrawn):
         return CaseFree(None, CaseFreeRule.FLAT_THERE_ONLY)
     if n is None:

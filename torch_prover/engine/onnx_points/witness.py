@@ -22,6 +22,7 @@ from ...vocab import BodyOutcome, NumericOutcome, PointsSkip
 from ..bodies.function_body import for_node
 from ..numeric.node_witness import witness
 from ..numeric.numeric import choose_runtime
+from ..numeric.redraw import measured_in
 from ..versions.runtimes import Target
 from .source import NodeTest
 
@@ -36,6 +37,7 @@ class ParamOutcome:
     outcome: NumericOutcome
     body: BodyOutcome = BodyOutcome.NOT_APPLICABLE   # the function-body witness, same node
     redrawn: bool = False    # flat here, smooth at re-drawn values of the test's inputs
+    float64: bool = False    # flat here in the test's precision, smooth in float64 here
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,15 @@ class TestWitness:
     params: tuple[ParamOutcome, ...]
     skip: PointsSkip | None = None
     detail: str = ""
+    precision: str = ""      # how a flat parameter was re-measured (redraw.Float64Run.words)
+    measured_in: str = ""    # the test's own precision and runtime (redraw.measured_in)
 
     def as_dict(self) -> dict[str, Any]:
         return {"test": self.test, "op": self.op, "version": self.version,
                 "runtime": self.runtime, "skip": self.skip.value if self.skip else None,
-                "detail": self.detail,
-                "params": [[p.io, p.name, p.outcome.value, p.body.value, p.redrawn]
+                "detail": self.detail, "precision": self.precision,
+                "measured_in": self.measured_in,
+                "params": [[p.io, p.name, p.outcome.value, p.body.value, p.redrawn, p.float64]
                            for p in self.params]}
 
     @classmethod
@@ -62,7 +67,8 @@ class TestWitness:
         return cls(d["test"], d["op"], d["version"], d["runtime"],
                    tuple(ParamOutcome(io, name, NumericOutcome(o), BodyOutcome(b), *rest)
                          for io, name, o, b, *rest in d["params"]),
-                   PointsSkip(d["skip"]) if d["skip"] else None, d["detail"])
+                   PointsSkip(d["skip"]) if d["skip"] else None, d["detail"],
+                   d.get("precision", ""), d.get("measured_in", ""))
 
 
 _RANK = (NumericOutcome.SMOOTH, NumericOutcome.JUMP, NumericOutcome.FLAT, NumericOutcome.NONE,
@@ -140,28 +146,42 @@ def measure_test(test: NodeTest, body: bool = False) -> TestWitness:
                 BodyOutcome.NOT_APPLICABLE
             if key not in said or _BODY_RANK.index(b) < _BODY_RANK.index(said[key]):
                 said[key] = b
-    redrawn = _redrawn(model, feeds, tags, best) if body else set()
+    redrawn, in64, precision = _redrawn(model, feeds, tags, best) if body else (set(), set(), "")
     return TestWitness(test.name, test.op, test.version, runtime,
-                       tuple(ParamOutcome(io, n, o, said[(io, n)], (io, n) in redrawn)
+                       tuple(ParamOutcome(io, n, o, said[(io, n)], (io, n) in redrawn,
+                                          (io, n) in in64)
                              for (io, n), o in best.items()),
-                       None, w.why if not best else "")
+                       None, w.why if not best else "", precision,
+                       measured_in(feeds, runtime.split(" ")[0]) if precision else "")
 
 
 def _redrawn(model: onnx.ModelProto, feeds: dict[str, Any], tags: Any,
-             best: Mapping[tuple[str, str], NumericOutcome]) -> set[tuple[str, str]]:
-    """The parameters flat at the test's point that are smooth at re-drawn values of its
-    inputs (``engine/numeric/redraw``): RNN's ``R`` at a zero initial state or a saturated
-    tanh. Measured for case-free verdicts only, and only when something is flat."""
+             best: Mapping[tuple[str, str], NumericOutcome]
+             ) -> tuple[set[tuple[str, str]], set[tuple[str, str]], str]:
+    """The parameters flat at the test's point that are smooth when measured again
+    (``engine/numeric/redraw``): in float64 at the same point (RNN's ``R`` where tanh
+    saturates below float32's resolution), or at re-drawn values of its inputs (``R`` at a
+    zero initial state); and how float64 ran (runtime, schema version) or why not.
+    Measured for case-free verdicts only, and only when something is flat."""
     if NumericOutcome.FLAT not in best.values():
-        return set()
+        return set(), set(), ""
     from ..numeric.redraw import measure_redrawn
-    seen = measure_redrawn(model, 0, [feeds])
-    found = set()
-    for io, index in seen.smooth:
+    flat = {(io, i) for io in ("input", "output") for i in range(len(_node_of(model, io)))
+            if (f := tags.formal(io, i)) is not None
+            and best.get((io, f.name)) is NumericOutcome.FLAT}
+    seen = measure_redrawn(model, 0, [feeds], flat=flat)
+    found, in64 = set(), set()
+    for io, index in set(seen.smooth) | seen.given64:
         f = tags.formal(io, index)
-        if f is not None and best.get((io, f.name)) is NumericOutcome.FLAT:
-            found.add((io, f.name))
-    return found
+        if f is None or best.get((io, f.name)) is not NumericOutcome.FLAT:
+            continue
+        (in64 if seen.in_float64(io, index) else found).add((io, f.name))
+    return found - in64, in64, seen.float64.words() if seen.float64 else ""
+
+
+def _node_of(model: onnx.ModelProto, io: str) -> Sequence[str]:
+    n = model.graph.node[0]
+    return n.input if io == "input" else n.output
 
 
 def float_inputs(test: NodeTest) -> frozenset[int]:
