@@ -75,7 +75,8 @@ ENGINE_INTERFACES = {
     ("onnx_points", "numeric.numeric"):
         "... in the runtime the catalogue would choose (choose_runtime)",
     ("onnx_points", "numeric.redraw"):
-        "... and, flat at a test's points, again at re-drawn values, as run does (issue 41)",
+        "... and, flat at a test's points, again in float64 and at re-drawn values, as run "
+        "does (issue 41)",
     ("onnx_points", "bodies.function_body"):
         "the function body built for the test's node",
     ("onnx_points", "rules.verdict"):

@@ -90,6 +90,12 @@ def test_resize_and_upsample_scales_are_the_same_math_and_get_one_answer():
     up, rs10 = _scales_fd()
     assert up is not None and rs10 is not None
     assert np.abs(up).max() > 1e-2 and np.allclose(up, rs10, atol=1e-3)
+    # nearest mode (ONNX's only Upsample test) is flat in scales at a fixed output size: a
+    # mode that selects a piecewise-constant branch, where case-free's points sit
+    nearest = _fd(oh.make_node("Upsample", ["X", "scales"], ["Y"], mode="nearest"),
+                  {"X": X, "scales": SCALES}, 9, "scales", v=np.array([0, 0, 1.0, 1.0]),
+                  h=1e-3, ort=True)
+    assert nearest is not None and not nearest.any()
     math = "differentiable"       # smooth at a fixed output size, for both
     cells = _cells()
     scales = {k: c for k, c in cells.items() if k[0] in ("Resize", "Upsample")

@@ -6,7 +6,8 @@ stage 4).
 ``node_witness``: the node's own derivative, ``witness()`` = ``isolate`` (the target node cut
 out, every input lifted) + ``measure`` (its finite differences, point by point);
 ``precision``: the precision a runtime really computed in, which the steps and tolerances
-follow.
+follow; ``redraw``: a parameter flat at the points given, measured again in float64 and at
+re-drawn points before a zero counts (``run`` and case-free verdicts alike).
 
 May import: the lowest layers; of the engine, ``versions.runtimes`` and
 ``versions.float32_copy`` (a number counts for schema version V only where a runtime that

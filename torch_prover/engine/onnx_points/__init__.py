@@ -14,7 +14,7 @@ whether ONNX's points agree, contradict, did not exercise it, or were not availa
 Used by verify-all (``batch/onnx_points.py``, ``batch/case_free.py``), not by one proof.
 May import: the lowest layers and ``tags``; of the engine, ``numeric.node_witness`` and
 ``numeric.numeric`` (a test is measured by the catalogue's own node witness, in the runtime
-it would choose), ``numeric.redraw`` (flat at a test's points, again at re-drawn values),
+it would choose), ``numeric.redraw`` (flat at a test's points, again in float64 and at re-drawn values),
 ``bodies.function_body`` (the body built for the test's node),
 ``versions.runtimes`` (the schema version in force at a test's opset) and ``rules.verdict``
 (what an outcome says, by the catalogue's own table). Nothing of the pipeline at engine/'s
