@@ -92,6 +92,7 @@ class _Run:
         req = prov["request"]
         self.ops = ",".join(req["ops"]) if req["ops"] is not None else None
         self.torchscript: bool = req["torchscript"]
+        self.domain: str | None = req.get("domain")   # verify-all --domain; None: ai.onnx
         self.left_out: tuple[str, ...] = ()
         self.selection_text = req["versions"]
         try:
@@ -113,7 +114,11 @@ class _Run:
         from .versions import plan
         from .verify import exporter_mode, select
         try:
-            cases, case_less_selected = select(self.ops, shard, self.entries)
+            if self.domain is not None:   # another domain's cases (batch/domains.py)
+                from .domains import cases_of
+                cases, case_less_selected = cases_of(self.domain, self.ops), frozenset()
+            else:
+                cases, case_less_selected = select(self.ops, shard, self.entries)
         except UsageError as exc:
             raise UsageError(f"{self.where}: its --ops cannot be re-made here ({exc})") from None
         torchscript, cases, self.left_out = exporter_mode(self.torchscript, cases)

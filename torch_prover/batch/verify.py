@@ -254,7 +254,7 @@ def run(prepared: Prepared) -> Outcome:
         None if req.ops is None else preflight.op_names(req.ops, "--ops")
         if req.domain == domains.DEFAULT else [c.op for c in prepared.cases], req.versions,
         req.numeric, req.timeout, prepared.waivers, label, req.tags_from,
-        prepared.torchscript)
+        prepared.torchscript, None if req.domain == domains.DEFAULT else req.domain)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
                         out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
