@@ -54,6 +54,22 @@ def cases_of(domain: str, ops_arg: str | None, *, versions: str = "latest",
     return sorted(chosen, key=mine.index)
 
 
+def case_version(case: Case) -> int | None:
+    """The schema version of its domain a reference case of another domain runs: the one in
+    force at the opset its reference op emits the node at (``engine.prove.domain_opset``
+    reads the same from the exported model); None for a case without such a node."""
+    import onnx.defs
+
+    from ..cases import other_domains
+    from ..cases.reference import ReferenceOp
+    refs = {r.op: r for r in vars(other_domains).values() if isinstance(r, ReferenceOp)}
+    for key in case.translation or {}:
+        r = refs.get(key)
+        if r is not None and r.onnx_op == case.op:
+            return onnx.defs.get_schema(case.op, r.opset, r.domain).since_version
+    return None
+
+
 def coverage_entries(domain: str) -> list[dict[str, Any]]:
     """Every op of ``domain`` (the shipped table's rows: every schema version onnx
     registers), each schema version with the cases that decide it and how it is decided

@@ -97,7 +97,7 @@ class _Run:
         self.selection_text = req["versions"]
         try:
             self.selection = selection_of(req["versions"])
-            self.tags, self.doc = _tags_of(prov["tags"])
+            self.tags, self.doc = _tags_of(prov["tags"], self.domain or "")
             self.waivers = [waivers_mod.Waiver.from_dict(w) for w in prov["waivers"]]
             from ..cases import all_cases
             cases_of: dict[str, list[str]] = {}
@@ -149,13 +149,14 @@ class _Run:
         return dict(zip(names, listed))
 
 
-def _tags_of(tags: dict[str, Any]):
-    """(TagSource or None for the installed onnx, the docs) from a provenance's tags."""
+def _tags_of(tags: dict[str, Any], domain: str = ""):
+    """(TagSource or None for the installed onnx, the docs) from a provenance's tags, docs
+    of ``domain``'s ops ("": ai.onnx)."""
     if tags["text"] is None:
         return None, None
     from ..tags.docs import DocsError, load_text
     try:
-        doc = load_text(tags["path"], tags["text"])
+        doc = load_text(tags["path"], tags["text"], domain)
     except DocsError as exc:
         raise UsageError(f"its --tags-from text does not read as ONNX docs ({exc})") from None
     return doc.tags, doc

@@ -202,7 +202,8 @@ def prepare(request: Request) -> Prepared:
     preflight.outputs_checked(
         outputs, [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         own_trees(out, cases, request.cache_dir, request.ops is None))
-    doc = preflight.load_docs(request.tags_from)
+    doc = preflight.load_docs(request.tags_from, "" if request.domain == domains.DEFAULT
+                              else request.domain)   # another domain's: its -ml docs
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out, (cache_warning,) if cache_warning else (), selection, planned,
                     shard, torchscript, left_out)
