@@ -92,3 +92,16 @@ def test_ml_and_default_domain_docs_are_not_compared_with_each_other(tmp_path, c
                              str(pr), "--no-write", "--no-cache"])
         err = capsys.readouterr().err.strip()
         assert code == 2 and says in err and pr.name in err and "\n" not in err
+
+
+def test_a_domain_case_runs_the_version_its_record_names():
+    """The gate picks the reference cases of a changed version by the version their node
+    runs (``batch.domains.case_version``, from the reference op's opset, without proving):
+    each is the schema version its committed record ran (engine.prove.domain_opset, read
+    from the exported model)."""
+    from torch_prover.batch.domains import case_version
+    from torch_prover.cases.other_domains import DOMAIN_CASES
+    models = Path(__file__).resolve().parents[1] / "models"
+    for c in DOMAIN_CASES:
+        record = json.loads((models / c.op / c.name / "proof.json").read_text())
+        assert case_version(c) == record["schema_version"], c.name
