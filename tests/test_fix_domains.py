@@ -163,3 +163,28 @@ def test_fix_tags_domain_from_a_verify_all_domain_report(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert says in err and "\n" not in err
     assert not (tmp_path / "x.patch").exists() and not (tmp_path / "prs").exists()
+
+
+def test_a_domain_report_judged_against_ml_docs_is_read_back(tmp_path, capsys):
+    """verify-all --domain ai.onnx.ml --tags-from Changelog-ml.md (the domain's docs, which
+    an ai.onnx run refuses): its report carries that text and fix-tags re-checks every
+    record against it; Binarizer-1's X and Y are then edited non-differentiable (a step)."""
+    from torch_prover.cli import main
+    report = tmp_path / "ml.json"
+    assert main(["verify-all", "--domain", "ai.onnx.ml", "--ops", "Binarizer", "--no-write",
+                 "-q", "--tags-from", str(Path(__file__).parent / "data" / "Changelog-ml.md"),
+                 "--format", "json", "--report", str(report), "--jobs", "1",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert json.loads(report.read_text())["provenance"]["tags"]["path"].endswith(
+        "Changelog-ml.md")
+    out = tmp_path / "fix.patch"
+    capsys.readouterr()
+    assert main(["fix-tags", "--onnx-src", str(_sources(tmp_path)), "--domain", "ai.onnx.ml",
+                 "--report", str(report), "-o", str(out), "--format", "json"]) == 0
+    copy = tmp_path / "applied"
+    shutil.copytree(tmp_path / "onnx-src", copy)
+    subprocess.run(["git", "init", "-q"], cwd=copy, check=True)
+    subprocess.run(["git", "apply", str(out)], cwd=copy, check=True)
+    after = _tags(read_tree(copy))
+    assert [after[("Binarizer", 1, io, 0)] for io in ("input", "output")] == \
+        [MATH["Binarizer"]["X"][0]] * 2
