@@ -172,20 +172,24 @@ def test_an_optimizer_case_is_its_update_rule_and_runs_its_real_node(name, op, n
     assert '"runtime": "onnx.reference"' in (d / "proof.json").read_text()
 
 
-def test_verify_all_domain_proves_the_cases_in_the_run_path(tmp_path):
-    """verify-all --domain ai.onnx.preview.training: the worker pool proves that domain's
-    cases (and only them) and writes what scripts/domain_evidence.py committed; it writes
-    no index and prunes nothing (another domain's, or ai.onnx's, evidence stays)."""
+@pytest.mark.parametrize("domain,ops", [
+    ("ai.onnx.preview.training", {"Momentum", "Adagrad", "Adam"}),
+    ("ai.onnx.preview", {"FlexAttention"})])
+def test_verify_all_domain_proves_the_cases_in_the_run_path(domain, ops, tmp_path):
+    """verify-all --domain ai.onnx.preview.training (or ai.onnx.preview): the worker pool
+    proves that domain's cases (and only them) and writes what scripts/domain_evidence.py
+    committed; it writes no index and prunes nothing (another domain's, or ai.onnx's,
+    evidence stays)."""
     from torch_prover.batch import verify
     other = tmp_path / "Abs" / "abs_basic"
     other.mkdir(parents=True)
     (other / "proof.json").write_text("{}")
-    prepared = verify.prepare(verify.Request(domain="ai.onnx.preview.training", jobs=1,
+    prepared = verify.prepare(verify.Request(domain=domain, jobs=1,
                                              out=str(tmp_path), onnx_points=0))
-    assert {c.op for c in prepared.cases} == {"Momentum", "Adagrad", "Adam"}
+    assert {c.op for c in prepared.cases} == ops
     outcome = verify.run(prepared)
     assert outcome.exit_code == 0 and outcome.removed == ()
-    assert sorted(r["status"] for r in outcome.report["cases"]) == ["proved"] * 3
+    assert sorted(r["status"] for r in outcome.report["cases"]) == ["proved"] * len(ops)
     assert (other / "proof.json").read_text() == "{}"
     assert not (tmp_path / "index.json").exists()
     for case in prepared.cases:

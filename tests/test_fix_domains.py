@@ -1,5 +1,5 @@
-"""fix-tags on the other domains: ai.onnx.ml (onnx/defs/traditionalml/) and
-ai.onnx.preview.training (onnx/defs/training/), from their decided cells, through the same
+"""fix-tags on the other domains: ai.onnx.ml (onnx/defs/traditionalml/),
+ai.onnx.preview.training (onnx/defs/training/) and ai.onnx.preview (onnx/defs/preview/), from their decided cells, through the same
 plan and patch as ai.onnx's.
 
 The sources are ONNX's own files, byte for byte (tests/data/onnx-src-domains, gzipped;
@@ -33,7 +33,8 @@ FLOATS = ("tensor(float", "tensor(double", "tensor(bfloat16")
 
 
 def _sources(tmp: Path) -> Path:
-    """A checkout root holding onnx/defs/traditionalml/{defs,old}.cc and training/defs.cc."""
+    """A checkout root holding onnx/defs/traditionalml/{defs,old}.cc, training/defs.cc and
+    preview/defs.cc."""
     root = tmp / "onnx-src"
     for gz in FIXTURE.rglob("*.cc.gz"):
         out = root / gz.relative_to(FIXTURE).with_suffix("")
@@ -84,7 +85,8 @@ def _tags(tree) -> dict[tuple[str, int, str, int], str]:
 
 
 @pytest.mark.parametrize("domain,decided", [("ai.onnx.ml", 52),
-                                            ("ai.onnx.preview.training", 12)])
+                                            ("ai.onnx.preview.training", 12),
+                                            ("ai.onnx.preview", 4)])
 def test_the_patched_sources_say_every_decided_cell(domain, decided, tmp_path):
     """Every decided cell of the domain is edited (none withheld or unlocated), the patch
     passes fix-tags' own check (git apply on a copy, every schema re-read), and the patched
@@ -151,6 +153,7 @@ def test_fix_tags_domain_from_a_verify_all_domain_report(tmp_path, capsys):
     assert "12 call sites edited" in capsys.readouterr().out
     text = out.read_text()
     assert "onnx/defs/training/defs.cc" in text and "traditionalml" not in text
+    assert "preview/defs.cc" not in text
     for argv, says in (
             (["--domain", "ai.onnx.ml", "-o", str(tmp_path / "x.patch")],
              "--domain ai.onnx.ml: the report has no proved case of that domain"),

@@ -2,10 +2,11 @@
 
 ai.onnx (the default) is the catalogue: its cases, its per-version plan, its case-less ops
 decided by type, models/index.json and versions.json. Every other domain the reference
-cases cover (``cases/other_domains.py``: ai.onnx.ml, ai.onnx.preview.training) is proved
-through the same run path -- the worker pool, the cache, ``output.evidence`` -- but at each
-case's own schema version only: no plan of variants, no index, no pruning (a run of one
-domain never deletes another's evidence) and no ONNX node-test points (they are ai.onnx's).
+cases cover (``cases/other_domains.py``: ai.onnx.ml, ai.onnx.preview.training,
+ai.onnx.preview) is proved through the same run path -- the worker pool, the cache,
+``output.evidence`` -- but at each case's own schema version only: no plan of variants, no
+index, no pruning (a run of one domain never deletes another's evidence) and no ONNX
+node-test points (they are ai.onnx's).
 """
 from __future__ import annotations
 

@@ -47,8 +47,8 @@ def settled_only(records: list[dict[str, Any]], section: Any) -> list[dict[str, 
 
 
 def domain_report(rep: dict[str, Any], domain: str) -> dict[str, Any]:
-    """The report of a ``verify-all --domain`` run (ai.onnx.ml, ai.onnx.preview.training)
-    as fix-tags plans it: its records of ``domain`` and, as its versions section, that
+    """The report of a ``verify-all --domain`` run (ai.onnx.ml, ai.onnx.preview.training,
+    ai.onnx.preview) as fix-tags plans it: its records of ``domain`` and, as its versions section, that
     domain's cells as the table has them (``batch/domain_versions.domain_ops`` over those
     records: each parameter decided by the records of its version, else by type, else
     undecided). ``report_records`` then reads it as an all-versions report's: the same
