@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Prove the other domains' reference cases (``torch_prover/cases/other_domains.py``:
-ai.onnx.ml, ai.onnx.preview.training) and write their evidence under models/<Op>/<case>/, as verify-all writes the
-catalogue's (through ``output.evidence``, the only writer; a rewrite that changes nothing
-keeps the files).
+ai.onnx.ml, ai.onnx.preview.training, ai.onnx.preview) and write their evidence under
+models/<Op>/<case>/, as verify-all writes the catalogue's (through ``output.evidence``, the
+only writer; a rewrite that changes nothing keeps the files).
 
     python scripts/domain_evidence.py      # then: python scripts/table_data.py
 

@@ -1,5 +1,5 @@
-"""The other domains' reference cases (cases/other_domains.py: ai.onnx.ml, ai.onnx.preview.training): their committed
-evidence is what proving them writes, and what the table says of them is the math's."""
+"""The other domains' reference cases (cases/other_domains.py: ai.onnx.ml,
+ai.onnx.preview.training, ai.onnx.preview): their committed evidence is what proving them writes, and what the table says of them is the math's."""
 from __future__ import annotations
 
 import json
@@ -54,6 +54,10 @@ MATH = {
     "Adam": {"R": (D, "X_new = X - R V_new/(sqrt(H_new) + eps) at T = 0"),
              "T": (N, "int64 update count"),
              "inputs": (D, "dV_new/dV = alpha, dH_new/dH = beta"), "outputs": (D, "")},
+    # ai.onnx.preview: Y = softmax(Q K^T scale) V (test_flexattention_... measures it)
+    "FlexAttention": {"Q": (D, "through the scores' softmax"), "K": (D, "likewise"),
+                      "V": (D, "dY/dV = the attention probabilities (positive)"),
+                      "Y": (D, "")},
 }
 
 
@@ -168,20 +172,24 @@ def test_an_optimizer_case_is_its_update_rule_and_runs_its_real_node(name, op, n
     assert '"runtime": "onnx.reference"' in (d / "proof.json").read_text()
 
 
-def test_verify_all_domain_proves_the_cases_in_the_run_path(tmp_path):
-    """verify-all --domain ai.onnx.preview.training: the worker pool proves that domain's
-    cases (and only them) and writes what scripts/domain_evidence.py committed; it writes
-    no index and prunes nothing (another domain's, or ai.onnx's, evidence stays)."""
+@pytest.mark.parametrize("domain,ops", [
+    ("ai.onnx.preview.training", {"Momentum", "Adagrad", "Adam"}),
+    ("ai.onnx.preview", {"FlexAttention"})])
+def test_verify_all_domain_proves_the_cases_in_the_run_path(domain, ops, tmp_path):
+    """verify-all --domain ai.onnx.preview.training (or ai.onnx.preview): the worker pool
+    proves that domain's cases (and only them) and writes what scripts/domain_evidence.py
+    committed; it writes no index and prunes nothing (another domain's, or ai.onnx's,
+    evidence stays)."""
     from torch_prover.batch import verify
     other = tmp_path / "Abs" / "abs_basic"
     other.mkdir(parents=True)
     (other / "proof.json").write_text("{}")
-    prepared = verify.prepare(verify.Request(domain="ai.onnx.preview.training", jobs=1,
+    prepared = verify.prepare(verify.Request(domain=domain, jobs=1,
                                              out=str(tmp_path), onnx_points=0))
-    assert {c.op for c in prepared.cases} == {"Momentum", "Adagrad", "Adam"}
+    assert {c.op for c in prepared.cases} == ops
     outcome = verify.run(prepared)
     assert outcome.exit_code == 0 and outcome.removed == ()
-    assert sorted(r["status"] for r in outcome.report["cases"]) == ["proved"] * 3
+    assert sorted(r["status"] for r in outcome.report["cases"]) == ["proved"] * len(ops)
     assert (other / "proof.json").read_text() == "{}"
     assert not (tmp_path / "index.json").exists()
     for case in prepared.cases:
@@ -195,6 +203,7 @@ def test_verify_all_domain_proves_the_cases_in_the_run_path(tmp_path):
 @pytest.mark.parametrize("argv,says", [
     (["verify-all", "--domain", "ai.onnx.nope"], "--domain ai.onnx.nope: no cases in that "
                                                  "domain (known: ai.onnx, ai.onnx.ml, "
+                                                 "ai.onnx.preview, "
                                                  "ai.onnx.preview.training)"),
     (["verify-all", "--domain", "ai.onnx.ml", "--versions", "all"], "--versions all plans"),
     (["verify-all", "--domain", "ai.onnx.ml", "--ops", "Adam"], "no case for op Adam in "
@@ -224,3 +233,101 @@ def test_coverage_domain_lists_every_op_with_its_cases(capsys):
     assert entries["Gradient"]["cases"] == []
     assert entries["Gradient"]["versions"][0]["undecided"] == ["input 0 (Inputs)",
                                                                 "output 0 (Outputs)"]
+
+
+def _gradient_of_product() -> onnx.ModelProto:
+    """y = a * b and a Gradient node of dy/da, dy/db (xs = a, b): what a case of
+    Gradient-1 would run; onnx.checker accepts it."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Mul", ["a", "b"], ["y"]),
+             helper.make_node("Gradient", ["a", "b"], ["dy_da", "dy_db"],
+                              domain="ai.onnx.preview.training", xs=["a", "b"], y="y")]
+    value = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2])  # noqa: E731
+    model = helper.make_model(
+        helper.make_graph(nodes, "gradient", [value("a"), value("b")],
+                          [value(n) for n in ("y", "dy_da", "dy_db")]),
+        opset_imports=[helper.make_opsetid("", 18),
+                       helper.make_opsetid("ai.onnx.preview.training", 1)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_gradient_is_undecided_because_no_runtime_runs_it():
+    """Gradient-1's parameters stay undecided (not counted by a convention): the numeric
+    witness needs the node run, and neither onnx.reference nor onnxruntime runs it -- the
+    day one does, this fails and a case of Gradient (the graph y = a * b, whose dy/da = b
+    varies with the input b) can decide it. The table's rows say why."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+    from torch_prover.batch.domain_versions import NO_RUNTIME
+    model = _gradient_of_product()
+    feeds = {"a": np.array([1, 2], np.float32), "b": np.array([3, 4], np.float32)}
+    with pytest.raises(NotImplementedError, match="Gradient"):
+        ReferenceEvaluator(model).run(None, feeds)
+    with pytest.raises(Exception, match="Gradient.*not a registered"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    why = NO_RUNTIME[("ai.onnx.preview.training", "Gradient", 1)]
+    rows = [r for r in table.load()["rows"] if r["op"] == "Gradient"]
+    assert [(r["io"], r["name"], r["supports"], r["verdict"]) for r in rows] == [
+        ("input", "Inputs", None, "inconclusive"), ("output", "Outputs", None, "inconclusive")]
+    assert all(r["reason"].endswith(why) for r in rows)
+
+
+def _flex_attention_node(shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
+    """One FlexAttention-1 node (ai.onnx.preview), default attributes, float64, built by
+    hand here (not from the case); onnx.checker accepts it."""
+    from onnx import TensorProto, helper
+    b, h, s, _ = shapes["Q"]
+    y_shape = (b, h, s, shapes["V"][-1])
+    value = lambda n, shape: helper.make_tensor_value_info(  # noqa: E731
+        n, TensorProto.DOUBLE, shape)
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview")
+    model = helper.make_model(
+        helper.make_graph([node], "flex", [value(n, shapes[n]) for n in "QKV"],
+                          [value("Y", y_shape)]),
+        opset_imports=[helper.make_opsetid("", 25), helper.make_opsetid("ai.onnx.preview", 1)],
+        ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_flexattention_case_is_the_node_and_the_table_says_its_finite_differences():
+    """FlexAttention-1 (ai.onnx.preview): the node, run by onnx.reference (onnxruntime does
+    not register the op), computes the case's formula softmax(Q K^T / sqrt(head_size)) V,
+    K/V heads shared by groups of query heads, on random inputs; the node's own central
+    differences in float64 are nonzero for each of Q, K and V (so Y is too), which is
+    what the table's four rows must support; the record says onnx.reference computed its
+    numeric witness."""
+    import onnxruntime as ort
+    import torch
+    from onnx.reference import ReferenceEvaluator
+    (case,) = [c for c in DOMAIN_CASES if c.op == "FlexAttention"]
+    shapes = {"Q": (1, 4, 3, 4), "K": (1, 2, 5, 4), "V": (1, 2, 5, 6)}
+    model = _flex_attention_node(shapes)
+    with pytest.raises(Exception, match="FlexAttention.*not a registered"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    node = ReferenceEvaluator(model)
+    rng = np.random.default_rng(7)
+    feeds = {n: rng.standard_normal(shape) for n, shape in shapes.items()}
+    (y,) = node.run(None, feeds)
+    formula = case.model(*(torch.tensor(feeds[n], dtype=torch.float32) for n in "QKV"))
+    np.testing.assert_allclose(formula.numpy(), y, atol=1e-5)
+    w = rng.standard_normal(y.shape)   # a random cotangent: <w, dY/dX> by central differences
+    measured = {}
+    for name in "QKV":
+        grad = np.zeros(shapes[name])
+        for i in np.ndindex(*shapes[name]):
+            up, down = dict(feeds), dict(feeds)
+            up[name], down[name] = feeds[name].copy(), feeds[name].copy()
+            up[name][i] += 1e-6
+            down[name][i] -= 1e-6
+            grad[i] = np.sum(w * (node.run(None, up)[0] - node.run(None, down)[0])) / 2e-6
+        measured[name] = D if np.abs(grad).max() > 1e-3 else N
+    measured["Y"] = D if D in measured.values() else N
+    rows = {r["name"]: r for r in table.load()["rows"] if r["op"] == "FlexAttention"}
+    assert {n: r["supports"] for n, r in rows.items()} == measured == {n: D for n in "QKVY"}
+    assert all(r["cases"] == [case.name] and r["verdict"] == "proposed" for r in rows.values())
+    record = json.loads((MODELS / case.op / case.name / "proof.json").read_text())
+    assert (record["domain"], record["schema_version"]) == ("ai.onnx.preview", 1)
+    assert record["test_data"]["runtime"] == "onnx.reference"
+    assert "not a registered" in record["numeric"]["why"]

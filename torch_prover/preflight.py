@@ -343,15 +343,16 @@ def evidence_dirs(out: Path, pairs: Iterable[tuple[str, str]]) -> None:
 
 
 # --------------------------------------------------------------------------- --tags-from
-def load_docs(path: str | None):
-    """The docs file for --tags-from (Operators.md or Changelog.md, told apart by content),
-    or None for the installed onnx."""
+def load_docs(path: str | None, domain: str = ""):
+    """The docs file for --tags-from (Operators.md or Changelog.md, told apart by content)
+    of ``domain``'s ops ("": ai.onnx; the PR gate's ai.onnx.ml: a Changelog-ml.md), or None
+    for the installed onnx."""
     if not path:
         return None
     from .tags.docs import DocsError, load
     readable_file(path, "--tags-from")
     try:
-        return load(path)
+        return load(path, domain)
     except DocsError as exc:
         raise UsageError(f"--tags-from: {exc}") from None
 

@@ -37,6 +37,19 @@ def _in_force(since: list[int], newest: int) -> list[list[int]]:
             for i, v in enumerate(since)]
 
 
+NO_RUNTIME: dict[tuple[str, str, int], str] = {
+    ("ai.onnx.preview.training", "Gradient", 1):
+        "no runtime runs the node, so no numeric witness can measure it (onnx.reference has "
+        "no implementation of Gradient, onnxruntime registers no such op, and "
+        "onnxruntime-training's kernels are com.microsoft's: it builds gradient graphs "
+        "itself); its outputs are the derivatives of the graph its attributes xs, zs and y "
+        "name, so whether they vary with its inputs depends on that graph (constant for "
+        "y = a + b, a derivative of 1 in b for y = a * b), as a body decides If's -- but a "
+        "convention is applied to a case both witnesses ran, and none can run here",
+}
+"""The schema versions no case can run, and why (tests/test_domain_cases.py checks each
+claim against the installed runtimes): an undecided cell of one says so in its reason."""
+
 CONFLICT = "cases conflict"
 """A cell's rule where its cases' records support different tags."""
 
@@ -89,10 +102,12 @@ def domain_ops(domain: str, records: Sequence[dict[str, Any]] = ()) -> list[dict
                     proved = True
                 elif row.decision is None:
                     undecided.append(f"{f.io} {f.position} ({f.name})")
+                    why = NO_RUNTIME.get((domain, op, version))
                     cell.update(verdict="inconclusive", supports=None, rule=UNDECIDED,
                                 cases=[], failing=False,
                                 reason="no case decides it and its types "
-                                       f"({', '.join(f.types)}) do not")
+                                       f"({', '.join(f.types)}) do not"
+                                       + (f": {why}" if why else ""))
                 else:
                     d = row.decision
                     cell.update(verdict=str(d.verdict), supports=str(d.supports),

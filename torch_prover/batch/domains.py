@@ -2,10 +2,11 @@
 
 ai.onnx (the default) is the catalogue: its cases, its per-version plan, its case-less ops
 decided by type, models/index.json and versions.json. Every other domain the reference
-cases cover (``cases/other_domains.py``: ai.onnx.ml, ai.onnx.preview.training) is proved
-through the same run path -- the worker pool, the cache, ``output.evidence`` -- but at each
-case's own schema version only: no plan of variants, no index, no pruning (a run of one
-domain never deletes another's evidence) and no ONNX node-test points (they are ai.onnx's).
+cases cover (``cases/other_domains.py``: ai.onnx.ml, ai.onnx.preview.training,
+ai.onnx.preview) is proved through the same run path -- the worker pool, the cache,
+``output.evidence`` -- but at each case's own schema version only: no plan of variants, no
+index, no pruning (a run of one domain never deletes another's evidence) and no ONNX
+node-test points (they are ai.onnx's).
 """
 from __future__ import annotations
 
@@ -52,6 +53,22 @@ def cases_of(domain: str, ops_arg: str | None, *, versions: str = "latest",
                              f"cases: {', '.join(sorted({c.op for c in mine}))})")
         chosen.extend(found)
     return sorted(chosen, key=mine.index)
+
+
+def case_version(case: Case) -> int | None:
+    """The schema version of its domain a reference case of another domain runs: the one in
+    force at the opset its reference op emits the node at (``engine.prove.domain_opset``
+    reads the same from the exported model); None for a case without such a node."""
+    import onnx.defs
+
+    from ..cases import other_domains
+    from ..cases.reference import ReferenceOp
+    refs = {r.op: r for r in vars(other_domains).values() if isinstance(r, ReferenceOp)}
+    for key in case.translation or {}:
+        r = refs.get(key)
+        if r is not None and r.onnx_op == case.op:
+            return onnx.defs.get_schema(case.op, r.opset, r.domain).since_version
+    return None
 
 
 def coverage_entries(domain: str) -> list[dict[str, Any]]:

@@ -21,9 +21,11 @@ PROVENANCE_FORMAT = 1
 
 def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: float,
            waivers: Sequence[Any], label: str, tags_path: str | None,
-           torchscript: bool = True) -> dict[str, Any]:
+           torchscript: bool = True, domain: str | None = None) -> dict[str, Any]:
     """The provenance of a run asked for these (``waivers``: ``waivers.Waiver``;
-    ``torchscript``: whether the TorchScript exporter was used, ``--no-torchscript``)."""
+    ``torchscript``: whether the TorchScript exporter was used, ``--no-torchscript``;
+    ``domain``: another domain's run, ``--domain``, which a re-check must re-deal: None for
+    ai.onnx, whose reports do not name it)."""
     from ..engine.prove import versions as package_versions
     from ..version import __version__
     from .cache import engine_digest
@@ -32,7 +34,8 @@ def of_run(ops: Sequence[str] | None, versions: str, numeric: bool, timeout: flo
             "versions": package_versions(),
             "request": {"ops": sorted(ops) if ops is not None else None,
                         "versions": versions, "numeric": numeric,
-                        "timeout": float(timeout), "torchscript": torchscript},
+                        "timeout": float(timeout), "torchscript": torchscript,
+                        **({"domain": domain} if domain is not None else {})},
             "waivers": [w.as_dict() for w in waivers],
             "tags": tag_source(label, tags_path)}
 

@@ -92,11 +92,12 @@ class _Run:
         req = prov["request"]
         self.ops = ",".join(req["ops"]) if req["ops"] is not None else None
         self.torchscript: bool = req["torchscript"]
+        self.domain: str | None = req.get("domain")   # verify-all --domain; None: ai.onnx
         self.left_out: tuple[str, ...] = ()
         self.selection_text = req["versions"]
         try:
             self.selection = selection_of(req["versions"])
-            self.tags, self.doc = _tags_of(prov["tags"])
+            self.tags, self.doc = _tags_of(prov["tags"], self.domain or "")
             self.waivers = [waivers_mod.Waiver.from_dict(w) for w in prov["waivers"]]
             from ..cases import all_cases
             cases_of: dict[str, list[str]] = {}
@@ -113,7 +114,11 @@ class _Run:
         from .versions import plan
         from .verify import exporter_mode, select
         try:
-            cases, case_less_selected = select(self.ops, shard, self.entries)
+            if self.domain is not None:   # another domain's cases (batch/domains.py)
+                from .domains import cases_of
+                cases, case_less_selected = cases_of(self.domain, self.ops), frozenset()
+            else:
+                cases, case_less_selected = select(self.ops, shard, self.entries)
         except UsageError as exc:
             raise UsageError(f"{self.where}: its --ops cannot be re-made here ({exc})") from None
         torchscript, cases, self.left_out = exporter_mode(self.torchscript, cases)
@@ -144,13 +149,14 @@ class _Run:
         return dict(zip(names, listed))
 
 
-def _tags_of(tags: dict[str, Any]):
-    """(TagSource or None for the installed onnx, the docs) from a provenance's tags."""
+def _tags_of(tags: dict[str, Any], domain: str = ""):
+    """(TagSource or None for the installed onnx, the docs) from a provenance's tags, docs
+    of ``domain``'s ops ("": ai.onnx)."""
     if tags["text"] is None:
         return None, None
     from ..tags.docs import DocsError, load_text
     try:
-        doc = load_text(tags["path"], tags["text"])
+        doc = load_text(tags["path"], tags["text"], domain)
     except DocsError as exc:
         raise UsageError(f"its --tags-from text does not read as ONNX docs ({exc})") from None
     return doc.tags, doc

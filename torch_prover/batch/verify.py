@@ -202,7 +202,8 @@ def prepare(request: Request) -> Prepared:
     preflight.outputs_checked(
         outputs, [("--tags-from", request.tags_from), ("--waivers", request.waivers)],
         own_trees(out, cases, request.cache_dir, request.ops is None))
-    doc = preflight.load_docs(request.tags_from)
+    doc = preflight.load_docs(request.tags_from, "" if request.domain == domains.DEFAULT
+                              else request.domain)   # another domain's: its -ml docs
     return Prepared(request, tuple(cases), case_less_selected, tuple(entries), waivers, doc,
                     out, (cache_warning,) if cache_warning else (), selection, planned,
                     shard, torchscript, left_out)
@@ -254,7 +255,7 @@ def run(prepared: Prepared) -> Outcome:
         None if req.ops is None else preflight.op_names(req.ops, "--ops")
         if req.domain == domains.DEFAULT else [c.op for c in prepared.cases], req.versions,
         req.numeric, req.timeout, prepared.waivers, label, req.tags_from,
-        prepared.torchscript)
+        prepared.torchscript, None if req.domain == domains.DEFAULT else req.domain)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
                         out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,

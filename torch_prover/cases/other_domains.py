@@ -1,5 +1,5 @@
-"""Reference cases of the domains beside ai.onnx: ``ai.onnx.ml`` and
-``ai.onnx.preview.training`` (docs/table.md, "Other domains").
+"""Reference cases of the domains beside ai.onnx: ``ai.onnx.ml``,
+``ai.onnx.preview.training`` and ``ai.onnx.preview`` (docs/table.md, "Other domains").
 
 No exporter writes these ops, so each is a reference op (``cases/reference.py``): a PyTorch
 formula of the op's definition as the autograd witness, bound to one node of the op in its
@@ -7,7 +7,8 @@ domain, which onnxruntime runs as the numeric witness (onnx.reference where onnx
 refuses the model: the record says which). The cases are float32, the type onnxruntime's
 ML kernels compute in. The training optimizers (Momentum, Adagrad, Adam) update one tensor
 each; their node is built with its variadic input and output written out (``_fixed_arity``),
-and onnx.reference runs it (onnxruntime has no kernel of ai.onnx.preview.training).
+and onnx.reference runs it (onnxruntime has no kernel of ai.onnx.preview.training), as it
+runs FlexAttention (ai.onnx.preview), which onnxruntime does not register either.
 
 They are ``DOMAIN_CASES``, not ``CASES``: verify-all's plan, coverage and models/index.json
 are ai.onnx's, so these are proved by ``scripts/domain_evidence.py`` into models/ and read
@@ -405,3 +406,27 @@ TRAINING_CASES = (
          float_dtype=F32),
 )
 DOMAIN_CASES = DOMAIN_CASES + TRAINING_CASES
+
+
+# ------------------------------------------------------------ ai.onnx.preview, attention
+PREVIEW = "ai.onnx.preview"
+
+
+@reference_op("FlexAttention", opset=1, domain=PREVIEW)
+def preview_flex_attention(Q: Tensor, K: Tensor, V: Tensor) -> Tensor:
+    """FlexAttention-1 with its default attributes (no score_mod or prob_mod graph, scale
+    1/sqrt(head_size), softmax in the inputs' float32): Y = softmax(Q K^T scale) V, each K/V
+    head shared by a contiguous group of q_num_heads / kv_num_heads query heads (GQA)."""
+    group = Q.shape[1] // K.shape[1]
+    K, V = K.repeat_interleave(group, 1), V.repeat_interleave(group, 1)
+    return torch.softmax(Q @ K.transpose(-1, -2) / Q.shape[-1] ** 0.5, -1) @ V
+
+
+PREVIEW_CASES = (
+    # rank 4: (batch, heads, sequence, head size); four query heads over two K/V heads
+    Case("FlexAttention", "preview_flexattention_gqa", preview_flex_attention,
+         (Float(1, 4, 3, 4), Float(1, 2, 5, 4), Float(1, 2, 5, 6)), ("q", "k", "v"),
+         kind="reference", translation=preview_flex_attention.translation, domain=PREVIEW,
+         float_dtype=F32),
+)
+DOMAIN_CASES = DOMAIN_CASES + PREVIEW_CASES

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .. import preflight
+from ..batch.domains import DEFAULT, checked
 from ..errors import EXIT_OK, UsageError
 from ..output.markdown_limit import details_path
 from ..output.ownership import Holds
@@ -20,6 +21,7 @@ from . import patch as patch_mod
 from .locate import read_tree
 from .plan import findings, plan, reached_versions, report_records
 from .points_guard import guarded
+from .settled import domain_report
 from .pr_text import counts, origin_lines, pr_texts, shard_ops, summary
 
 
@@ -27,16 +29,24 @@ def _report(args: argparse.Namespace, cache_dir: Path) -> dict:
     """The verify-all report the patch is made from: ``--report``'s, rebuilt from its
     re-checked records (``batch/report_io.load_report``: one edited or forged row is exit
     2, naming it, before any planning), or a run made now."""
+    domain = _domain(args)
     if args.report is not None:   # --report '' is refused as an empty path, not "no report"
         from ..batch.report_io import load_report
-        return load_report(args.report, what="--report")
-    from ..batch import verify
-    outcome = verify.verify_all(verify.Request(jobs=args.jobs, out=None,
-                                               cache_dir=str(cache_dir),
-                                               versions=args.versions))
-    for warning in outcome.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return outcome.report
+        rep = load_report(args.report, what="--report")
+    else:
+        from ..batch import verify
+        outcome = verify.verify_all(verify.Request(jobs=args.jobs, out=None,
+                                                   cache_dir=str(cache_dir),
+                                                   versions=args.versions, domain=domain))
+        for warning in outcome.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        rep = outcome.report
+    return rep if domain == DEFAULT else domain_report(rep, domain)
+
+
+def _domain(args: argparse.Namespace) -> str:
+    """``--domain``: ai.onnx (the default) or a domain with reference cases."""
+    return checked(getattr(args, "domain", None) or DEFAULT)
 
 
 def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
@@ -47,6 +57,9 @@ def cmd_fix_tags(args: argparse.Namespace, cache_dir: Path) -> int:
     ops = set(preflight.op_names(args.ops, "--ops")) if args.ops is not None else None
     preflight.positive_int(args.jobs, "--jobs")
     pr_dir = getattr(args, "pr_dir", None)
+    if pr_dir is not None and _domain(args) != DEFAULT:
+        raise UsageError(f"--pr-dir regenerates ai.onnx's docs/Changelog.md and Operators.md; "
+                         f"with --domain {_domain(args)} give -o (one patch)")
     if pr_dir is not None:
         if args.output is not None:
             raise UsageError("-o and --pr-dir: give one (a single patch, or one PR per family)")

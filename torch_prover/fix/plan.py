@@ -131,7 +131,7 @@ def version_records(section: Any) -> list[dict[str, Any]]:
     out = list(section.get("cases") or [])
     for o in section.get("ops") or []:
         for e in o.get("versions") or []:
-            at = {"op": o["op"], "domain": "", "schema_version": e["version"]}
+            at = {"op": o["op"], "domain": o.get("domain", ""), "schema_version": e["version"]}
             if e.get("decided_by") == "equivalence":
                 out.append({**at, "case": f"equivalence with {e['basis']}",
                             "parameters": [c for c in e["cells"] if c.get("basis")]})

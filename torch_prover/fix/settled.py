@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..batch.version_table import DECIDED
+from ..errors import UsageError
 
 
 def settled_cells(section: Any) -> dict[tuple[str, int, str, str], str] | None:
@@ -43,3 +44,21 @@ def settled_only(records: list[dict[str, Any]], section: Any) -> list[dict[str, 
             == p.get("supports")]
         out.append({**r, "parameters": keep})
     return out
+
+
+def domain_report(rep: dict[str, Any], domain: str) -> dict[str, Any]:
+    """The report of a ``verify-all --domain`` run (ai.onnx.ml, ai.onnx.preview.training,
+    ai.onnx.preview) as fix-tags plans it: its records of ``domain`` and, as its versions section, that
+    domain's cells as the table has them (``batch/domain_versions.domain_ops`` over those
+    records: each parameter decided by the records of its version, else by type, else
+    undecided). ``report_records`` then reads it as an all-versions report's: the same
+    path as ai.onnx's, every decided cell planned and no undecided one. UsageError when
+    the report has no proved case of ``domain`` (an ai.onnx run's report, say)."""
+    from ..batch.domain_versions import domain_ops
+    mine = [r for r in rep.get("cases") or () if isinstance(r, dict)
+            and r.get("domain") == domain]
+    if not any(r.get("status") == "proved" for r in mine):
+        raise UsageError(f"--domain {domain}: the report has no proved case of that domain; "
+                         f"make it with `torch-prover verify-all --domain {domain} --report "
+                         "FILE`")
+    return {**rep, "cases": mine, "versions": {"ops": domain_ops(domain, mine)}}

@@ -89,8 +89,8 @@ class PrTags:
     (``docs`` None, its build). A Changelog.md, not an Operators.md: the PR's every version
     is compared, and an Operators.md holds each op's latest only."""
 
-    def __init__(self, docs: ChangelogMd | None = None):
-        self.docs = docs
+    def __init__(self, docs: ChangelogMd | None = None, domain: str = ""):
+        self.docs, self.domain = docs, domain   # domain: "" (ai.onnx) or "ai.onnx.ml"
 
     @property
     def label(self) -> str:
@@ -99,18 +99,32 @@ class PrTags:
             f"the installed onnx {onnx.__version__}"
 
     def ops(self) -> tuple[str, ...]:
-        return tuple(self.docs.ops("")) if self.docs is not None else all_ops()
+        if self.docs is not None:
+            return tuple(self.docs.ops(self.domain))
+        return all_ops() if not self.domain else tuple(sorted(installed(self.domain)))
 
     def versions(self, op: str) -> list[int]:
         if self.docs is not None:
-            return self.docs.history(op)
+            return self.docs.history(op, self.domain)
+        if self.domain:
+            return installed(self.domain).get(op, [])
         from ..batch.versions import schema_versions
         return [v.version for v in schema_versions(op)]
 
     def tags(self, op: str, version: int) -> SchemaTags | None:
         """None: a documented version without inputs or outputs (a deprecated stub)."""
-        return _base_tags(self.docs, op, version) if self.docs is not None \
-            else schema_tags(op, version)
+        return _base_tags(self.docs, op, version, self.domain) if self.docs is not None \
+            else schema_tags(op, version, self.domain)
+
+
+def installed(domain: str) -> dict[str, list[int]]:
+    """Op -> the schema versions the installed onnx registers in ``domain`` (ascending)."""
+    import onnx.defs
+    out: dict[str, list[int]] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        if s.domain == domain:
+            out.setdefault(s.name, []).append(s.since_version)
+    return {op: sorted(vs) for op, vs in out.items()}
 
 
 def _formals(tags: SchemaTags, io: str) -> tuple[Formal, ...]:
@@ -136,11 +150,12 @@ def param_changes(base: SchemaTags | None, pr: SchemaTags) -> tuple[ParamChange,
     return tuple(out)
 
 
-def _base_tags(base: DocsTags, op: str, version: int | None) -> SchemaTags | None:
+def _base_tags(base: DocsTags, op: str, version: int | None, domain: str = ""
+               ) -> SchemaTags | None:
     """The base's tags of ``op`` at ``version`` (its latest when None); None when the base
     documents the version without inputs or outputs (a deprecated stub)."""
     try:
-        return base.tags(op, version)
+        return base.tags(op, version, domain)
     except MissingFromDocs:
         return None
 
@@ -164,19 +179,20 @@ def inherit(params: tuple[ParamChange, ...], before: SchemaTags | None, label: s
     return tuple(out)
 
 
-def base_versions(base: DocsTags, op: str) -> list[int]:
+def base_versions(base: DocsTags, op: str, domain: str = "") -> list[int]:
     """The versions of ``op`` the base documents (an Operators.md: its latest only)."""
     if isinstance(base, ChangelogMd):
-        return base.history(op)
-    return [int(base.section(op, None).since_version)]
+        return base.history(op, domain)
+    return [int(base.section(op, None, domain).since_version)]
 
 
 def diff(base: DocsTags, pr: PrTags | None = None) -> Diff:
-    """Every change of the PR's ai.onnx tags (the installed onnx's by default) against
-    ``base``."""
+    """Every change of the PR's tags of its domain (ai.onnx's of the installed onnx by
+    default) against ``base``."""
     pr = pr or PrTags()
+    dom = pr.domain
     every = isinstance(base, ChangelogMd)
-    base_ops = set(base.ops(""))
+    base_ops = set(base.ops(dom))
     changes: list[Change] = []
     removed: list[str] = []
     compared = 0
@@ -189,13 +205,13 @@ def diff(base: DocsTags, pr: PrTags | None = None) -> Diff:
                                until.get(v))
                         for v in versions]
             continue
-        theirs = base_versions(base, op)
+        theirs = base_versions(base, op, dom)
         removed += [f"{op}-{v}" for v in theirs if v not in versions]
         for i, v in enumerate(versions):
             mine = pr.tags(op, v)
             if v in theirs:
                 compared += 1
-                b = _base_tags(base, op, v)
+                b = _base_tags(base, op, v, dom)
                 found = param_changes(b, mine) if b is not None and mine is not None else ()
                 if found:
                     changes.append(Change(op, v, ChangeKind.TAGS, found, until.get(v)))
@@ -203,9 +219,9 @@ def diff(base: DocsTags, pr: PrTags | None = None) -> Diff:
                 prev = versions[i - 1] if i else None
                 params = param_changes(None, mine or _empty(op, v))
                 if prev in theirs:
-                    params = inherit(params, _base_tags(base, op, prev), f"{op}-{prev}")
+                    params = inherit(params, _base_tags(base, op, prev, dom), f"{op}-{prev}")
                 changes.append(Change(op, v, ChangeKind.NEW_VERSION, params, until.get(v)))
     removed += [f"{op}-{v}" for op in sorted(base_ops - set(pr.ops()))
-                for v in base_versions(base, op)]
+                for v in base_versions(base, op, dom)]
     return Diff(base.path, base.kind, base.source, not every, compared, tuple(changes),
                 tuple(removed), pr.label, pr.docs.path if pr.docs is not None else None)

@@ -68,6 +68,7 @@ class Prepared:
     started: float
     pr_docs: Any = None       # the PR's ChangelogMd (--tags-from), None: the installed onnx
     absent: tuple[mismatch.Absent, ...] = ()   # the base's versions the installed onnx lacks
+    domain: str = ""          # "" (ai.onnx) or ai.onnx.ml: the domain the base documents
 
 
 def refuse_combinations(ops: str | None, versions: str, shard: str | None,
@@ -85,20 +86,29 @@ def refuse_combinations(ops: str | None, versions: str, shard: str | None,
                          f"{', '.join(FORMATS)}")
 
 
+ML = "ai.onnx.ml"
+"""The other domain PR mode judges: gen_doc writes its tags to docs/Changelog-ml.md."""
+
+
 def _load_base(path: str):
-    from ..tags.docs import DocsError, load
+    """(the base's docs, the domain they document): ai.onnx's (docs/Changelog.md or
+    Operators.md) or ai.onnx.ml's (Changelog-ml.md: that domain's changes are judged)."""
+    from ..tags.docs import DocsError, load, of_domain
     preflight.readable_file(path, "--changed-from")
     try:
-        return load(path)
+        base = load(path, None)
+        domain = ML if not base.ops("") and base.ops(ML) else ""
+        return of_domain(base, domain), domain
     except DocsError as exc:
         raise UsageError(f"--changed-from: {exc}") from None
 
 
-def _load_pr(path: str | None):
-    """The PR's committed docs (``--tags-from``): a Changelog.md, every version of it
-    compared (an Operators.md holds each op's latest only); None without the flag."""
+def _load_pr(path: str | None, domain: str = ""):
+    """The PR's committed docs (``--tags-from``) of the base's domain: a Changelog.md (or
+    Changelog-ml.md), every version of it compared (an Operators.md holds each op's latest
+    only); None without the flag."""
     from ..tags.changelog_md import ChangelogMd
-    docs = preflight.load_docs(path)
+    docs = preflight.load_docs(path, domain)
     if docs is not None and not isinstance(docs, ChangelogMd):
         raise UsageError(f"--tags-from {path}: with --changed-from give the PR's "
                          "docs/Changelog.md (every schema version); an Operators.md holds "
@@ -118,20 +128,20 @@ def prepare(req: Request) -> Prepared:
     if req.base_commit is not None and not re.fullmatch(r"[0-9a-f]{7,40}", req.base_commit):
         raise UsageError(f"{BASE_COMMIT}={one_line(req.base_commit)!s}: not a commit (7 to 40 "
                          "lowercase hex digits, as `git merge-base` prints)")
-    base = _load_base(req.changed_from)
-    pr_docs = _load_pr(req.tags_from)
+    base, domain = _load_base(req.changed_from)
+    pr_docs = _load_pr(req.tags_from, domain)
     waivers = load_waivers(req.waivers)
     out = preflight.writable_dir(req.out, "--out") if req.out is not None else None
     preflight.dirs_apart([("--out", out), ("--cache-dir", req.cache_dir)])
     warning = preflight.cache_dir(req.cache_dir) if req.cache_dir is not None else None
-    pr = PrTags(pr_docs)
+    pr = PrTags(pr_docs, domain)
     found = diff(base, pr)
-    absent = mismatch.absences(base) if pr_docs is not None else ()
+    absent = mismatch.absences(base) if pr_docs is not None and not domain else ()
     mismatch.check(found, absent)
     from ..batch.verify import exporter_mode, own_trees
     torchscript = exporter_mode(req.torchscript, ())[0]
-    provings = select(found.changes, torchscript=torchscript, pr=pr)
-    if req.onnx_src is not None and _wants_points(req, provings, pr_docs):
+    provings = select(found.changes, _domain_cases if domain else None, torchscript, pr)
+    if req.onnx_src is not None and _wants_points(req, provings, pr_docs, domain):
         from ..batch.onnx_points import origin_of
         origin_of(req.onnx_src)   # the checkout's tests, committed or generated, or a refusal
     todo = to_run(provings) if not req.case_free else []
@@ -146,14 +156,24 @@ def prepare(req: Request) -> Prepared:
          ("--waivers", req.waivers)], own_trees(out, todo, req.cache_dir, full=False))
     return Prepared(req, found, provings, tuple(todo), waivers, out,
                     (warning,) if warning else (), started, pr_docs,
-                    tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE))
+                    tuple(a for a in absent if a.why is not mismatch.Absence.OTHER_LINE),
+                    domain)
 
 
-def _wants_points(req: Request, provings, pr_docs: Any = None) -> bool:
+def _domain_cases(op: str) -> list[Case]:
+    """The reference cases of ``op`` in the other domains (``cases/other_domains.py``)."""
+    from ..cases.other_domains import DOMAIN_CASES
+    return [c for c in DOMAIN_CASES if c.op == op]
+
+
+def _wants_points(req: Request, provings, pr_docs: Any = None, domain: str = "") -> bool:
     """Whether ONNX's node tests judge anything: ``--case-free``, a changed version no
     case reaches (``case_free.needs_fallback``), or an op the installed onnx lacks whose
-    tests the PR's generators and reference implementation give (``_new_ops``)."""
+    tests the PR's generators and reference implementation give (``_new_ops``). Never for
+    ai.onnx.ml: ONNX's points are ai.onnx's (``batch/domains.py``)."""
     from .case_free import needs_fallback
+    if domain:
+        return False
     return (req.case_free and any(not p.unbuilt for p in provings)) or (
         req.numeric and req.onnx_points > 0 and any(needs_fallback(p) for p in provings)
     ) or bool(_new_ops(req, provings, pr_docs))
@@ -205,7 +225,7 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
     # gate/case_free.py: ONNX's node tests judge every changed version (--case-free), or
     # else the versions no case reaches (a new op), where they decide
     points = None
-    if _wants_points(req, prepared.provings, prepared.pr_docs):
+    if _wants_points(req, prepared.provings, prepared.pr_docs, prepared.domain):
         from ..batch.onnx_points import measured
         asked = [p for p in prepared.provings
                  if (req.case_free and not p.unbuilt) or needs_fallback(p)]
@@ -214,7 +234,8 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
                           {p.change.op for p in asked},
                           _new_ops(req, prepared.provings, prepared.pr_docs))
         judged = (rejudge if req.case_free else fallback)(prepared.provings, judged, points,
-                                                          PrTags(prepared.pr_docs))
+                                                          PrTags(prepared.pr_docs,
+                                                                 prepared.domain))
     doc = build(prepared.diff, prepared.provings, judged, records,
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,

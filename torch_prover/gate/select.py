@@ -58,6 +58,8 @@ def proving(change: Change, cases: Sequence[Case], torchscript: bool = True,
     from ..batch.verify import exporter_mode
     if change.params and all(p.pr is None for p in change.params):
         return Proving(change)          # only removals: nothing of the PR's to prove
+    if pr is not None and pr.domain:
+        return _domain_proving(change, cases, pr)
     v = _version(change)
     if v is None:
         return Proving(change, unbuilt=True)
@@ -71,6 +73,23 @@ def proving(change: Change, cases: Sequence[Case], torchscript: bool = True,
                    tuple((p.base.name, p.gap.value) for p in planned if p.gap is not None)
                    + tuple((name, "needs the TorchScript exporter (no dynamo way declared)")
                            for name in left_out))
+
+
+def _domain_proving(change: Change, cases: Sequence[Case], pr: PrTags) -> Proving:
+    """Another domain's change (ai.onnx.ml): proved by the domain's reference cases whose
+    node runs that very version (``batch.domains.case_version``: they have no variants,
+    each runs at its own version), else by type; a version the installed onnx lacks waits
+    for the PR's build."""
+    from ..batch.domains import case_version
+    from .changes import installed
+    if change.version not in installed(pr.domain).get(change.op, []):
+        return Proving(change, unbuilt=True)
+    mine = [c for c in cases if c.domain == pr.domain and c.op == change.op]
+    own = tuple(c for c in mine if case_version(c) == change.version)
+    if not own:
+        return Proving(change, by_type=_by_type(change, pr), no_case=True,
+                       gaps=tuple((c.name, f"runs {c.op}-{case_version(c)}") for c in mine))
+    return Proving(change, own)
 
 
 def _by_type(change: Change, pr: PrTags) -> tuple[dict[str, Any], ...]:

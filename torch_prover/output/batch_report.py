@@ -103,10 +103,16 @@ def by_type_mark(report: dict[str, Any], o: dict[str, Any], p: dict[str, Any]) -
 
 def prove_command(op: str, case: str, tags_path: str | None = None) -> str:
     """The command that proves one catalogue case (and reproduces its verdicts); a variant
-    ``<case>@<opset>`` (``batch/versions.py``) is its case at that opset."""
+    ``<case>@<opset>`` (``batch/versions.py``) is its case at that opset. A reference case
+    of another domain (``cases/other_domains.py``), which ``prove`` does not know, is
+    proved by ``verify-all --domain`` with its op's cases."""
     name, at, opset = case.partition("@")
-    return (f"torch-prover prove {op} --case {name}" + (f" --opset {opset}" if at else "")
-            + (f" --tags-from {tags_path}" if tags_path else ""))
+    tags = f" --tags-from {tags_path}" if tags_path else ""
+    from ..cases.other_domains import DOMAIN_CASES
+    domain = next((c.domain for c in DOMAIN_CASES if c.name == name and c.op == op), None)
+    if domain is not None:
+        return f"torch-prover verify-all --domain {domain} --ops {op} --no-write{tags}"
+    return f"torch-prover prove {op} --case {name}" + (f" --opset {opset}" if at else "") + tags
 
 
 def reproduce(report: dict[str, Any], rec: dict[str, Any]) -> str:

@@ -34,6 +34,10 @@ def add_parser(sub) -> None:
     x.add_argument("--versions", default="latest", metavar="latest|all|A..B",
                    help="without --report: the schema versions verify-all proves (default: "
                         "latest); with --report, the report's own")
+    x.add_argument("--domain", default="ai.onnx", metavar="DOMAIN",
+                   help="the domain whose tags to fix: ai.onnx (the default), or ai.onnx.ml, "
+                        "ai.onnx.preview.training or ai.onnx.preview (--report: a "
+                        "verify-all --domain run's)")
     x.add_argument("--format", choices=("text", "json"), default="text",
                    help="the summary on stdout as text or as one JSON object")
 

@@ -52,8 +52,9 @@ def add_parser(sub) -> None:
         "schema version (default 4; 0: none); with --onnx-src, the checkout's committed "
         "onnx/backend/test/data/node (docs/verdicts.md, \"ONNX's points\")"))
     v.add_argument("--domain", default="ai.onnx", metavar="DOMAIN", help=(
-        "the domain to prove: ai.onnx (the catalogue, the default), or ai.onnx.ml or "
-        "ai.onnx.preview.training (their reference cases, each at its own schema version)"))
+        "the domain to prove: ai.onnx (the catalogue, the default), or ai.onnx.ml, "
+        "ai.onnx.preview.training or ai.onnx.preview (their reference cases, each at its "
+        "own schema version)"))
 
 
 def handle(args: argparse.Namespace) -> int:
