@@ -142,11 +142,116 @@ def test_affine_grid_is_one_affinegrid_node_equal_to_torch(size, align):
 
 
 def test_a_translation_is_offered_only_where_the_opset_has_its_op():
-    """AffineGrid is new in opset 20, Clip's tensor bounds and OneHot-11's in 11 (onnx.defs)."""
+    """Every op offered at an opset is one onnx.defs has there; AffineGrid is new in 20,
+    Clip's tensor bounds in 11 (Clip-11), NegativeLogLikelihoodLoss in 12 (13 is the one
+    translated: its types)."""
     import onnx
-    first = {op: min(s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                     if s.name == op and s.domain == "") for op in ("AffineGrid", "OneHot")}
-    assert first["AffineGrid"] == 20
+    first = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain == "":
+            first[schema.name] = min(first.get(schema.name, 99), schema.since_version)
+    for opset in range(1, 26):
+        assert all(first[op] <= opset for op in names(opset)), opset
     assert "AffineGrid" in names(20) and "AffineGrid" not in names(19)
-    assert {"Clip", "OneHot"} <= set(names(11)) and not names(10)
+    assert "Clip" in names(11) and "Clip" not in names(10)
+    assert "NegativeLogLikelihoodLoss" not in names(12)
     assert torch.ops.aten.affine_grid_generator.default not in table(18)
+
+
+class Pool(torch.nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.pool = getattr(F, f"adaptive_avg_pool{dims}d")
+
+    def forward(self, x):
+        return self.pool(x, 1)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_adaptive_average_pool_to_one_is_one_globalaveragepool_node_equal_to_torch(dims):
+    shape = (2, 3) + (5, 4, 3)[:dims]
+    model = _export(Pool(dims), (torch.randn(*shape),), 18)
+    assert _ops(model) == ["GlobalAveragePool"]
+    for seed in range(3):
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+        np.testing.assert_allclose(_run(model, (x,))[0], Pool(dims)(x).numpy(),
+                                   rtol=1e-6, atol=1e-6)
+
+
+def test_adaptive_average_pool_to_another_size_is_refused_by_the_translation():
+    """Pooling to 2x2 is not GlobalAveragePool: the translation refuses the call (the runner
+    then exports without it, below) rather than write another op."""
+    class Pool2(torch.nn.Module):
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, 2)
+    with pytest.raises(Exception, match="not GlobalAveragePool"):
+        _export(Pool2(), (torch.randn(1, 2, 4, 4),), 18)
+
+
+def test_the_runner_exports_without_its_translations_when_one_refuses():
+    """The runner's plans for a TorchScript script: dynamo with the translations, then dynamo
+    without them (the exporter's decomposition); a dynamo script never gets them."""
+    from torch_prover.pr.export import _plans
+    for opset, at in ((20, 20), (13, 18)):
+        plans = _plans({"dynamo": False, "opset_version": opset})[1:]
+        assert [("custom_translation_table" in o, o["opset_version"]) for o, _ in plans] == [
+            (True, at), (False, at)]
+        assert "own translation" in plans[0][1] and "without" in plans[1][1]
+    assert not any("custom_translation_table" in o
+                   for o, _ in _plans({"dynamo": True, "opset_version": 13}))
+
+
+class Nll(torch.nn.Module):
+    def __init__(self, reduction, ignore_index):
+        super().__init__()
+        self.reduction, self.ignore_index = reduction, ignore_index
+
+    def forward(self, x, target, weight):
+        return F.nll_loss(x, target, weight=weight, reduction=self.reduction,
+                          ignore_index=self.ignore_index)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4, 5)])
+def test_nll_loss_is_one_negativeloglikelihoodloss_node_equal_to_torch(reduction, shape):
+    def args(seed):
+        gen = torch.Generator().manual_seed(seed)
+        return (torch.randn(*shape, generator=gen).log_softmax(1),
+                torch.randint(0, 3, shape[:1] + shape[2:], generator=gen),
+                torch.rand(3, generator=gen) + 0.1)
+    module = Nll(reduction, 1)
+    model = _export(module, args(0), 18)
+    assert _ops(model) == ["NegativeLogLikelihoodLoss"]
+    for seed in range(3):
+        np.testing.assert_allclose(_run(model, args(seed))[0], module(*args(seed)).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+class Draw(torch.nn.Module):
+    def __init__(self, fn, dtype):
+        super().__init__()
+        self.fn, self.dtype = fn, dtype
+
+    def forward(self, x):
+        return self.fn(300, 400, dtype=self.dtype) + 0 * x.sum()
+
+
+@pytest.mark.parametrize("fn, onnx_op", [(torch.rand, "RandomUniform"),
+                                          (torch.randn, "RandomNormal")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rand_and_randn_of_a_fixed_shape_draw_from_the_same_distribution(fn, onnx_op, dtype):
+    """Draws differ between generators; what must agree is the op (with the shape and type
+    attributes torch's call gives) and the distribution: U[0, 1) or N(0, 1), whose mean and
+    deviation 120 000 draws hold to +-0.01."""
+    model = _export(Draw(fn, dtype), (torch.zeros(1),), 18)
+    node = next(n for n in model.graph.node if n.op_type == onnx_op)
+    attrs = {a.name: a for a in node.attribute}
+    assert list(attrs["shape"].ints) == [300, 400]
+    got = _run(model, (torch.zeros(1),))[0]
+    assert got.shape == (300, 400) and got.dtype == {torch.float32: np.float32,
+                                                     torch.float64: np.float64}[dtype]
+    if fn is torch.rand:
+        assert got.min() >= 0 and got.max() < 1
+        assert abs(got.mean() - 0.5) < 0.01 and abs(got.std() - (1 / 12) ** 0.5) < 0.01
+    else:
+        assert abs(got.mean()) < 0.01 and abs(got.std() - 1) < 0.01

@@ -87,9 +87,14 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     at = opset or DEFAULT_OPSET
     own = {} if asked_dynamo else table(at)
     with_own = {"custom_translation_table": own} if own else {}
+    oldest = (f"exported with the dynamo exporter at opset {DYNAMO_MIN_OPSET} (the oldest it "
+              f"builds) for the prover to move to opset {opset}")
     at_oldest = (as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET} | with_own,
-                 f"exported with the dynamo exporter at opset {DYNAMO_MIN_OPSET} (the oldest it "
-                 f"builds) for the prover to move to opset {opset}{noted(at) if own else ''}")
+                 oldest + (noted(at) if own else ""))
+    # a translation refusing a call outside its op's meaning (translations.NotTheOp): the
+    # exporter's own decomposition, which intent.py names as such
+    plain = (" without torch-prover's own translations (a call outside their ops' meaning:"
+             " the exporter's decomposition)")
     if asked_dynamo:
         if opset is not None and opset < DYNAMO_MIN_OPSET:
             return [(as_torchscript(options),
@@ -112,8 +117,13 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
     if opset is None or DYNAMO_MIN_OPSET <= opset <= DEFAULT_OPSET:
         plans.append((as_dynamo(options) | with_own,
                       f"exported with the dynamo exporter instead{noted(at) if own else ''}"))
+        if own:
+            plans.append((as_dynamo(options), f"exported with the dynamo exporter instead{plain}"))
     elif opset < DYNAMO_MIN_OPSET:
         plans.append(at_oldest)
+        if own:
+            plans.append((as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET},
+                          oldest + plain))
     return plans
 
 

@@ -16,8 +16,10 @@ The ops were found by exporting every TorchScript case of the catalogue and ever
 tests/data/scripts both ways and listing the target ops the dynamo graph lacks
 (``scripts/sweep_scripts.py --no-torchscript``, docs/run.md "Without TorchScript"). Others
 have no translation: ``pixel_unshuffle``'s channel order is not SpaceToDepth's, ``flatten``
-is decomposed before any translation is consulted, RNN/LSTM/GRU, NegativeLogLikelihoodLoss
-and the random ops are left to :mod:`intent`, which names the op as decomposed.
+is decomposed before any translation is consulted, RNN/LSTM/GRU (their weight layouts and
+gate orders are not ONNX's) are left to :mod:`intent`, which names the op as decomposed;
+so is a call outside an op's meaning that no translation can write otherwise
+(:class:`NotTheOp`: the runner then exports without the translations).
 
 Each entry: ATen op -> (ai.onnx op, the first opset that has it as translated, the
 translation). Used only when the runner itself chose the dynamo exporter (the script asked
@@ -72,12 +74,62 @@ def one_hot(x: Any, num_classes: int = -1) -> Any:
     return op.OneHot(x, depth, op.Constant(value_ints=[0, 1]), axis=-1)
 
 
+class NotTheOp(ValueError):
+    """The call is outside the ONNX op's meaning and the exporter's own decomposition is not
+    reachable from a translation: the runner exports again without its translations
+    (:mod:`export`), and :mod:`intent` names the op as decomposed."""
+
+
+def global_average_pool(x: Any, output_size: Any) -> Any:
+    """aten.adaptive_avg_pool{1,2,3}d(x, 1) -> GlobalAveragePool: the mean over every
+    spatial axis, kept. Another output size is AveragePool's or no ONNX op's: NotTheOp."""
+    from onnxscript.onnx_opset import opset18 as op
+    if any(int(s) != 1 for s in output_size):
+        raise NotTheOp(f"adaptive average pooling to {list(output_size)} is not GlobalAveragePool")
+    return op.GlobalAveragePool(x)
+
+
+def nll_loss(x: Any, target: Any, weight: Any = None, reduction: int = 1,
+             ignore_index: int = -100) -> Any:
+    """aten.nll_loss_nd(x, target, weight, reduction, ignore_index) ->
+    NegativeLogLikelihoodLoss-13: -x[n, target[n, d...], d...] * weight[target], none / sum /
+    mean (divided by the summed weights of the targets not ignored), as torch's. An input
+    without a batch axis (C,) is not the op's: NotTheOp."""
+    from onnxscript.onnx_opset import opset18 as op
+    if x.shape is None or len(x.shape) < 2:
+        raise NotTheOp("NegativeLogLikelihoodLoss's input has a batch axis")
+    return op.NegativeLogLikelihoodLoss(x, target, weight, ignore_index=int(ignore_index),
+                                        reduction=("none", "mean", "sum")[int(reduction)])
+
+
+def _random(onnx_op: str) -> Callable:
+    def draw(size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None) -> Any:
+        """aten.rand / aten.randn of a fixed size -> RandomUniform(0, 1) / RandomNormal(0, 1)
+        of that shape and type: the same distribution (torch's default dtype when none)."""
+        import torch
+        from onnxscript.onnx_opset import opset18 as op
+        floats = {torch.float16: 10, torch.float32: 1, torch.float64: 11, torch.bfloat16: 16}
+        # the exporter hands the dtype over as ONNX's (ir.DataType, an int), torch's if not
+        dtype = floats[torch.get_default_dtype()] if dtype is None else dtype
+        code = floats.get(dtype) if isinstance(dtype, torch.dtype) else int(dtype)
+        if code not in floats.values() or not all(isinstance(s, int) for s in size):
+            raise NotTheOp(f"{onnx_op} draws floating tensors of a fixed shape")
+        return getattr(op, onnx_op)(shape=[int(s) for s in size], dtype=code)
+    return draw
+
+
 def _own() -> dict[Any, tuple[str, int, Callable]]:
     import torch
     aten = torch.ops.aten
     return {aten.affine_grid_generator.default: ("AffineGrid", 20, affine_grid),
             aten.clamp.Tensor: ("Clip", 11, clamp),
-            aten.one_hot.default: ("OneHot", 11, one_hot)}
+            aten.one_hot.default: ("OneHot", 11, one_hot),
+            **{pool.default: ("GlobalAveragePool", 1, global_average_pool) for pool in (
+                aten.adaptive_avg_pool1d, aten.adaptive_avg_pool2d, aten.adaptive_avg_pool3d)},
+            aten.nll_loss_nd.default: ("NegativeLogLikelihoodLoss", 13, nll_loss),
+            aten.rand.default: ("RandomUniform", 1, _random("RandomUniform")),
+            aten.randn.default: ("RandomNormal", 1, _random("RandomNormal"))}
 
 
 def table(opset: int) -> dict[Any, Callable]:
@@ -87,7 +139,7 @@ def table(opset: int) -> dict[Any, Callable]:
 
 def names(opset: int) -> list[str]:
     """The ONNX ops :func:`table` keeps at ``opset``, for the runner's note."""
-    return [name for name, first, _ in _own().values() if opset >= first]
+    return list(dict.fromkeys(name for name, first, _ in _own().values() if opset >= first))
 
 
 def noted(opset: int) -> str:
