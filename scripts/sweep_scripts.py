@@ -222,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         if before is not None and row["status"] != "no-script":
             diffs = differences(before.get(row["case"], {}).get("run"), row.get("run"))
+            if "run" not in row:        # rendering or proving failed before any run
+                diffs = [f"{row['status']}: {row['detail'][:200]}"]
             row.update(versus="same" if not diffs else "differs", versus_detail="; ".join(diffs))
             row.update(status=row["versus"], detail=row["versus_detail"] or row["detail"])
         mark = {"same": "ok ", "no-script": "-- ", "ran": "   "}.get(row["status"], "!! ")
