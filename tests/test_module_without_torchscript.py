@@ -60,3 +60,23 @@ def test_with_torchscript_the_module_is_traced_as_before(tmp_path):
     a, b = torch.randn(3, 4), torch.randn(3, 4)
     saved = save_module(Model(), [a, b], [True, True], ((a, b), {}), True, tmp_path)
     assert saved.format is ModuleFormat.TORCHSCRIPT and "i41test.ref" in saved.why
+
+
+class FakeQuant(torch.nn.Module):
+    def forward(self, x):
+        import torch.ao.quantization.fx._decomposed  # noqa: F401 (registers the ops)
+        q = torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.1, 3, 0, 255, torch.uint8)
+        return torch.ops.quantized_decomposed.dequantize_per_tensor(q, 0.1, 3, 0, 255,
+                                                                    torch.uint8)
+
+
+def test_torchs_own_fake_quantization_ops_cross_as_a_graph(tmp_path, monkeypatch):
+    """quantized_decomposed ops are torch's, not the script's: the prover's process has
+    them (the loader imports the module registering them), so no TorchScript is needed."""
+    monkeypatch.setattr(torch.jit, "trace", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("TorchScript removed")))
+    x = torch.randn(3, 4)
+    saved = save_module(FakeQuant(), [x], [False], ((x,), {}), True, tmp_path)
+    assert saved.format is ModuleFormat.EXPORTED_PROGRAM and not saved.why, saved.why
+    loaded = load_module(tmp_path, saved, param_table(FakeQuant()))
+    torch.testing.assert_close(loaded(x), FakeQuant()(x), rtol=0, atol=0)

@@ -30,6 +30,7 @@ forced to ``weights_only=True`` and the archive reader's other unpicklers refuse
 from __future__ import annotations
 
 import contextlib
+import importlib
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -43,7 +44,9 @@ from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
 PREFIX = "inner."
-PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order"})
+PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order", "quantized_decomposed"})
+"""Op namespaces the prover's process has: torch's own (``quantized_decomposed``, torch's
+fake-quantization ops, registered by the module :func:`load_module` imports first)."""
 
 ParamTable = tuple[tuple[str, tuple[int, ...], str, bool], ...]
 
@@ -246,6 +249,7 @@ def load_module(where: Path, mf: ModuleFile, expected: ParamTable) -> Loaded:
     try:
         with quiet():
             if mf.format is ModuleFormat.EXPORTED_PROGRAM:
+                importlib.import_module("torch.ao.quantization.fx._decomposed")  # its ops
                 with _weights_only():
                     graph = torch.export.load(path).module()
             else:
