@@ -15,11 +15,14 @@ what the exporter writes without it.
 The ops were found by exporting every TorchScript case of the catalogue and every script of
 tests/data/scripts both ways and listing the target ops the dynamo graph lacks
 (``scripts/sweep_scripts.py --no-torchscript``, docs/run.md "Without TorchScript"). Others
-have no translation: ``pixel_unshuffle``'s channel order is not SpaceToDepth's, ``flatten``
-is decomposed before any translation is consulted, RNN/LSTM/GRU (their weight layouts and
-gate orders are not ONNX's) are left to :mod:`intent`, which names the op as decomposed;
-so is a call outside an op's meaning that no translation can write otherwise
-(:class:`NotTheOp`: the runner then exports without the translations).
+have no translation: ``pixel_unshuffle``'s channel order is not SpaceToDepth's; ``flatten``
+is decomposed before any translation is consulted; ``adaptive_max_pool`` also returns
+indices, which GlobalMaxPool has not; Upsample-9 and Scatter-10 are not in opset 18, the
+dynamo exporter's oldest; constants are folded; RNN/LSTM/GRU would need their weights and
+gates re-laid (not written). The run names such an op as not in the graph, exit 2, where
+the script names it (a ``# torch-prover: op=`` line, its file name, text or calls:
+:mod:`intent`); so too a call outside an op's meaning that no translation can write
+otherwise (:class:`NotTheOp`: the runner then exports without the translations).
 
 Each entry: ATen op -> (ai.onnx op, the first opset that has it as translated, the
 translation). Used only when the runner itself chose the dynamo exporter (the script asked
