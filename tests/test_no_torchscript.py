@@ -7,7 +7,9 @@ of the scripts' processes alike -- and this test runs every script of the contri
 corpus (tests/data/scripts, tests/test_script_corpus.py) there, in one process.
 
 Every corpus script gives verdicts today (its EXPECTED exit code is 0 or 1); without
-TorchScript each must still give verdicts (never exit 2 or 3), and the same ones: a script
+TorchScript each must still give verdicts (never exit 2 or 3), and the same ones (issue 41:
+an op the dynamo exporter decomposes is kept by the runner's own translation,
+pr/translations.py): a script
 that asked the TorchScript exporter for an opset below the dynamo exporter's oldest is
 exported by dynamo at that oldest and moved to the asked opset by the tool's checked
 version adapters (``engine/versions/next_opset.relabel_opset``), so its schema version -- and the
@@ -58,19 +60,18 @@ def test_every_corpus_script_gives_verdicts_without_torchscript(tmp_path):
     got = {r["name"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert sorted(got) == names
     gave = [n for n in names if got[n]["code"] in (0, 1)]
-    # the dynamo exporter writes clamp(x, min_tensor, max_tensor) as Max then Min, no Clip
-    # node: the run names Clip as not in the graph and exits 2 (pr/intent.py), never a
-    # proof of Min with exit 0
+    assert gave == names, {n: got[n]["reason"] for n in names if n not in gave}
+    # clip_opset13_tensor_bounds.py: torch.clamp with 0-d tensor bounds, which the dynamo
+    # exporter writes as Max then Min; the runner's own translation (pr/translations.py)
+    # writes Clip, whose min and max are scalars, so the Clip-13 verdicts are TorchScript's
     clip = "clip_opset13_tensor_bounds.py"
-    assert gave == [n for n in names if n != clip], {n: got[n]["reason"] for n in names
-                                                     if n not in gave}
-    assert got[clip]["code"] == 2 and got[clip]["cases"][0]["status"] == "not the op meant"
+    assert got[clip]["cases"][0]["status"] != "not the op meant"
     same = [n for n in names if {(io, i): v for io, i, v in got[n]["cases"][0]["verdicts"]}
             == EXPECTED[n][1] and got[n]["code"] == EXPECTED[n][0]]
     print(f"without TorchScript: {len(gave)} of {len(names)} corpus scripts give verdicts, "
           f"{len(same)} the same as with it; differing: "
           + "; ".join(f"{n}: {got[n]['cases'][0]}" for n in names if n not in same))
-    assert set(names) - set(same) <= {clip}, same
+    assert same == names, [n for n in names if n not in same]
     moved = [n for n in names if got[n]["cases"][0]["route"] == "relabelled"]
     # the TorchScript scripts at opsets below 18 are moved to the opset they asked for
     assert {"clip_opset11_torchscript.py", "topk_opset10_torchscript.py",

@@ -162,3 +162,75 @@ def test_a_torchscript_era_affine_grid_is_proved_with_the_tools_own_translation(
     assert got == {"theta": ("disagree", "differentiable"), "size": ("agree", "non-differentiable"),
                    "grid": ("agree", "differentiable")}
     assert any("own translation of AffineGrid" in n for n in rec["script"]["runner_notes"])
+
+
+CLAMP = """
+    \"\"\"Clip-13: min and max move the output where x is clipped.\"\"\"
+    import torch
+
+
+    class M(torch.nn.Module):
+        def forward(self, x, lo, hi):
+            return torch.clamp(x, lo, hi)
+
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, requires_grad=True)
+    lo = (torch.randn({shape}) * 0.1 - 0.5).requires_grad_()
+    hi = (torch.randn({shape}) * 0.1 + 0.5).requires_grad_()
+    y = M()(x, lo, hi)
+    y.backward(torch.ones_like(y))
+    torch.onnx.export(M(), (x, lo, hi), "clip.onnx", opset_version=17, dynamo=False)
+"""
+
+
+def test_a_torchscript_era_clamp_is_clip_only_where_its_bounds_are_scalars(tmp_path):
+    """TorchScript made to raise. 0-d bounds: the runner's own translation writes Clip (Clip's
+    min and max are scalars) and the run proves it; Clip-13 tags min and max
+    non-differentiable, but dY/dmin = 1 where x < min: a disagreement, exit 1, as with
+    TorchScript (tests/data/scripts/clip_opset13_tensor_bounds.py). Elementwise bounds are
+    not Clip's meaning: no Clip node (Max, Min, read from the file), and the run names Clip
+    as decomposed, exit 2."""
+    scalar = write(tmp_path, "clip_proof.py", CLAMP.format(shape="()"))
+    code, out = _without_torchscript(tmp_path, scalar, "json")
+    assert [n.op_type for n in onnx.load(tmp_path / "clip.onnx").graph.node] == ["Clip"]
+    assert code == 1, out.err
+    rec = _doc(out)["cases"][0]
+    assert rec["op"] == "Clip" and rec["script"]["target"]["status"] == "the op the script means"
+    assert {p["name"]: p["verdict"] for p in rec["parameters"]} == {
+        "input": "agree", "min": "disagree", "max": "disagree", "output": "agree"}
+    elementwise = write(tmp_path, "clip_proof.py", CLAMP.format(shape="3, 4"))
+    code, out = _without_torchscript(tmp_path, elementwise, "text")
+    graph = {n.op_type for n in onnx.load(tmp_path / "clip.onnx").graph.node}
+    assert "Clip" not in graph and {"Max", "Min"} <= graph
+    assert code == 2
+    first = out.out.splitlines()[0]
+    assert first.startswith("NOT PROVED AS MEANT") and "Clip" in first and "does not have" in first
+
+
+def test_pixel_unshuffle_is_named_as_decomposed_without_torchscript(tmp_path):
+    """pixel_unshuffle has no ONNX op of its meaning (SpaceToDepth orders the channels
+    otherwise: block offset first, torch's channel first), so no translation: both
+    exporters write Reshape/Transpose/Reshape. With TorchScript made to raise, the run names
+    SpaceToDepth as not in the graph and exits 2."""
+    script = write(tmp_path, "space_to_depth_proof.py", """
+        import torch
+        import torch.nn.functional as F
+
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return F.pixel_unshuffle(x, 2)
+
+
+        x = torch.randn(1, 2, 4, 4, requires_grad=True)
+        y = M()(x)
+        y.backward(torch.randn_like(y))
+        torch.onnx.export(M(), (x,), "pu.onnx", opset_version=17, dynamo=False)
+    """)
+    code, out = _without_torchscript(tmp_path, script, "text")
+    assert "SpaceToDepth" not in {n.op_type for n in onnx.load(tmp_path / "pu.onnx").graph.node}
+    assert code == 2
+    first = out.out.splitlines()[0]
+    assert first.startswith("NOT PROVED AS MEANT") and "SpaceToDepth" in first
+    assert "does not have" in first

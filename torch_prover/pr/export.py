@@ -81,9 +81,20 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
 
     # without TorchScript (removed, or raising), an opset below the dynamo exporter's
     # oldest is built at that oldest and relabelled by the prover (ExportCall.move_to)
-    at_oldest = (as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET},
-                 f"exported with the dynamo exporter at opset {DYNAMO_MIN_OPSET} (the oldest it "
-                 f"builds) for the prover to move to opset {opset}")
+    # the runner's own translations (ops the dynamo exporter decomposes, kept as TorchScript
+    # kept them) only where the script asked for TorchScript: a dynamo script stays as written
+    from .translations import noted, table
+    at = opset or DEFAULT_OPSET
+    own = {} if asked_dynamo else table(at)
+    with_own = {"custom_translation_table": own} if own else {}
+    oldest = (f"exported with the dynamo exporter at opset {DYNAMO_MIN_OPSET} (the oldest it "
+              f"builds) for the prover to move to opset {opset}")
+    at_oldest = (as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET} | with_own,
+                 oldest + (noted(at) if own else ""))
+    # a translation refusing a call outside its op's meaning (translations.NotTheOp): the
+    # exporter's own decomposition, which intent.py names as such
+    plain = (" without torch-prover's own translations (a call outside their ops' meaning:"
+             " the exporter's decomposition)")
     if asked_dynamo:
         if opset is not None and opset < DYNAMO_MIN_OPSET:
             return [(as_torchscript(options),
@@ -104,15 +115,15 @@ def _plans(options: dict[str, Any], holds_grad: bool = False
         return plans
     plans = [(options, None)]
     if opset is None or DYNAMO_MIN_OPSET <= opset <= DEFAULT_OPSET:
-        from .translations import names, table
-        at = opset or DEFAULT_OPSET
-        own = table(at)     # ops the dynamo exporter decomposes, kept as TorchScript kept them
-        plans.append((as_dynamo(options) | ({"custom_translation_table": own} if own else {}),
-                      "exported with the dynamo exporter instead" + (
-                          f", with torch-prover's own translation of {', '.join(names(at))} "
-                          "(pr/translations.py), which it decomposes otherwise" if own else "")))
+        plans.append((as_dynamo(options) | with_own,
+                      f"exported with the dynamo exporter instead{noted(at) if own else ''}"))
+        if own:
+            plans.append((as_dynamo(options), f"exported with the dynamo exporter instead{plain}"))
     elif opset < DYNAMO_MIN_OPSET:
         plans.append(at_oldest)
+        if own:
+            plans.append((as_dynamo(options) | {"opset_version": DYNAMO_MIN_OPSET},
+                          oldest + plain))
     return plans
 
 

@@ -6,13 +6,15 @@ graph of ATen ops, which the prover runs without any of the script's Python:
 
 1. ``torch.export.export`` of the module in the mode the script exported it in (eval,
    unless the export ran it in training mode: then a Dropout draws its mask in the probe as
-   in the exported graph), saved with ``torch.export.save`` -- unless its graph calls an op the script
+   in the exported graph), saved with ``torch.export.save``. A graph calling an op the script
    itself registered (a reference op's ``torch.library.custom_op``), which the prover's
-   process does not have;
+   process does not have, goes to 2.;
 2. otherwise TorchScript: a scripted module as is, anything else ``torch.jit.trace``-d
    (tracing runs the module eagerly, so a reference op traces as its differentiable
    reference), saved with ``torch.jit.save``;
-3. otherwise nothing, and ``ModuleFile.why`` says why; the runner then stops with exit 2.
+3. without TorchScript, such a module is exported again with ``torch.compiler.is_exporting()``
+   False, so each reference op runs its differentiable reference, as under tracing (2.);
+4. otherwise nothing, and ``ModuleFile.why`` says why; the runner then stops with exit 2.
 
 The module is wrapped when the script's export arguments were not a flat list of tensors
 (a Python int among them, keyword arguments): the wrapper takes the tensors only and fills
@@ -28,6 +30,7 @@ forced to ``weights_only=True`` and the archive reader's other unpicklers refuse
 from __future__ import annotations
 
 import contextlib
+import importlib
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -41,7 +44,9 @@ from .wire import ModuleFile, ModuleFormat
 
 PROGRAM_FILE, TORCHSCRIPT_FILE = "module.pt2", "module.pt"
 PREFIX = "inner."
-PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order"})
+PORTABLE_NAMESPACES = frozenset({"aten", "prims", "higher_order", "quantized_decomposed"})
+"""Op namespaces the prover's process has: torch's own (``quantized_decomposed``, torch's
+fake-quantization ops, registered by the module :func:`load_module` imports first)."""
 
 ParamTable = tuple[tuple[str, tuple[int, ...], str, bool], ...]
 
@@ -110,6 +115,21 @@ def _foreign_ops(program: Any) -> list[str]:
     return sorted(set(found))
 
 
+@contextlib.contextmanager
+def _references_eager() -> Iterator[None]:
+    """``torch.compiler.is_exporting()`` False while the module is exported again: a
+    reference op (``torch-prover script``'s ``as_onnx_op``: the custom op while exporting, its
+    differentiable reference otherwise) then runs its reference, as under ``torch.jit.trace``
+    (step 2), so the graph holds only ATen ops -- the way that works without TorchScript."""
+    import torch.compiler
+    real = torch.compiler.is_exporting
+    torch.compiler.is_exporting = lambda: False
+    try:
+        yield
+    finally:
+        torch.compiler.is_exporting = real
+
+
 def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
                 requires: Sequence[bool], template: Any, flat: bool, where: Path,
                 training: bool = False) -> ModuleFile:
@@ -126,25 +146,37 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
     prefix = "" if flat else PREFIX
     example = tuple(t.detach().clone().requires_grad_(r) for t, r in zip(leaves, requires))
     wanted = param_table(target, prefix)
-    why = ""
+    why, foreign_seen = "", False
     # a flat module is tried wrapped too: Bound returns a plain tuple, where torch.export
     # cannot serialize a structseq output (torch.return_types.topk) and TorchScript may be gone
     ways = [(target, prefix)] + ([(Bound(module, template), PREFIX)] if flat else [])
-    for candidate, pre in ways if not isinstance(module, torch.jit.ScriptModule) else ():
-        try:
-            with quiet():
-                program = torch.export.export(candidate, example)
-            foreign = _foreign_ops(program)
-            if foreign:
-                raise ModuleLoadError(f"its graph calls {', '.join(foreign)}, defined only in "
-                                      "the script's process")
-            torch.export.save(program, where / PROGRAM_FILE)
-            done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, pre,
-                              f"torch.export.export of the module in {mode}")
-            load_module(where, done, param_table(candidate, pre))   # the prover's round trip
-            return done
-        except Exception as exc:  # torch.export raises many types; the fallback decides
-            why = why or f"torch.export: {describe(exc)}"
+
+    def exported(eager: bool) -> ModuleFile | None:
+        nonlocal why, foreign_seen
+        for candidate, pre in ways if not isinstance(module, torch.jit.ScriptModule) else ():
+            try:
+                with quiet(), _references_eager() if eager else contextlib.nullcontext():
+                    program = torch.export.export(candidate, example)
+                foreign = _foreign_ops(program)
+                if foreign:
+                    foreign_seen = True
+                    raise ModuleLoadError(f"its graph calls {', '.join(foreign)}, defined only "
+                                          "in the script's process")
+                torch.export.save(program, where / PROGRAM_FILE)
+                done = ModuleFile(ModuleFormat.EXPORTED_PROGRAM, PROGRAM_FILE, pre,
+                                  f"torch.export.export of the module in {mode}" + (
+                                      ", its reference ops run as their references (torch."
+                                      "compiler.is_exporting() False, as under torch.jit.trace)"
+                                      if eager else ""), why if eager else "")
+                load_module(where, done, param_table(candidate, pre))   # the prover's round trip
+                return done
+            except Exception as exc:  # torch.export raises many types; the fallback decides
+                why = why or f"torch.export: {describe(exc)}"
+        return None
+
+    done = exported(eager=False)
+    if done is not None:
+        return done
     try:
         if isinstance(target, torch.jit.ScriptModule):
             scripted, how = target, "the scripted module, saved as is"
@@ -157,8 +189,10 @@ def save_module(module: torch.nn.Module, leaves: Sequence[torch.Tensor],
         load_module(where, done, wanted)
         return done
     except Exception as exc:  # as above
-        return ModuleFile(ModuleFormat.NONE, "", prefix, "",
-                          "; ".join(w for w in (why, f"TorchScript: {describe(exc)}") if w))
+        why = "; ".join(w for w in (why, f"TorchScript: {describe(exc)}") if w)
+    # TorchScript gone: a reference op's module exported with its references run eagerly
+    done = exported(eager=True) if foreign_seen else None
+    return done or ModuleFile(ModuleFormat.NONE, "", prefix, "", why)
 
 
 # ============================================================================ prover side
@@ -215,6 +249,7 @@ def load_module(where: Path, mf: ModuleFile, expected: ParamTable) -> Loaded:
     try:
         with quiet():
             if mf.format is ModuleFormat.EXPORTED_PROGRAM:
+                importlib.import_module("torch.ao.quantization.fx._decomposed")  # its ops
                 with _weights_only():
                     graph = torch.export.load(path).module()
             else:
