@@ -28,6 +28,83 @@ os.environ.pop("LINES", None)
 os.environ["TORCH_PROVER_TEST_HOOKS"] = "1"
 
 
+# ----------------------------------------------------------------------------- two workers
+SHARED_RUNS = {"full_run": ("full_run", "versions_run"), "real_report": ("real_report",)}
+"""The session fixtures that run verify-all, by the group of tests that share them."""
+
+
+def _group(item) -> str:
+    """A test's group: of the run it needs (its fixtures, or the ``shared_run`` mark of a
+    test that asks for the run through ``request.getfixturevalue``), else its file."""
+    needs = set(item.fixturenames) | {m.args[0] for m in item.iter_markers("shared_run")}
+    return next((g for g, names in SHARED_RUNS.items() if set(names) & needs),
+                item.nodeid.split("::", 1)[0])
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shared_run(fixture): the test asks for that session "
+                            "run through request.getfixturevalue (its group: _group)")
+    """The README's command runs on two pytest-xdist workers (pyproject's addopts: ``-n 2
+    --dist loadgroup``). A session fixture is made once per worker, so the tests are handed
+    out by group (``_GroupScheduling``): every test that needs one of the SHARED_RUNS goes to
+    the worker of its group, each run is made once; every other test goes with its file, so
+    a module-scoped fixture is made once too. The groups come from the workers' collection
+    (a test's fixtures are known there only), through a folder the controller makes."""
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput") \
+            and config.getoption("dist") == "loadgroup" and config.getoption("numprocesses"):
+        import tempfile
+        config._test_groups = tempfile.TemporaryDirectory(prefix="torch-prover-groups-")
+        config.option.loadscopereorder = False   # the collection's order: the full run first
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_test_groups", None)
+    if folder is not None:
+        folder.cleanup()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    folder = getattr(node.config, "_test_groups", None)
+    if folder is not None:
+        node.workerinput["test_groups"] = folder.name
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    folder = getattr(config, "_test_groups", None)
+    if folder is None:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _GroupScheduling(LoadScopeScheduling):
+        """xdist's load-by-scope, a scope being a test's group (pytest-xdist 3.8's own
+        ``xdist_group`` mark renames node ids, which pytest 9 no longer allows)."""
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:   # written by every worker before its collection is sent
+                self.groups = json.loads(min(Path(folder.name).glob("*.json")).read_text())
+            return self.groups[nodeid]
+    return _GroupScheduling(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker: the full run's group first (the longest: the kill-and-rerun,
+    then the all-versions run; the other worker takes the rest meanwhile), and each test's
+    group written where the controller's scheduler reads it."""
+    folder = getattr(config, "workerinput", {}).get("test_groups")
+    if folder is None:
+        return
+    groups = {item.nodeid: _group(item) for item in items}
+    items.sort(key=lambda item: groups[item.nodeid] != "full_run")   # stable: else as collected
+    path = Path(folder) / f"{config.workerinput['workerid']}.json"
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(groups))
+    part.replace(path)
+
+
 @pytest.fixture(autouse=True)
 def _json_contract(monkeypatch):
     """Every JSON document the suite makes torch-prover print or write (through

@@ -14,12 +14,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_GENERATED: dict[str, bytes] = {}
+"""What ``scripts/onnx_docs.py`` wrote, by path under its root: made once per test process
+(gen_doc.py takes about 4 s; the gate's, fix-tags' and points' tests all start from it)."""
+
+
 def generate_docs(root: Path) -> Path:
-    """``root/docs`` holding the installed onnx's Changelog.md and Operators.md."""
-    spec = importlib.util.spec_from_file_location("onnx_docs", ROOT / "scripts" / "onnx_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.generate(root)
+    """``root/docs`` holding the installed onnx's Changelog.md and Operators.md (and the
+    rest of what ``scripts/onnx_docs.py`` writes under ``root``), a fresh copy per call."""
+    if not _GENERATED:
+        import tempfile
+        spec = importlib.util.spec_from_file_location("onnx_docs",
+                                                      ROOT / "scripts" / "onnx_docs.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with tempfile.TemporaryDirectory() as tmp:
+            module.generate(Path(tmp))
+            _GENERATED.update({p.relative_to(tmp).as_posix(): p.read_bytes()
+                               for p in sorted(Path(tmp).rglob("*")) if p.is_file()})
+    for rel, data in _GENERATED.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root / "docs"
 
 
 def _section(text: str, anchor: str) -> tuple[int, int]:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from gate_fixture import retag
+from gate_fixture import generate_docs, retag
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "ci" / "torch-prover.yml"
@@ -138,15 +138,8 @@ def _step_runs(cond: str | None, outputs: dict[str, dict[str, str]], failed: boo
 
 
 def _installed_changelog(tmp: Path) -> str:
-    """The installed onnx's Changelog.md (its own gen_doc.py)."""
-    import onnx
-    gen = tmp / "gen"
-    (gen / "onnx" / "defs").mkdir(parents=True)
-    (gen / "docs").mkdir()
-    shutil.copy(Path(onnx.__file__).parent / "defs" / "gen_doc.py", gen / "onnx" / "defs")
-    subprocess.run([sys.executable, "onnx/defs/gen_doc.py"], cwd=gen, check=True,
-                   capture_output=True)
-    return (gen / "docs" / "Changelog.md").read_text(encoding="utf-8")
+    """The installed onnx's Changelog.md (its own gen_doc.py: gate_fixture.generate_docs)."""
+    return (generate_docs(tmp / "gen") / "Changelog.md").read_text(encoding="utf-8")
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -209,6 +202,22 @@ def _project_copy(tmp: Path) -> Path:
     return dst
 
 
+_VENVS: list[Path] = []
+_INSTALLS: dict[str, tuple[int, str]] = {}
+"""An install step's script (the project copy's path masked) -> (exit code, output tail)."""
+
+
+def _throwaway_venv(tmp: Path) -> Path:
+    """A venv the steps' ``python`` is: one per test process, for every Runner (installs in
+    it are dry runs, and the build steps that would install for real do not run here:
+    ``test_every_step_runs``)."""
+    if not _VENVS:
+        subprocess.run([sys.executable, "-m", "venv", "--upgrade-deps", str(tmp / "venv")],
+                       check=True, capture_output=True)
+        _VENVS.append(tmp / "venv")
+    return _VENVS[0]
+
+
 class Runner:
     """Runs the workflow's jobs for one event, step by step (module docstring)."""
 
@@ -222,12 +231,9 @@ class Runner:
         wrapper = self.bin / "torch-prover"
         wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m torch_prover "$@"\n')
         wrapper.chmod(0o755)
-        self.venv = tmp / "venv"   # what `python` is in the steps: a throwaway venv
-        subprocess.run([sys.executable, "-m", "venv", "--upgrade-deps", str(self.venv)],
-                       check=True, capture_output=True)
+        self.venv = _throwaway_venv(tmp)   # what `python` is in the steps
         self.results: list[tuple[str, str, int, str]] = []   # job, step, exit, output tail
         self.seconds: dict[tuple[str, str], float] = {}       # (job, step): its wall time
-        self.memo: dict[str, tuple[int, str]] = {}
 
     def env(self, job: str, extra: dict[str, str]) -> dict[str, str]:
         temp = self.tmp / "runner-temp" / job
@@ -282,15 +288,18 @@ class Runner:
             if "verify-all --versions all --shard" in script:
                 script = script.replace("verify-all", f"verify-all {SELECTION}", 1)
             started = time.perf_counter()
-            if script in self.memo:        # the same install in another job: same result
-                code, tail = self.memo[script]
+            # the same install in another job or Runner (of the same sources and
+            # constraints): the same result
+            key = script.replace(str(self.project), "$PROJECT")
+            if key in _INSTALLS:
+                code, tail = _INSTALLS[key]
             else:
                 done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
                                        script], cwd=self.workspace, env=env, text=True,
                                       capture_output=True, timeout=1800)
                 code, tail = done.returncode, (done.stdout + done.stderr)[-3000:]
                 if "pip install" in script:
-                    self.memo[script] = (code, tail)
+                    _INSTALLS[key] = (code, tail)
             self.seconds[label, title] = time.perf_counter() - started
             self.results.append((label, title, code, tail))
             failed = failed or code != 0

@@ -55,6 +55,7 @@ def test_a_three_op_report_has_no_blocking_axe_violation(browser, real_report, t
     assert _blocking(found) == [], axe_page.by_impact(found)
 
 
+@pytest.mark.shared_run("versions_run")   # made on the worker of the other versions_run tests
 def test_the_all_versions_report_has_no_blocking_axe_violation(browser, request, tmp_path):
     report = request.getfixturevalue("versions_run")["report"]   # only when a browser runs
     page = tmp_path / "versions.html"
