@@ -42,14 +42,14 @@ def _group(item) -> str:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "shared_run(fixture): the test asks for that session "
-                            "run through request.getfixturevalue (its group: _group)")
     """The README's command runs on two pytest-xdist workers (pyproject's addopts: ``-n 2
     --dist loadgroup``). A session fixture is made once per worker, so the tests are handed
     out by group (``_GroupScheduling``): every test that needs one of the SHARED_RUNS goes to
     the worker of its group, each run is made once; every other test goes with its file, so
     a module-scoped fixture is made once too. The groups come from the workers' collection
     (a test's fixtures are known there only), through a folder the controller makes."""
+    config.addinivalue_line("markers", "shared_run(fixture): the test asks for that session "
+                            "run through request.getfixturevalue (its group: _group)")
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput") \
             and config.getoption("dist") == "loadgroup" and config.getoption("numprocesses"):
         import tempfile
