@@ -31,8 +31,7 @@ class _State:
 
 STATE = _State()
 _originals: dict[str, object] = {}
-_TABLES: dict[frozenset, dict] = {}   # registered-op set -> decomposition table
-_BASES: dict[tuple, object] = {}      # (opset, loaded ops) -> registry built by torchlib
+_BASES: dict[tuple, object] = {}      # _registry_key -> registry built by torchlib
 
 
 def _copy_registry(reg):
@@ -42,11 +41,83 @@ def _copy_registry(reg):
     return new
 
 
-def _ops_key() -> tuple:
-    """The loaded op namespaces and their ops: new custom ops or newly imported op
-    libraries change it, and with it what the stock path would build."""
-    return tuple((ns, tuple(getattr(torch.ops, ns)) if hasattr(torch.ops, ns) else ())
-                 for ns in sorted(torch.ops._dir))
+_UNRESOLVED: set[str] = set()
+"""torchlib's op names a stock registry build could not resolve to a loaded op
+(quantized_decomposed before torch.ao's module is imported, torchvision's without it)."""
+
+
+def _registry_key(opset: int) -> tuple:
+    """What a registry built from torchlib depends on: the opset, and which of its op names
+    resolve. aten's and prims' always do (torch's own C++ ops); the others resolve once
+    their library is loaded. So the key is which of the names a stock build missed resolve
+    now -- not every loaded op, whose listing grows each time a case first touches an aten
+    op (``torch.ops.aten``'s is lazy) and cost a ~1.5 s rebuild each time."""
+    from torch.onnx._internal.exporter import _registration
+    return (opset, frozenset(n for n in _UNRESOLVED if _registration._get_overload(n)
+                             is not None))
+
+
+@contextlib.contextmanager
+def _noting_unresolved():
+    """Run a stock registry build, noting the torchlib names it cannot resolve."""
+    from torch.onnx._internal.exporter import _registration
+    stock = _registration._get_overload
+
+    def noting(qualified_name):
+        target = stock(qualified_name)
+        if target is None:
+            _UNRESOLVED.add(qualified_name)
+        return target
+    _registration._get_overload = noting
+    try:
+        yield
+    finally:
+        _registration._get_overload = stock
+
+
+def _cia_key() -> tuple:
+    """What ``_collect_all_valid_cia_ops`` depends on beyond aten (which torch caches
+    itself, ``_collect_all_valid_cia_ops_for_namespace``'s lru_cache): the other loaded
+    namespaces' ops, and the C++ dispatcher's CompositeImplicitAutograd registrations it
+    materialises into them first."""
+    return (tuple((ns, tuple(getattr(torch.ops, ns)) if hasattr(torch.ops, ns) else ())
+                  for ns in sorted(torch.ops._dir) if ns != "aten"),
+            tuple(torch._C._dispatch_get_registrations_for_dispatch_key(
+                "CompositeImplicitAutograd")))
+
+
+_CANDIDATES: dict[tuple, list] = {}   # _candidates_key() -> decomposition candidates
+
+
+def _candidates_key() -> tuple:
+    from torch._decomp import decomposition_table, global_decomposition_table
+    return (_cia_key(), len(decomposition_table),
+            tuple(len(t) for t in global_decomposition_table.values()))
+
+
+def _decomposition_table(ops: set) -> dict:
+    """``_decomp.create_onnx_friendly_decomposition_table(ops)``, from a memoised list of
+    its candidates: the same filter over the same (op, decomposition) pairs in the same
+    order. The candidates -- torch.export's default decompositions (materialising them
+    collects every CompositeImplicitAutograd op, ~0.1 s) then torch._decomp's table --
+    change only with the loaded ops and the registered decompositions (the key)."""
+    import itertools
+    key = _candidates_key()
+    pairs = _CANDIDATES.get(key)
+    if pairs is None:
+        pairs = _CANDIDATES[key] = list(itertools.chain(
+            torch.export.default_decompositions().items(),
+            torch._decomp.decomposition_table.items()))
+    table: dict = {}
+    for op_overload, decomp_fn in pairs:   # the body of torch 2.13's loop, unchanged
+        if op_overload in ops:
+            continue
+        if not hasattr(op_overload, "_schema"):
+            continue
+        if op_overload in table:
+            continue
+        table[op_overload] = decomp_fn
+    return table
 
 
 def _patch() -> None:
@@ -62,25 +133,24 @@ def _patch() -> None:
     def from_torchlib(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
         # the registry only holds torchlib functions whose op is loaded when it is built
         # (quantized_decomposed appears once torch.ao's module is imported): key on that too
-        key = (opset_version, _ops_key())
+        key = _registry_key(opset_version)
         if key not in _BASES:
-            _BASES[key] = stock_from_torchlib(opset_version=opset_version)
+            with _noting_unresolved():
+                _BASES[key] = stock_from_torchlib(opset_version=opset_version)
         return _copy_registry(_BASES[key])
 
     def decompose_with_registry(exported_program, registry):
-        ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
-        table = _TABLES.get(ops)
-        if table is None:
-            table = _TABLES[ops] = _decomp.create_onnx_friendly_decomposition_table(set(ops))
-        return exported_program.run_decompositions(dict(table))
+        ops = set(_decomp.get_onnx_implemented_overloads(registry))
+        return exported_program.run_decompositions(_decomposition_table(ops))
 
     cia_cache: dict[tuple, set] = {}
     stock_cia = ep._collect_all_valid_cia_ops
 
     def collect_cia():
-        key = _ops_key()
+        key = _cia_key()
         if key not in cia_cache:
             cia_cache[key] = stock_cia()
+            cia_cache[_cia_key()] = cia_cache[key]   # after what it materialised
         return set(cia_cache[key])
 
     cls.from_torchlib = classmethod(from_torchlib)
@@ -139,7 +209,7 @@ def _lean_py_impl():
 
 
 def _unpatch() -> None:
-    _TABLES.clear()
+    _CANDIDATES.clear()
     _BASES.clear()
     from torch.export import exported_program as ep
     from torch.onnx._internal.exporter import _fx_passes, _registration
@@ -185,9 +255,7 @@ def prewarm(opsets) -> None:
     for opset in sorted({exporter_opset(o) for o in opsets}):
         with quiet():  # the registry logs each torchvision op it skips
             registry = _registration.ONNXRegistry.from_torchlib(opset_version=opset)
-        ops = frozenset(_decomp.get_onnx_implemented_overloads(registry))
-        if ops not in _TABLES:
-            _TABLES[ops] = _decomp.create_onnx_friendly_decomposition_table(set(ops))
+        _decomposition_table(set(_decomp.get_onnx_implemented_overloads(registry)))
 
 
 @contextlib.contextmanager
@@ -199,8 +267,9 @@ def _keeping_stock_registries():
     stock = cls.__dict__["from_torchlib"]
 
     def keeping(cls_, opset_version=_registration._constants.TORCHLIB_OPSET):
-        registry = stock.__func__(cls_, opset_version=opset_version)
-        _BASES[(opset_version, _ops_key())] = _copy_registry(registry)
+        with _noting_unresolved():
+            registry = stock.__func__(cls_, opset_version=opset_version)
+        _BASES[_registry_key(opset_version)] = _copy_registry(registry)
         return registry
 
     cls.from_torchlib = classmethod(keeping)
