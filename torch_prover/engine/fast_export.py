@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
-import sys
 from dataclasses import dataclass
 
 import torch
@@ -156,22 +156,80 @@ def _patch() -> None:
     cls.from_torchlib = classmethod(from_torchlib)
     _fx_passes.decompose_with_registry = decompose_with_registry
     ep._collect_all_valid_cia_ops = collect_cia
-    _originals["override_cia"] = stock_override = ep._override_composite_implicit_decomp
+    _originals["override_cia"] = ep._override_composite_implicit_decomp
+    ep._override_composite_implicit_decomp = _lean_override
 
-    @contextlib.contextmanager
-    def override_cia(cia_ops_to_callable):
-        cm = stock_override(cia_ops_to_callable)
-        with _lean_py_impl():
-            cm.__enter__()
-        try:
+
+_NOT_IMPLEMENTED: dict = {}   # op -> its autograd_not_implemented(op, deferred_error=True)
+_ORIGINAL_CIA: dict = {}      # op -> _get_decomp_for_cia(op), when made from the C++ kernel
+
+
+def _force_dispatch_to_orig_cia_callable(fake_mode, op, *args, **kwargs):
+    """torch 2.13's nested function of the same name in ``_override_composite_implicit_decomp``
+    (a fake-tensor rule running the op's original CompositeImplicitAutograd kernel)."""
+    orig_cia_callable = kwargs["original_callable"]
+    del kwargs["original_callable"]
+    with fake_mode:
+        return orig_cia_callable(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _lean_override(cia_ops_to_callable):
+    """torch 2.13's ``_override_composite_implicit_decomp``, step for step, without its
+    per-call costs: it registers ~5700 Python kernels per export through ``py_impl``
+    (annotations evaluated, the op's dispatch cache cleared per kernel) and makes a fresh
+    closure per op and key. Here each kernel is set directly, the cache cleared once per
+    op, and the closures, pure functions of the op, made once: the same kernels under
+    the same keys, the same fake-tensor rules, the same restore on exit."""
+    from torch._C import DispatchKey
+    from torch._export.utils import _get_decomp_for_cia
+    from torch._higher_order_ops.utils import autograd_not_implemented
+    from torch._subclasses.fake_impls import _deregister_op_impl, op_implementations_dict
+    from torch._ops import OperatorBase
+    from torch.export import exported_program as ep
+    if any(type(op).py_impl is not OperatorBase.py_impl for op in cia_ops_to_callable):
+        with _originals["override_cia"](cia_ops_to_callable):   # not plain kernels: stock
             yield
-        except BaseException:
-            if not cm.__exit__(*sys.exc_info()):
-                raise
+        return
+    cia = DispatchKey.CompositeImplicitAutograd
+    autograd_keys, backend_keys = (ep._AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE,
+                                   ep._BACKEND_KEYS_TO_OVERRIDE)
+    saved_tables = {}
+    for op, decomp_callable in cia_ops_to_callable.items():
+        kernels = op.py_kernels
+        saved_tables[op] = kernels.copy()
+        for key in autograd_keys:
+            if key not in kernels:
+                fn = _NOT_IMPLEMENTED.get(op)
+                if fn is None:
+                    fn = _NOT_IMPLEMENTED[op] = autograd_not_implemented(op, deferred_error=True)
+                kernels[key] = fn
+        # _get_decomp_for_cia: the op's own Python CIA kernel, else a partial of the C++ one
+        own = kernels.get(cia)
+        if own is not None and not isinstance(own, DispatchKey):
+            orig_cia_callable = own
         else:
-            cm.__exit__(None, None, None)
-
-    ep._override_composite_implicit_decomp = override_cia
+            orig_cia_callable = _ORIGINAL_CIA.get(op)
+            if orig_cia_callable is None:
+                orig_cia_callable = _ORIGINAL_CIA[op] = _get_decomp_for_cia(op)
+        if cia in kernels:
+            del kernels[cia]
+        kernels[cia] = decomp_callable
+        if op not in op_implementations_dict:
+            op_implementations_dict[op] = functools.partial(
+                _force_dispatch_to_orig_cia_callable, original_callable=orig_cia_callable)
+        for key in backend_keys:
+            if key not in kernels:
+                kernels[key] = orig_cia_callable
+        op._dispatch_cache.clear()
+    try:
+        yield
+    finally:
+        for op, saved in saved_tables.items():
+            op.py_kernels.clear()
+            op.py_kernels.update(saved)
+            op._dispatch_cache.clear()
+            _deregister_op_impl(op)
 
 
 @contextlib.contextmanager
