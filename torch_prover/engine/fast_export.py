@@ -1,11 +1,12 @@
 """Guarded reuse of the exporter's per-call tables, for batches of many small exports.
 
 torch 2.13's ``torch.onnx.export`` rebuilds its ONNX registry from torchlib on every call
-(~65% of a small export) and then rebuilds the decomposition table and the list of
-CompositeImplicitAutograd ops from it. For the same opset these are the same every time,
-so this module memoises them; and it registers the ~5700 Python kernels of torch's
-CompositeImplicitAutograd override (twice per export) without ``py_impl``'s per-call
-annotation cost (``_lean_py_impl``). The reuse touches private torch internals, so it is
+(~65% of a small export) and then rebuilds the decomposition table, the list of
+CompositeImplicitAutograd (CIA) ops and the table's split into CIA and other ops from it.
+For the same opset and loaded ops these are the same every time, so this module memoises
+them (each keyed on what it depends on); and it replays torch's CIA override, which sets
+~5700 Python kernels per export, without ``py_impl``'s per-kernel costs
+(``_lean_override``). The reuse touches private torch internals, so it is
 guarded: it only switches on for the torch version it was written against, and only
 after exporting a few probe models both ways gives byte-identical ModelProtos; otherwise
 the stock path stays in place and ``STATE`` says why.
@@ -95,6 +96,21 @@ def _candidates_key() -> tuple:
             tuple(len(t) for t in global_decomposition_table.values()))
 
 
+_SPLITS: dict[tuple, tuple[dict, dict]] = {}   # (candidates, ops among them) -> split
+
+
+def _candidate_ops(key: tuple) -> set:
+    if key not in _CANDIDATES:
+        _decomposition_table(set())
+    found = _CANDIDATE_OPS.get(key)
+    if found is None:
+        found = _CANDIDATE_OPS[key] = {op for op, _ in _CANDIDATES[key]}
+    return found
+
+
+_CANDIDATE_OPS: dict[tuple, set] = {}
+
+
 def _decomposition_table(ops: set) -> dict:
     """``_decomp.create_onnx_friendly_decomposition_table(ops)``, from a memoised list of
     its candidates: the same filter over the same (op, decomposition) pairs in the same
@@ -140,8 +156,23 @@ def _patch() -> None:
         return _copy_registry(_BASES[key])
 
     def decompose_with_registry(exported_program, registry):
+        # ExportedProgram.run_decompositions(table) is: the table split into the
+        # CompositeImplicitAutograd ops' and the others' (``_split_...``), then
+        # ``_decompose_exported_program``, outside any fake mode. The split depends on the
+        # table (on the registered ops among its candidates) and the CIA ops: memoised.
         ops = set(_decomp.get_onnx_implemented_overloads(registry))
-        return exported_program.run_decompositions(_decomposition_table(ops))
+        key = _candidates_key()
+        table_key = (key, frozenset(ops & _candidate_ops(key)))
+        split = _SPLITS.get(table_key)
+        if split is None:
+            split = _SPLITS[table_key] = ep._split_decomp_table_to_cia_and_python_decomp(
+                _decomposition_table(ops))
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        with unset_fake_temporarily():
+            return ep._decompose_exported_program(
+                exported_program, cia_to_decomp=dict(split[0]),
+                python_decomp_table=dict(split[1]), joint_loss_index=None,
+                decompose_custom_triton_ops=False)
 
     cia_cache: dict[tuple, set] = {}
     stock_cia = ep._collect_all_valid_cia_ops
@@ -232,42 +263,10 @@ def _lean_override(cia_ops_to_callable):
             _deregister_op_impl(op)
 
 
-@contextlib.contextmanager
-def _lean_py_impl():
-    """``OpOverload.py_impl`` without re-evaluating its inner function's annotations.
-
-    Entering torch's ``_override_composite_implicit_decomp`` registers ~5700 Python
-    kernels through ``OperatorBase.py_impl``, whose nested ``def inner(fn: Callable[_P,
-    _T]) -> Callable[_P, _T]`` subscripts ``typing.Callable`` twice per call: about two
-    thirds of the whole override, itself about half of a small export (measured with
-    cProfile). For a ``DispatchKey`` this does exactly what the stock body does; every
-    other key goes to the stock method."""
-    from torch._C import DispatchKey
-    from torch._ops import OperatorBase, OpOverload
-    stock = OperatorBase.py_impl
-
-    def py_impl(self, k):
-        if type(k) is not DispatchKey or k == DispatchKey.Python:
-            return stock(self, k)
-
-        def inner(fn):
-            if k in self.py_kernels:
-                raise RuntimeError(f"Trying to override a python impl for {k} on operator "
-                                   f"{self.name()}")
-            self.py_kernels[k] = fn
-            self._dispatch_cache.clear()
-            return fn
-        return inner
-
-    OpOverload.py_impl = py_impl
-    try:
-        yield
-    finally:
-        del OpOverload.py_impl
-
-
 def _unpatch() -> None:
     _CANDIDATES.clear()
+    _CANDIDATE_OPS.clear()
+    _SPLITS.clear()
     _BASES.clear()
     from torch.export import exported_program as ep
     from torch.onnx._internal.exporter import _fx_passes, _registration
