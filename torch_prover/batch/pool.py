@@ -80,6 +80,11 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.dup2(devnull, 1)   # the TorchScript exporter prints its IR graph on a failed export
+    import logging
+
+    from ..engine.export import QUIET_LOGGERS
+    for name in QUIET_LOGGERS:   # what export.quiet sets per export, set once: output unused
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         while True:
             index = conn.recv()

@@ -261,7 +261,12 @@ def run(prepared: Prepared) -> Outcome:
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=req.progress)
     todo = prepared.cases + prepared.variants
-    result = run_batch(todo, opts, _points_prefetch(req, todo)) if todo else None
+    beside = None
+    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and \
+            not req.case_free and req.onnx_src is None and req.cache_dir is not None:
+        from .onnx_points import collecting   # ONNX's points' tests, beside the batch
+        beside = collecting(Path(req.cache_dir), todo)
+    result = run_batch(todo, opts, beside) if todo else None
     case_less_ops = case_less(list(prepared.entries), prepared.case_less_selected, tags)
     records = result.records if result else []
     parts = Parts(
@@ -286,22 +291,6 @@ def run(prepared: Prepared) -> Outcome:
         warnings += _onnx_points(rep, req, prepared.selection, tags)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
-
-
-def _points_prefetch(req: Request, todo: Sequence[Case]) -> Callable[[], None] | None:
-    """ONNX's points' collection for the ops proved, to run beside the batch
-    (``pool.run_batch``): it writes the collected tests to the cache, which ``_onnx_points``
-    reads after the batch instead of collecting them then (~8 s of CPU in a cold default
-    run, while one core idled through the exporter's warm-up). Only what ``_onnx_points``
-    collects through the cache: the installed onnx's tests, a default-domain run."""
-    if not (req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT
-            and not req.case_free and req.onnx_src is None and req.cache_dir is not None):
-        return None
-    import functools
-
-    from ..engine.onnx_points.store import prefetch
-    ops = sorted({c.op for c in todo if c.domain == ""})
-    return functools.partial(prefetch, Path(req.cache_dir), ops)
 
 
 def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
