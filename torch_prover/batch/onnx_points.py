@@ -186,7 +186,7 @@ def collecting(cache_dir: Path, cases: Iterable[Any]) -> Callable[[], None]:
     verify-all's batch (``pool.run_batch``'s ``beside``): it writes them to the cache
     (``store.prefetch``), which ``measure_installed`` then reads instead of collecting them
     after the batch (~8 s of CPU in a cold default run, while a core idled through the
-    exporter's warm-up)."""
+    exporter's warm-up). Not with ``--jobs 1``: one process at work was asked for."""
     return functools.partial(prefetch, cache_dir, sorted({c.op for c in cases
                                                           if c.domain == ""}))
 

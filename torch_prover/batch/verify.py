@@ -262,8 +262,8 @@ def run(prepared: Prepared) -> Outcome:
                         progress=req.progress)
     todo = prepared.cases + prepared.variants
     beside = None
-    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and \
-            not req.case_free and req.onnx_src is None and req.cache_dir is not None:
+    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and req.jobs > 1 \
+            and not req.case_free and req.onnx_src is None and req.cache_dir is not None:
         from .onnx_points import collecting   # ONNX's points' tests, beside the batch
         beside = collecting(Path(req.cache_dir), todo)
     result = run_batch(todo, opts, beside) if todo else None
