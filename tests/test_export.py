@@ -68,6 +68,21 @@ def _checked_torch() -> bool:
     return checked
 
 
+def test_reuse_is_not_rebuilt_when_a_case_first_touches_an_aten_op():
+    """torch.ops.aten lists its ops lazily (issue 43: each first touch rebuilt the reused
+    registry, ~1.5 s per worker); the registry depends on which torchlib names resolve,
+    and every aten op resolves, listed or not."""
+    if not _checked_torch():
+        return   # another torch: the stock path (checked there), nothing reused
+    assert fast_export.enable(), fast_export.STATE.why
+    before = fast_export._registry_key(25)
+    listed = set(torch.ops.aten)
+    name = next(n for n in ("_cufft_clear_plan_cache", "_fft_c2c", "resize_", "bernoulli")
+                if n not in listed)
+    getattr(torch.ops.aten, name)
+    assert name in set(torch.ops.aten) and fast_export._registry_key(25) == before
+
+
 def test_reuse_sees_op_libraries_loaded_after_it_started(monkeypatch):
     """quantized_decomposed ops register when torch.ao's module is imported; a registry
     cached before that must not hide their torchlib translations."""

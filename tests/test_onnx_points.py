@@ -127,6 +127,20 @@ def test_the_collected_tests_are_cached_and_read_back(tmp_path, monkeypatch, tes
     assert len(calls) == 2   # a damaged cache is a miss, never a crash
 
 
+def test_prefetched_tests_are_the_ones_a_run_then_reads(tmp_path, monkeypatch):
+    """verify-all collects ONNX's tests beside its workers (issue 43): what ``prefetch``
+    writes is what ``installed_tests`` then returns, without collecting again; an op name
+    no ONNX op could have is never a file."""
+    built = source.installed(["Relu"])
+    store.prefetch(tmp_path, ["Relu", "../x"])
+    assert [p.name.endswith("-Relu.npz") for p in tmp_path.iterdir()] == [True]
+    monkeypatch.setattr(store, "installed", lambda ops=None: pytest.fail("collected again"))
+    read, warning = store.installed_tests(tmp_path, ["Relu"])
+    assert warning is None and [t.name for t in read] == [t.name for t in built]
+    assert {t.name for t in built} >= {"test_relu"}
+    store.prefetch(tmp_path, ["Relu"])   # cached: nothing built
+
+
 def _tag(op, version, io, name):
     s = onnx.defs.get_schema(op, version)
     params = s.inputs if io == "input" else s.outputs

@@ -30,7 +30,6 @@ def _digest_files(paths: Sequence[Path]) -> str:
 
 
 _ENGINE_DIGEST: str | None = None
-_VERSIONS: dict[str, str] | None = None
 
 
 def source_files() -> list[Path]:
@@ -63,12 +62,9 @@ def tags_read(case: Case, opts: BatchOptions) -> str:
 
 
 def _installed_versions() -> dict[str, str]:
-    """``versions()`` once per process: reading five packages' metadata per case was most
-    of a warm rerun's time."""
-    global _VERSIONS
-    if _VERSIONS is None:
-        _VERSIONS = versions()
-    return _VERSIONS
+    """``versions()``, read once per process: reading five packages' metadata per case was
+    most of a warm rerun's time."""
+    return versions()
 
 
 def cache_key(case: Case, opts: BatchOptions) -> str:

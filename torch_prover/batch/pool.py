@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..case import Case
 from .cache import cache_get, cache_put
@@ -80,6 +80,11 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.dup2(devnull, 1)   # the TorchScript exporter prints its IR graph on a failed export
+    import logging
+
+    from ..engine.export import QUIET_LOGGERS
+    for name in QUIET_LOGGERS:   # what export.quiet sets per export, set once: output unused
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         while True:
             index = conn.recv()
@@ -173,7 +178,45 @@ def _warm_up(cases: Sequence[Case]) -> str:
     return fast_export.STATE.why
 
 
-def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
+def _beside(target: Callable[[], None], parent_pid: int) -> None:
+    """A forked process running ``target`` beside the batch, dying with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.dup2(devnull, 1)
+    try:
+        target()
+    finally:
+        os._exit(0)
+
+
+def _start_beside(target: Callable[[], None] | None):
+    if target is None:
+        return None
+    proc = multiprocessing.get_context("fork").Process(
+        target=_beside, args=(target, os.getpid()), daemon=True)
+    proc.start()
+    return proc
+
+
+def _end_beside(proc, timeout: float) -> None:
+    """Wait for the process beside the batch (at most ``timeout``), then make sure it is
+    gone: what it leaves unfinished its caller does itself."""
+    if proc is None:
+        return
+    proc.join(timeout)
+    if proc.exitcode is None:
+        proc.kill()
+        proc.join()
+
+
+def run_batch(cases: Sequence[Case], opts: BatchOptions,
+              beside: Callable[[], None] | None = None) -> BatchResult:
+    """Prove ``cases`` (the cached ones read back). ``beside``: work the run needs after the
+    batch that does not depend on it (ONNX's points' collection, batch/verify.py), run in a
+    forked process from before the exporter's warm-up until the workers are done, so it
+    fills the cores the warm-up and the last cases leave idle; only when a case is proved."""
     start = time.perf_counter()
     records: dict[str, dict[str, Any]] = {}
     todo: list[Case] = []
@@ -188,16 +231,22 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions) -> BatchResult:
         opts.progress(len(records), len(cases), "cached" if records else "")
     if todo:
         from ..output.evidence import sweep_temporaries
-        with _sigint_after():
-            result.fast_export = _warm_up(todo)
-        ops = {c.op for c in todo}
-        if opts.out is not None:
-            sweep_temporaries(opts.out, ops)
+        helper = _start_beside(beside)
         try:
-            _run_workers(todo, opts, records, result, len(cases))
-        finally:
+            with _sigint_after():
+                result.fast_export = _warm_up(todo)
+            ops = {c.op for c in todo}
             if opts.out is not None:
                 sweep_temporaries(opts.out, ops)
+            try:
+                _run_workers(todo, opts, records, result, len(cases))
+            finally:
+                if opts.out is not None:
+                    sweep_temporaries(opts.out, ops)
+        except BaseException:
+            _end_beside(helper, 0)   # the run is stopping (an error, Ctrl-C): at once
+            raise
+        _end_beside(helper, opts.timeout)
     result.records = [records[c.name] for c in cases]
     result.wall_time_s = time.perf_counter() - start
     return result

@@ -262,7 +262,12 @@ def run(prepared: Prepared) -> Outcome:
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=req.progress)
     todo = prepared.cases + prepared.variants
-    result = run_batch(todo, opts) if todo else None
+    beside = None
+    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and req.jobs > 1 \
+            and not req.case_free and req.onnx_src is None and req.cache_dir is not None:
+        from .onnx_points import collecting   # ONNX's points' tests, beside the batch
+        beside = collecting(Path(req.cache_dir), todo)
+    result = run_batch(todo, opts, beside) if todo else None
     case_less_ops = case_less(list(prepared.entries), prepared.case_less_selected, tags)
     records = result.records if result else []
     parts = Parts(

@@ -40,14 +40,18 @@ class Exported:
     adaptations: tuple[Adaptation, ...] = ()   # what relabelling changed (engine/versions/adapters.py)
 
 
+QUIET_LOGGERS = ("torch.onnx", "torch.export", "torch._export", "torch._dynamo", "onnxscript",
+                 "torch.fx")
+"""The exporter's loggers ``quiet`` holds at ERROR (a verify-all worker keeps them there:
+each ``setLevel`` clears every logger's cache, ~3% of a worker's CPU)."""
+
+
 @contextlib.contextmanager
 def quiet():
     """Silence the exporter's progress prints, warnings and torchvision notices."""
-    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._export",
-                                              "torch._dynamo",
-                                              "onnxscript", "torch.fx")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
+    changed = [(lg, lg.level) for lg in map(logging.getLogger, QUIET_LOGGERS)
+               if lg.level != logging.ERROR]
+    for lg, _ in changed:
         lg.setLevel(logging.ERROR)
     sink = io.StringIO()
     try:
@@ -55,7 +59,7 @@ def quiet():
             warnings.simplefilter("ignore")
             yield sink
     finally:
-        for lg, lv in zip(loggers, levels):
+        for lg, lv in changed:
             lg.setLevel(lv)
 
 

@@ -208,6 +208,17 @@ def installed_tests(cache_dir: Path | None, ops: Collection[str] | None = None
     return tests, _written(path, tests, cache_dir)
 
 
+def prefetch(cache_dir: Path, ops: Collection[str]) -> None:
+    """Collect and cache, each in its own file, the tests of ``ops`` the cache lacks: what
+    ``installed_tests(cache_dir, ops)`` would build and write, done ahead (verify-all runs
+    it beside its workers, batch/verify.py), so that call then reads them back."""
+    digest = generators_digest()
+    missing = [op for op in sorted(set(ops)) if _OP.match(op)
+               and not _path(cache_dir, op, digest).is_file()]
+    if missing and not _path(cache_dir, None, digest).is_file():
+        _some(cache_dir, missing)
+
+
 def _some(cache_dir: Path | None, ops: list[str]) -> tuple[list[NodeTest | Skipped], str | None]:
     """Some ops' tests: each op's own file, else the whole collection's when it is cached
     (filtered, nothing written), else built for the ops still missing and kept per op."""
