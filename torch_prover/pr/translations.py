@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import ProverError
+
 
 def affine_grid(theta: Any, size: Any, align_corners: bool = False) -> Any:
     """aten.affine_grid_generator(theta, size, align_corners) -> AffineGrid-20: the same
@@ -77,10 +79,11 @@ def one_hot(x: Any, num_classes: int = -1) -> Any:
     return op.OneHot(x, depth, op.Constant(value_ints=[0, 1]), axis=-1)
 
 
-class NotTheOp(ValueError):
+class NotTheOp(ProverError, ValueError):
     """The call is outside the ONNX op's meaning and the exporter's own decomposition is not
     reachable from a translation: the runner exports again without its translations
-    (:mod:`export`), and :mod:`intent` names the op as decomposed."""
+    (:mod:`export`), and :mod:`intent` names the op as decomposed. A ProverError (exit 2,
+    one line) should it ever reach the user, as every error class of the package."""
 
 
 def global_average_pool(x: Any, output_size: Any) -> Any:
