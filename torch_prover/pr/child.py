@@ -179,6 +179,7 @@ def code_fingerprint() -> dict[str, tuple[int, int]]:
 
     def note(name: str, value: object) -> None:
         if callable(value):
+            value = _dynamo_disabled(value)
             seen[name] = (id(value), id(getattr(value, "__code__", None)))
     for name in COLLECTION_CODE:
         mod = sys.modules.get(name)
@@ -193,6 +194,48 @@ def code_fingerprint() -> dict[str, tuple[int, int]]:
                 for attr, member in list(vars(value).items()):
                     note(f"{name}.{key}.{attr}", member)
     return seen
+
+
+def _genuine_disable_code() -> types.CodeType:
+    """The code of the wrapper torch's own ``torch._dynamo.disable`` makes around a function.
+
+    Taken when this module is imported -- in the forkserver, long before any script runs
+    (server.py; torch.onnx has imported torch._dynamo by then): a script cannot have
+    swapped ``DisableContext`` yet."""
+    import torch._dynamo
+
+    def probe() -> None:
+        pass
+    return torch._dynamo.disable(probe).__code__
+
+
+_DISABLE_CODE = _genuine_disable_code()
+
+
+def _dynamo_disabled(value: object) -> object:
+    """The function ``value`` is torch's own dynamo ``disable`` wrapper of, else ``value``.
+
+    Why: dynamo's first use in a process (torch.cond, torch.compile, a strict
+    torch.export: ``TorchPatcher.patch`` in torch/_dynamo/eval_frame.py) rebinds
+    ``torch.jit.trace = disable(torch.jit.trace, ...)``. A wrapper that runs the very
+    function it wraps, with dynamo off, changes nothing the collection relies on, so the
+    fingerprint sees through it -- but only through torch's own: a plain function whose
+    code object is the one torch's ``disable`` builds (:data:`_DISABLE_CODE`, not
+    ``__wrapped__`` or other attributes anyone may set), whose ``self`` is a
+    ``DisableContext`` that installs no dynamo callback, and whose ``fn`` is what it
+    calls. Anything else (a forged wrapper, a genuine one around another function, one
+    whose closure was rewritten) is fingerprinted as itself, so a replacement shows."""
+    if type(value) is not types.FunctionType or value.__code__ is not _DISABLE_CODE:
+        return value
+    from torch._dynamo.eval_frame import DisableContext
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        ctx, inner = cells["self"].cell_contents, cells["fn"].cell_contents
+    except (KeyError, ValueError):            # an empty cell
+        return value
+    if type(ctx) is not DisableContext or getattr(ctx, "callback", ...) is not None:
+        return value
+    return inner
 
 
 def tampered(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
