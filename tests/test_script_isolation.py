@@ -373,10 +373,11 @@ def test_a_script_that_replaces_what_the_collection_calls_is_refused(tmp_path, m
 
 def _trace_fingerprint_after(monkeypatch, replacement) -> list[str]:
     """tampered() for torch.jit.trace rebound to ``replacement(original)`` (restored after)."""
-    from torch_prover.pr.child import code_fingerprint, tampered
-    before = code_fingerprint()
+    from torch_prover.pr.child import code_fingerprint, tampered, torch_disable
+    torch_own = torch_disable()
+    before = code_fingerprint(torch_own)
     monkeypatch.setattr(torch.jit, "trace", replacement(torch.jit.trace))
-    return tampered(before, code_fingerprint())
+    return tampered(before, code_fingerprint(torch_own))
 
 
 def test_torchs_own_dynamo_rebinding_of_jit_trace_is_not_tampering(monkeypatch):
@@ -407,11 +408,23 @@ def _disable_of_another(original):
     return torch._dynamo.disable(lambda *args, **kwargs: None)
 
 
+def _same_closure_other_code(original):
+    """A forgery shaped like torch's wrapper: cells fn (the original) and self (a genuine
+    DisableContext), its own code."""
+    from torch._dynamo.eval_frame import DisableContext
+    fn, self = original, DisableContext()
+
+    def _fn(*args, **kwargs):
+        return (self, fn) and None
+    return _fn
+
+
 @pytest.mark.parametrize("forge", [
     lambda f: (lambda *args, **kwargs: None),                                # a plain forgery
     lambda f: functools.wraps(f)(lambda *args, **kwargs: None),              # __wrapped__ = f
-    _disable_of_another, _cell_rewritten, _callback_set,
-], ids=["lambda", "functools-wraps", "disable-of-another", "cell-rewritten", "callback-set"])
+    _disable_of_another, _cell_rewritten, _callback_set, _same_closure_other_code,
+], ids=["lambda", "functools-wraps", "disable-of-another", "cell-rewritten", "callback-set",
+        "same-closure-other-code"])
 def test_any_other_rebinding_of_jit_trace_is_tampering(monkeypatch, forge):
     assert _trace_fingerprint_after(monkeypatch, forge) == ["torch.jit.trace"]
 
