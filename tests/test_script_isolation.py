@@ -5,6 +5,7 @@ liveness from /proc, timings from the clock, files the scripts themselves write.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -368,3 +369,94 @@ def test_a_script_that_replaces_what_the_collection_calls_is_refused(tmp_path, m
     line = one_line(out.err)
     assert "replaced torch-prover's own code" in line
     assert "torch.export.export" in line and "torch.jit.trace" in line
+
+
+def _trace_fingerprint_after(monkeypatch, replacement) -> list[str]:
+    """tampered() for torch.jit.trace rebound to ``replacement(original)`` (restored after)."""
+    from torch_prover.pr.child import code_fingerprint, tampered, torch_disable
+    torch_own = torch_disable()
+    before = code_fingerprint(torch_own)
+    monkeypatch.setattr(torch.jit, "trace", replacement(torch.jit.trace))
+    return tampered(before, code_fingerprint(torch_own))
+
+
+def test_torchs_own_dynamo_rebinding_of_jit_trace_is_not_tampering(monkeypatch):
+    """Dynamo's first use rebinds torch.jit.trace to disable(torch.jit.trace) exactly like
+    this (TorchPatcher.patch, torch/_dynamo/eval_frame.py): the same function, run."""
+    import torch._dynamo
+    assert _trace_fingerprint_after(monkeypatch, lambda f: torch._dynamo.disable(
+        f, reason="tracing into TorchScript not fully supported")) == []
+
+
+def _cell_rewritten(original):
+    import torch._dynamo
+    wrapper = torch._dynamo.disable(original)
+    cell = dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__))["fn"]
+    cell.cell_contents = lambda *args, **kwargs: None
+    return wrapper
+
+
+def _callback_set(original):
+    import torch._dynamo
+    wrapper = torch._dynamo.disable(original)
+    dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__))["self"].cell_contents.callback = print
+    return wrapper
+
+
+def _disable_of_another(original):
+    import torch._dynamo
+    return torch._dynamo.disable(lambda *args, **kwargs: None)
+
+
+def _same_closure_other_code(original):
+    """A forgery shaped like torch's wrapper: cells fn (the original) and self (a genuine
+    DisableContext), its own code."""
+    from torch._dynamo.eval_frame import DisableContext
+    fn, self = original, DisableContext()
+
+    def _fn(*args, **kwargs):
+        return (self, fn) and None
+    return _fn
+
+
+@pytest.mark.parametrize("forge", [
+    lambda f: (lambda *args, **kwargs: None),                                # a plain forgery
+    lambda f: functools.wraps(f)(lambda *args, **kwargs: None),              # __wrapped__ = f
+    _disable_of_another, _cell_rewritten, _callback_set, _same_closure_other_code,
+], ids=["lambda", "functools-wraps", "disable-of-another", "cell-rewritten", "callback-set",
+        "same-closure-other-code"])
+def test_any_other_rebinding_of_jit_trace_is_tampering(monkeypatch, forge):
+    assert _trace_fingerprint_after(monkeypatch, forge) == ["torch.jit.trace"]
+
+
+TORCH_COND = """\
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, pred, x, y):
+            return torch.cond(pred, lambda x, y: x * y, lambda x, y: x + y, (x, y))
+    x = torch.randn(2, 3, requires_grad=True)
+    y = torch.randn(2, 3, requires_grad=True)
+    out = M()(torch.tensor(True), x, y)
+    out.backward(torch.ones(2, 3))
+    torch.onnx.export(M(), (torch.tensor(True), x, y), "if.onnx", dynamo=True)
+"""
+
+
+def test_a_script_using_dynamo_is_proved_but_one_forging_jit_trace_after_it_is_not(
+        tmp_path, monkeypatch, capsys):
+    """torch.cond runs dynamo, which rebinds torch.jit.trace in the script's process: the
+    proof goes on (the sweep's If/Loop/Scan scripts were refused). The same script then
+    replacing torch.jit.trace itself is still refused."""
+    honest = write(tmp_path, "cond.py", TORCH_COND + """\
+    assert torch.jit.trace.__code__ is not torch.jit._trace.trace.__code__  # dynamo's rebinding
+    """)
+    code, rec, out = run(tmp_path, monkeypatch, capsys, honest)
+    assert code in (0, 1), out.err
+    assert rec["op"] == "If"
+    forged = write(tmp_path, "cond_forged.py", TORCH_COND + """\
+    torch.jit.trace = lambda *args, **kwargs: None
+    """)
+    code, _, out = run(tmp_path, monkeypatch, capsys, forged)
+    assert code == 2
+    assert "replaced torch-prover's own code" in one_line(out.err)
+    assert "torch.jit.trace" in one_line(out.err)

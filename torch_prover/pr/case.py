@@ -19,7 +19,9 @@ from typing import Collection, Sequence
 import onnx
 import torch
 
+from ..batch.case_free import graph_op
 from ..case import Case, Spec
+from ..conventions import Applies, Convention
 from ..errors import CaseError, describe, first_line
 from ..engine.export import Exported, check, initializers_apart, strip_stack_traces
 from ..engine.versions.next_opset import relabel_opset
@@ -53,6 +55,32 @@ class _Live:
     produces_output: bool
     at_output: bool = False   # its output is the script's output past value-preserving glue
     index: int = -1           # in graph.node
+
+
+def _body_dependent(model: onnx.ModelProto, op: str, opset: int,
+                    tracked: set[str]) -> dict[str, Applies]:
+    """The target's parameters under convention ``body-dependent``, as the catalogue's If,
+    Loop and Scan cases declare them: a graph op's (the schema has a graph attribute) data
+    is differentiable or not by the body the node is given, so its tag is unknown -- the
+    rule ``prove`` and verify-all's case-free cells apply. Only the parameters the script
+    exercises: a node input computed from its tensors, an output a graph output uses."""
+    if not graph_op(op, opset):
+        return {}
+    live = set(tracked)
+    for node in model.graph.node:
+        if any(n in live for n in _node_reads(node)):
+            live.update(node.output)
+    used = {o.name for o in model.graph.output}
+    for node in reversed(model.graph.node):
+        if any(o in used for o in node.output):
+            used.update(_node_reads(node))
+    why = Applies(Convention.BODY_DEPENDENT, "what the script's body gives (the witnesses); "
+                  "the same node with a Floor body would be flat")
+    keys = {f"input {i}" for node in model.graph.node if node.op_type == op
+            for i, n in enumerate(node.input) if n in live}
+    keys |= {f"output {i}" for node in model.graph.node if node.op_type == op
+             for i, n in enumerate(node.output) if n in used}
+    return dict.fromkeys(sorted(keys), why)
 
 
 def _moves_values(node: onnx.NodeProto) -> bool:
@@ -409,6 +437,7 @@ def prepare(cap: Capture, module: torch.nn.Module, path: Path, op: str | None,
                 gradient_conventions=gradient_conventions(graph_module)
                 if graph_module is not None and
                 cap.module.format is ModuleFormat.EXPORTED_PROGRAM else {},
+                conventions=_body_dependent(model, op, opset, tracked),
                 notes=f"from the proof script {path.name}")
     exported = Exported(model, info.exporter, opset, tuple(names),
                         tuple(f"y{j}" for j in range(len(gout))), route=moved.route,

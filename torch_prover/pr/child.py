@@ -167,18 +167,42 @@ COLLECTION_CODE = ("torch_prover.pr.child", "torch_prover.pr.collect", "torch_pr
 function and class in them) and the functions it calls elsewhere."""
 
 
-def code_fingerprint() -> dict[str, tuple[int, int]]:
+@dataclass(frozen=True)
+class TorchDisable:
+    """torch's own dynamo ``disable`` wrapper, as it is before the script runs: the code
+    object of the wrapper it builds around a function and its context class."""
+
+    code: types.CodeType
+    context: type
+
+
+def torch_disable() -> TorchDisable:
+    """Taken before the script runs (:func:`child_main` keeps it in a local: a module
+    global here would be a non-callable a script could reassign unseen). torch._dynamo is
+    imported by then in the forkserver's children (server.py's export), else here."""
+    import torch._dynamo
+    from torch._dynamo.eval_frame import DisableContext
+
+    def probe() -> None:
+        pass
+    return TorchDisable(torch._dynamo.disable(probe).__code__, DisableContext)
+
+
+def code_fingerprint(torch_own: TorchDisable | None = None) -> dict[str, tuple[int, int]]:
     """(id, id of its code) of every function of :data:`COLLECTION_CODE`.
 
     The collection runs in the script's process, after the script: a script that replaced
     one of these (``torch_prover.pr.child.collect = forged``) could hand over evidence of
     its choosing. Taken before the script runs and compared after it (:func:`tampered`).
     What the prover alone runs (tags, verdicts, the probe) a script may patch at will: its
-    process never uses them (tests/test_script_isolation.py)."""
+    process never uses them (tests/test_script_isolation.py). ``torch_own``: see through
+    torch's own dynamo ``disable`` wrappers (:func:`_dynamo_disabled`)."""
     seen: dict[str, tuple[int, int]] = {}
 
     def note(name: str, value: object) -> None:
         if callable(value):
+            if torch_own is not None:
+                value = _dynamo_disabled(value, torch_own)
             seen[name] = (id(value), id(getattr(value, "__code__", None)))
     for name in COLLECTION_CODE:
         mod = sys.modules.get(name)
@@ -193,6 +217,33 @@ def code_fingerprint() -> dict[str, tuple[int, int]]:
                 for attr, member in list(vars(value).items()):
                     note(f"{name}.{key}.{attr}", member)
     return seen
+
+
+def _dynamo_disabled(value: object, torch_own: TorchDisable) -> object:
+    """The function ``value`` is torch's own dynamo ``disable`` wrapper of, else ``value``.
+
+    Why: dynamo's first use in a process (torch.cond, torch.compile, a strict
+    torch.export: ``TorchPatcher.patch`` in torch/_dynamo/eval_frame.py) rebinds
+    ``torch.jit.trace = disable(torch.jit.trace, ...)``. A wrapper that runs the very
+    function it wraps, with dynamo off, changes nothing the collection relies on, so the
+    fingerprint sees through it -- but only through torch's own: a plain function whose
+    code object is the one torch's ``disable`` built before the script ran (not
+    ``__wrapped__`` or other attributes anyone may set), whose ``self`` is of that
+    ``DisableContext`` class and installs no dynamo callback, and whose ``fn`` is what it
+    calls. Anything else (a forged wrapper, a genuine one around another function, one
+    whose closure was rewritten) is fingerprinted as itself, so a replacement shows.
+    (Applying ``TorchPatcher.patch`` before the script instead would also turn off
+    torch.distributions' argument checks for every script, unlike ``python script.py``.)"""
+    if type(value) is not types.FunctionType or value.__code__ is not torch_own.code:
+        return value
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        ctx, inner = cells["self"].cell_contents, cells["fn"].cell_contents
+    except (KeyError, ValueError):            # an empty cell
+        return value
+    if type(ctx) is not torch_own.context or vars(ctx).get("callback", ...) is not None:
+        return value
+    return inner
 
 
 def tampered(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
@@ -244,9 +295,10 @@ def child_main(job: ChildJob, out: Any, parent: Any) -> None:
         run = ScriptRun(path.resolve(), script_text(path))
         # bound before the script runs: what it rebinds in our modules is not called
         fingerprint, compare, collect_run = code_fingerprint, tampered, collect
-        before = fingerprint()
+        torch_own = torch_disable()
+        before = fingerprint(torch_own)
         execute(run, job.script)
-        changed = compare(before, fingerprint())
+        changed = compare(before, fingerprint(torch_own))
         if changed:
             capture = Capture(Outcome.TAMPERED, problem=(
                 f"the script replaced torch-prover's own code in its process "
