@@ -7,6 +7,7 @@ model the script wrote (onnx.load), not from the tool's record.
 from __future__ import annotations
 
 import json
+import textwrap
 import os
 import subprocess
 import sys
@@ -234,3 +235,30 @@ def test_pixel_unshuffle_is_named_as_decomposed_without_torchscript(tmp_path):
     first = out.out.splitlines()[0]
     assert first.startswith("NOT PROVED AS MEANT") and "SpaceToDepth" in first
     assert "does not have" in first
+
+
+def test_an_rnn_the_script_calls_but_never_names_is_named_as_decomposed():
+    """torch 2.13's dynamo exporter writes nn.RNN as MatMul/Tanh (nn.GRU and nn.LSTM as
+    their ONNX ops): a script calling nn.RNN without naming the op anywhere means RNN, so a
+    proof of the Tanh in its graph is "not in the graph", never a proof of RNN's tags."""
+    import warnings
+
+    import torch
+
+    from torch_prover.pr.intent import TargetStatus, target
+    source = textwrap.dedent("""
+        import torch
+        m = torch.nn.RNN(3, 4)
+        x = torch.randn(2, 1, 3, requires_grad=True)
+        torch.onnx.export(m, (x,), "model.onnx", dynamo=True)
+    """)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = {n.op_type for n in torch.onnx.export(
+            torch.nn.RNN(3, 4), (torch.randn(2, 1, 3),), dynamo=True,
+            verbose=False).model_proto.graph.node}
+    assert "RNN" not in graph and "Tanh" in graph
+    found = target(source, Path("proof.py"), "Tanh", graph, (), "graph")
+    assert found.status is TargetStatus.ABSENT and found.meant == ("RNN",)
+    gru = target(source.replace("RNN", "GRU"), Path("proof.py"), "GRU", {"GRU"}, (), "graph")
+    assert gru.status is TargetStatus.MEANT and gru.meant == ("GRU",)

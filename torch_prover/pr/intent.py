@@ -66,6 +66,7 @@ CALLS: dict[str, str] = {
     "PReLU": "PRelu", "Hardsigmoid": "HardSigmoid", "Mish": "Mish", "ELU": "Elu",
     "SELU": "Selu", "CELU": "Celu", "LeakyReLU": "LeakyRelu", "ReLU": "Relu",
     "Softsign": "Softsign", "GroupNorm": "GroupNormalization",
+    "RNN": "RNN", "GRU": "GRU", "LSTM": "LSTM",   # nn's; dynamo writes RNN as MatMul/Tanh
 }
 """torch function, method or ``nn`` class name -> the ai.onnx op it is exported as
 (torch.onnx's own symbolic for it, where the op is exactly its meaning). Arithmetic
