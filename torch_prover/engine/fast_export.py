@@ -97,35 +97,36 @@ def _candidates_key() -> tuple:
 
 
 _SPLITS: dict[tuple, tuple[dict, dict]] = {}   # (candidates, ops among them) -> split
+_CANDIDATE_OPS: dict[tuple, set] = {}          # _candidates_key() -> the candidates' ops
 
 
-def _candidate_ops(key: tuple) -> set:
-    if key not in _CANDIDATES:
-        _decomposition_table(set())
-    found = _CANDIDATE_OPS.get(key)
-    if found is None:
-        found = _CANDIDATE_OPS[key] = {op for op, _ in _CANDIDATES[key]}
-    return found
-
-
-_CANDIDATE_OPS: dict[tuple, set] = {}
-
-
-def _decomposition_table(ops: set) -> dict:
-    """``_decomp.create_onnx_friendly_decomposition_table(ops)``, from a memoised list of
-    its candidates: the same filter over the same (op, decomposition) pairs in the same
-    order. The candidates -- torch.export's default decompositions (materialising them
-    collects every CompositeImplicitAutograd op, ~0.1 s) then torch._decomp's table --
-    change only with the loaded ops and the registered decompositions (the key)."""
-    import itertools
-    key = _candidates_key()
+def _candidates(key: tuple) -> list:
+    """The (op, decomposition) pairs ``_decomp.create_onnx_friendly_decomposition_table``
+    filters, in its order: torch.export's default decompositions (materialising them
+    collects every CompositeImplicitAutograd op, ~0.1 s) then torch._decomp's table. They
+    change only with the loaded ops and the registered decompositions (``key``, taken
+    before they are materialised)."""
     pairs = _CANDIDATES.get(key)
     if pairs is None:
+        import itertools
         pairs = _CANDIDATES[key] = list(itertools.chain(
             torch.export.default_decompositions().items(),
             torch._decomp.decomposition_table.items()))
+    return pairs
+
+
+def _candidate_ops(key: tuple) -> set:
+    found = _CANDIDATE_OPS.get(key)
+    if found is None:
+        found = _CANDIDATE_OPS[key] = {op for op, _ in _candidates(key)}
+    return found
+
+
+def _decomposition_table(ops: set, key: tuple) -> dict:
+    """``_decomp.create_onnx_friendly_decomposition_table(ops)``, from the memoised
+    candidates: the same filter over the same pairs in the same order."""
     table: dict = {}
-    for op_overload, decomp_fn in pairs:   # the body of torch 2.13's loop, unchanged
+    for op_overload, decomp_fn in _candidates(key):   # the body of torch 2.13's loop
         if op_overload in ops:
             continue
         if not hasattr(op_overload, "_schema"):
@@ -166,7 +167,7 @@ def _patch() -> None:
         split = _SPLITS.get(table_key)
         if split is None:
             split = _SPLITS[table_key] = ep._split_decomp_table_to_cia_and_python_decomp(
-                _decomposition_table(ops))
+                _decomposition_table(ops, key))
         from torch._subclasses.fake_tensor import unset_fake_temporarily
         with unset_fake_temporarily():
             return ep._decompose_exported_program(
@@ -304,15 +305,15 @@ def prewarm(opsets) -> None:
     forked workers inherit them instead of each rebuilding them (~0.4 s per opset)."""
     if not STATE.enabled:
         return
-    from torch.onnx._internal.exporter import _decomp, _registration
+    from torch.onnx._internal.exporter import _registration
 
     from .export import quiet
     from .versions.next_opset import exporter_opset
     # a case above the exporter's opset is exported at it and raised (next_opset)
     for opset in sorted({exporter_opset(o) for o in opsets}):
         with quiet():  # the registry logs each torchvision op it skips
-            registry = _registration.ONNXRegistry.from_torchlib(opset_version=opset)
-        _decomposition_table(set(_decomp.get_onnx_implemented_overloads(registry)))
+            _registration.ONNXRegistry.from_torchlib(opset_version=opset)
+    _candidate_ops(_candidates_key())   # the table's candidates: one list for every opset
 
 
 @contextlib.contextmanager
