@@ -61,9 +61,14 @@ def generate(models: Path = MODELS) -> str:
     from torch_prover.cases.other_domains import DOMAIN_CASES
     records = [json.loads((models / c.op / c.name / "proof.json").read_text(encoding="utf-8"))
                for c in DOMAIN_CASES if (models / c.op / c.name / "proof.json").is_file()]
-    ops = [op for domain in other_domains() for op in domain_ops(domain, records)]
+    # Gradient-1: no runtime runs the node, so its records are measured here, at ONNX's
+    # model tests of it (batch/gradient_witness.py), not read from a case's proof.json
+    from torch_prover.batch.gradient_witness import records as gradient_records
+    derived = gradient_records()
+    ops = [op for domain in other_domains() for op in domain_ops(domain, records + derived)]
     return table.dumps(table.build(models, evidence_date(models),
-                                   {"version": __version__, "source": engine_digest()}, ops))
+                                   {"version": __version__, "source": engine_digest()}, ops,
+                                   derived))
 
 
 def main(argv: list[str]) -> int:

@@ -230,47 +230,10 @@ def test_coverage_domain_lists_every_op_with_its_cases(capsys):
     assert set(entries) == ops
     assert entries["Momentum"]["cases"] == ["training_momentum_standard"]
     assert [v["decided_by"] for v in entries["Momentum"]["versions"]] == ["proved"]
-    assert entries["Gradient"]["cases"] == []
-    assert entries["Gradient"]["versions"][0]["undecided"] == ["input 0 (Inputs)",
-                                                                "output 0 (Outputs)"]
-
-
-def _gradient_of_product() -> onnx.ModelProto:
-    """y = a * b and a Gradient node of dy/da, dy/db (xs = a, b): what a case of
-    Gradient-1 would run; onnx.checker accepts it."""
-    from onnx import TensorProto, helper
-    nodes = [helper.make_node("Mul", ["a", "b"], ["y"]),
-             helper.make_node("Gradient", ["a", "b"], ["dy_da", "dy_db"],
-                              domain="ai.onnx.preview.training", xs=["a", "b"], y="y")]
-    value = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2])  # noqa: E731
-    model = helper.make_model(
-        helper.make_graph(nodes, "gradient", [value("a"), value("b")],
-                          [value(n) for n in ("y", "dy_da", "dy_db")]),
-        opset_imports=[helper.make_opsetid("", 18),
-                       helper.make_opsetid("ai.onnx.preview.training", 1)], ir_version=10)
-    onnx.checker.check_model(model, full_check=True)
-    return model
-
-
-def test_gradient_is_undecided_because_no_runtime_runs_it():
-    """Gradient-1's parameters stay undecided (not counted by a convention): the numeric
-    witness needs the node run, and neither onnx.reference nor onnxruntime runs it -- the
-    day one does, this fails and a case of Gradient (the graph y = a * b, whose dy/da = b
-    varies with the input b) can decide it. The table's rows say why."""
-    import onnxruntime as ort
-    from onnx.reference import ReferenceEvaluator
-    from torch_prover.batch.domain_versions import NO_RUNTIME
-    model = _gradient_of_product()
-    feeds = {"a": np.array([1, 2], np.float32), "b": np.array([3, 4], np.float32)}
-    with pytest.raises(NotImplementedError, match="Gradient"):
-        ReferenceEvaluator(model).run(None, feeds)
-    with pytest.raises(Exception, match="Gradient.*not a registered"):
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    why = NO_RUNTIME[("ai.onnx.preview.training", "Gradient", 1)]
-    rows = [r for r in table.load()["rows"] if r["op"] == "Gradient"]
-    assert [(r["io"], r["name"], r["supports"], r["verdict"]) for r in rows] == [
-        ("input", "Inputs", None, "inconclusive"), ("output", "Outputs", None, "inconclusive")]
-    assert all(r["reason"].endswith(why) for r in rows)
+    # no case: ONNX's model tests of Gradient decide it (tests/test_gradient_witness.py)
+    assert entries["Gradient"]["cases"] == ["test_gradient_of_add",
+                                            "test_gradient_of_add_and_mul"]
+    assert entries["Gradient"]["versions"][0]["undecided"] == []
 
 
 def _flex_attention_node(shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:

@@ -5,7 +5,9 @@ per-version table's shape (``models/versions.json``'s ops), for the differentiab
 
 No exporter writes these ops: a parameter is decided by the proof records of their
 reference cases (``cases/other_domains.py``, evidence under models/ by
-``scripts/domain_evidence.py``) at the schema version each record ran, else by the schema's
+``scripts/domain_evidence.py``; Gradient-1's, which no runtime runs, by
+``batch/gradient_witness.py`` at ONNX's model tests of it) at the schema version each record
+ran, else by the schema's
 types alone (``engine/rules/by_type.py``, the rule verify-all applies to an ai.onnx op
 without a case), else not at all. Records supporting different tags leave the cell
 inconclusive (``cases conflict``), as in the ai.onnx table. Unlike versions.json, whose
@@ -37,19 +39,6 @@ def _in_force(since: list[int], newest: int) -> list[list[int]]:
             for i, v in enumerate(since)]
 
 
-NO_RUNTIME: dict[tuple[str, str, int], str] = {
-    ("ai.onnx.preview.training", "Gradient", 1):
-        "no runtime runs the node, so no numeric witness can measure it (onnx.reference has "
-        "no implementation of Gradient, onnxruntime registers no such op, and "
-        "onnxruntime-training's kernels are com.microsoft's: it builds gradient graphs "
-        "itself); its outputs are the derivatives of the graph its attributes xs, zs and y "
-        "name, so whether they vary with its inputs depends on that graph (constant for "
-        "y = a + b, a derivative of 1 in b for y = a * b), as a body decides If's -- but a "
-        "convention is applied to a case both witnesses ran, and none can run here",
-}
-"""The schema versions no case can run, and why (tests/test_domain_cases.py checks each
-claim against the installed runtimes): an undecided cell of one says so in its reason."""
-
 CONFLICT = "cases conflict"
 """A cell's rule where its cases' records support different tags."""
 
@@ -68,8 +57,9 @@ def _from_records(cell: dict[str, Any], params: Sequence[tuple[str, dict[str, An
     cell.update(verdict=first["verdict"] if len(verdicts) == 1 else "inconclusive",
                 supports=first["supports"], rule=first["rule"], cases=cases, failing=False)
     conventions = {p.get("convention") for _, p in params} - {None}
-    if conventions:
+    if conventions:   # what the convention set aside, per record: the math stays readable
         cell["convention"] = sorted(conventions)[0]
+        cell["reason"] = "; ".join(f"{c}: {p['reason']}" for c, p in params)[:4000]
 
 
 def domain_ops(domain: str, records: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -102,12 +92,10 @@ def domain_ops(domain: str, records: Sequence[dict[str, Any]] = ()) -> list[dict
                     proved = True
                 elif row.decision is None:
                     undecided.append(f"{f.io} {f.position} ({f.name})")
-                    why = NO_RUNTIME.get((domain, op, version))
                     cell.update(verdict="inconclusive", supports=None, rule=UNDECIDED,
                                 cases=[], failing=False,
                                 reason="no case decides it and its types "
-                                       f"({', '.join(f.types)}) do not"
-                                       + (f": {why}" if why else ""))
+                                       f"({', '.join(f.types)}) do not")
                 else:
                     d = row.decision
                     cell.update(verdict=str(d.verdict), supports=str(d.supports),

@@ -83,6 +83,8 @@ def coverage_entries(domain: str) -> list[dict[str, Any]]:
         e = out.setdefault(r["op"], {"op": r["op"], "domain": domain, "cases": sorted(
             c.name for c in DOMAIN_CASES if c.domain == domain and c.op == r["op"]),
             "versions": {}})
+        # and what decided a row without a case (Gradient-1: ONNX's model tests of it)
+        e["cases"] = sorted(set(e["cases"]) | set(r["cases"]))
         v = e["versions"].setdefault(r["version"], {"version": r["version"],
                                                     "decided_by": r["decided_by"],
                                                     "undecided": []})

@@ -79,17 +79,21 @@ def rows_of(versions_doc: dict[str, Any],
 
 
 def build(models: Path, date: str, tool: dict[str, str],
-          other_domains: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+          other_domains: Sequence[dict[str, Any]] = (),
+          derived: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The table document of the evidence under ``models`` (versions.json, index.json's
     package versions, the deciding cases' proof.json): ``date`` is the evidence's, ``tool``
     the torch-prover that built it (version, source digest); ``other_domains``: the ops of
     the domains beside ai.onnx in versions.json's op shape, each with its ``domain``
-    (``batch/domain_versions.py``), appended after ai.onnx's."""
+    (``batch/domain_versions.py``), appended after ai.onnx's; ``derived``: records made
+    with the table rather than read from models/ (Gradient-1's, ``batch/gradient_witness``),
+    each found by its op and case before a proof.json is looked for."""
     models = Path(models)
     raw = (models / "versions.json").read_bytes()
     versions_doc = json.loads(raw)
     packages = json.loads((models / "index.json").read_text(encoding="utf-8"))["versions"]
-    cache: dict[tuple[str, str], dict[str, Any] | None] = {}
+    cache: dict[tuple[str, str], dict[str, Any] | None] = {
+        (r["op"], r["case"]): r for r in derived}
 
     def record(op: str, case: str) -> dict[str, Any] | None:
         if (op, case) not in cache:
