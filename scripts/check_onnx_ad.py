@@ -57,6 +57,11 @@ MATH = {
                                           "(nonzero); onnx-ad's rule gives no adjoint",
     ("BatchNormalization", "input_var"): "dY/dvar = -scale (X - mean) (var + eps)^(-3/2) / 2 "
                                          "(nonzero); onnx-ad's rule gives no adjoint",
+    ("BatchNormalization", "mean"): "BatchNormalization-9 in inference mode: Y = scale (X - "
+                                    "mean) / sqrt(var + eps) + B, so dY/dmean = -scale / "
+                                    "sqrt(var + eps) (nonzero); onnx-ad's rule gives no adjoint",
+    ("BatchNormalization", "var"): "dY/dvar = -scale (X - mean) (var + eps)^(-3/2) / 2 "
+                                   "(nonzero); onnx-ad's rule gives no adjoint",
     ("Clip", "input"): "Clip-6 takes min and max as attributes: dY/dX is 1 inside [min, max] "
                        "and 0 where X is clipped; onnx-ad's rule reads the bounds from inputs "
                        "only, finds none, and passes adj_y through everywhere (wrong where "
@@ -97,15 +102,17 @@ def check_test(test, rng) -> dict[int, dict] | str:
     return check_point(test.proto(), test.data_sets[0][0], test.name, rng)
 
 
-def evidence_points(models):
-    """(op, schema version, model, inputs, name) per committed case directory of ai.onnx:
-    the case's target node cut out of its model.onnx with its real input values
-    (``engine.numeric.isolate``, the node witness's own step), every input a graph input."""
+def evidence_points(models, domains=("ai.onnx",)):
+    """(op, schema version, model, inputs, name) per committed case directory of one of
+    ``domains`` (a record without ``domain`` is ai.onnx's): the case's target node cut out
+    of its model.onnx with its real input values (``engine.numeric.isolate``, the node
+    witness's own step), every input a graph input."""
     from torch_prover.engine.numeric.isolate import isolate
     for rec_path in sorted(models.glob("*/*/proof.json")):
         rec = json.loads(rec_path.read_text())
         d = rec_path.parent
-        if rec.get("domain") or rec.get("status") != "proved" or not rec.get("witness"):
+        if (rec.get("domain") or "ai.onnx") not in domains or rec.get("status") != "proved" \
+                or not rec.get("witness"):
             continue
         model = onnx.load(d / "model.onnx")
         feeds = {vi.name: onnx.numpy_helper.to_array(onnx.load_tensor(str(d / "test_data_set_0" / f"input_{j}.pb")))
@@ -213,6 +220,35 @@ def check_point(model, inputs, test_name: str, rng) -> dict[int, dict] | str:
     return found
 
 
+def other_domains(rows, reverse, only) -> dict:
+    """The domains beside ai.onnx (ai.onnx.ml, ai.onnx.preview.training, ai.onnx.preview):
+    which of their ops onnx-ad has a reverse rule for (its rules are keyed by op type and
+    apply to ai.onnx nodes), and what onnx_ad.reverse says of each committed case's node
+    (models/, the case's one node of the domain). Gradient-1's rows rest on no node: no
+    runtime runs it (batch/gradient_witness.py)."""
+    import onnx_ad
+    from pathlib import Path
+    mine = [r for r in rows if r["domain"] != "ai.onnx"]
+    domains = sorted({r["domain"] for r in mine})
+    ops = sorted({r["op"] for r in mine})
+    nodes = {}
+    models = Path(__file__).resolve().parent.parent / "models"
+    for op, version, model, _, name in evidence_points(models, domains):
+        if only and op not in only:
+            continue
+        graph = model.graph
+        try:
+            onnx_ad.reverse(model, inputs=[vi.name for vi in graph.input if _is_float(vi)],
+                            outputs=[vi.name for vi in graph.output if _is_float(vi)],
+                            layout="onnx")
+            nodes[f"{name} ({op}-{version})"] = "differentiated"
+        except Exception as exc:   # noqa: BLE001 -- onnx-ad's refusal is the finding
+            nodes[f"{name} ({op}-{version})"] = (f"{type(exc).__name__}: "
+                                                 f"{str(exc).split(' (node')[0][:120]}")
+    return {"domains": domains, "ops": len(ops), "rows": len(mine),
+            "with_rule": sorted(set(ops) & set(reverse)), "nodes": nodes}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write every (op, version, input) result here")
@@ -267,6 +303,7 @@ def main(argv: list[str]) -> int:
                     continue
                 for pos, res in got.items():
                     per[(op, version, pos)].append(res)
+    others = other_domains(doc["rows"], REVERSE, only) if args.evidence else None
     results = []
     for (op, version, pos), res in sorted(per.items()):
         row = rows.get((op, version, "input", pos))
@@ -307,6 +344,17 @@ def main(argv: list[str]) -> int:
     print("  " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     print(f"  {sum(len(v) for v in refused.values())} node tests onnx-ad or a runtime refused "
           f"({len(refused)} op versions)")
+    if others is not None:
+        refusals = defaultdict(set)
+        for node, said in others["nodes"].items():
+            if said != "differentiated":
+                refusals[said.split(" for ")[0]].add(node.rsplit(" (", 1)[1].split("-")[0])
+        said = "; ".join(f"{k} for {', '.join(sorted(v))}" for k, v in sorted(refusals.items()))
+        print(f"  other domains ({', '.join(others['domains'])}): {others['ops']} ops in the "
+              f"table, {len(others['with_rule'])} with an onnx-ad reverse rule; "
+              f"{len(others['nodes'])} committed case nodes put through onnx_ad.reverse, "
+              f"{sum(1 for v in others['nodes'].values() if v != 'differentiated')} refused "
+              f"({said}); their {others['rows']} rows: no comparison")
     for r in results:
         if r["state"] in ("agree", "not exercised"):
             continue
@@ -321,6 +369,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"onnx_ad": onnx_ad.__version__, "results": results,
+                       "other_domains": others,
                        "refused": {f"{k[0]}-{k[1]}": v for k, v in sorted(refused.items())}},
                       f, indent=1)
     return 0
