@@ -150,3 +150,33 @@ def test_merge_joins_the_two_domains_reports_into_one_verdict(tmp_path, capsys):
         assert cli.main(["merge", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert says in err and "\n" not in err, err
+
+
+def test_merge_of_reports_with_nothing_to_prove_and_a_forged_domain(tmp_path, capsys):
+    """Two reports with nothing to prove merge into one exit-0 report whose reason gives
+    each domain's; a report whose ``domain`` is not a domain name (Markdown, a mention) is
+    refused by the shipped schema, one line, exit 2, before anything is rendered."""
+    from gate_fixture import generate_docs
+    docs = generate_docs(tmp_path / "gen")
+    reports = []
+    for name, docs_file in (("pr-gate.json", "Changelog.md"),
+                            ("pr-gate-ml.json", "Changelog-ml.md")):
+        with deadline(300):
+            assert cli.main(["verify-all", "--changed-from", str(docs / docs_file),
+                             "--no-write", "--format", "json", "-q", "--no-cache",
+                             "--report", str(tmp_path / name)]) == 0
+        reports.append(str(tmp_path / name))
+    capsys.readouterr()
+    assert cli.main(["merge", *reports, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["changes"] == [] and [p["domain"] for p in doc["parts"]] == \
+        ["ai.onnx", "ai.onnx.ml"]
+    assert doc["reason"].startswith("ai.onnx: nothing to prove") and \
+        "; ai.onnx.ml: nothing to prove" in doc["reason"]
+    forged = json.loads(Path(reports[1]).read_text())
+    forged["domain"] = "ai.onnx.ml @maintainer ![x](https://x.invalid/x.png)"
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    assert cli.main(["merge", reports[0], str(tmp_path / "forged.json"),
+                     "--format", "markdown"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "forged.json" in err, err

@@ -134,7 +134,7 @@ def _sources(doc: dict[str, Any], s: Style = TEXT) -> str:
     """Where the base's and the PR's tags came from; for a merged report (``combine.py``)
     each domain's, with its own verdict."""
     if doc.get("parts"):
-        return "; ".join(f"the {p['domain']} tags (exit {p['exit_code']}): "
+        return "; ".join(f"the {s.prose(p['domain'])} tags (exit {p['exit_code']}): "
                          + _one_source(p, p["versions_compared"], s) for p in doc["parts"])
     return _one_source(doc, doc["summary"]["versions_compared"], s)
 
