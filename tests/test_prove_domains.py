@@ -85,3 +85,20 @@ def test_prove_refuses_in_one_line(argv, says, capsys):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("torch-prover prove: ") and says in err and err.count("\n") == 1, err
+
+
+def test_prove_writes_the_evidence_verify_all_domain_committed(tmp_path, capsys):
+    """``prove Adam --out DIR`` writes the training case's evidence byte for byte as the
+    committed copy under models/ (written by ``verify-all --domain``'s evidence writer,
+    scripts/domain_evidence.py)."""
+    from pathlib import Path
+    (case,) = [c for c in DOMAIN_CASES if c.op == "Adam"]
+    with deadline(300):
+        assert cli.main(["prove", "Adam", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    committed = Path(__file__).resolve().parents[1] / "models" / "Adam" / case.name
+    mine = tmp_path / "Adam" / case.name
+    names = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert names and names == sorted(p.relative_to(mine) for p in mine.rglob("*")
+                                     if p.is_file())
+    assert all((committed / n).read_bytes() == (mine / n).read_bytes() for n in names)
