@@ -132,6 +132,15 @@ def test_merge_joins_the_two_domains_reports_into_one_verdict(tmp_path, capsys):
                       "--cache-dir", str(tmp_path / "cache"),
                       "--report", str(tmp_path / name)])
         reports.append(str(tmp_path / name))
+    # one report merged is the comment the gate's own run writes (the workflow's run 2 was
+    # that run, from the cache)
+    with deadline(300):
+        cli.main(["verify-all", "--changed-from", str(base), "--tags-from", str(pr),
+                  "--no-write", "--format", "markdown", "-q", "--cache-dir",
+                  str(tmp_path / "cache"), "--report", str(tmp_path / "run.md")])
+        cli.main(["merge", reports[0], "--format", "markdown", "--report",
+                  str(tmp_path / "merged.md")])
+    assert (tmp_path / "merged.md").read_text() == (tmp_path / "run.md").read_text()
     capsys.readouterr()
     # ML's report first: ai.onnx's still leads the merged one
     assert cli.main(["merge", reports[1], reports[0], "--format", "json"]) == 1
