@@ -25,6 +25,7 @@ Abs,Neg,Relu``), not all.
 from __future__ import annotations
 
 import fnmatch
+import gzip
 import os
 import re
 import shutil
@@ -147,15 +148,26 @@ def _git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def _onnx_checkout(tmp: Path, tag_change: bool | str = True) -> tuple[Path, str]:
+def _onnx_checkout(tmp: Path, tag_change: bool | str = True,
+                   ml_change: tuple[str, str, str] | None = None) -> tuple[Path, str]:
     """An "ONNX repository" (origin: main, and the PR's branch ``pr`` from main's first
     commit; module doc), its checkout at the PR's head, and main's tip (the PR event's
-    ``base.sha``). ``tag_change=False``: the PR edits a README only; ``"doc"``: it edits
-    Relu-14's doc string in docs/Changelog.md, no tag."""
+    ``base.sha``). ``tag_change=False``: the PR edits a README only (or nothing of
+    ai.onnx, with ``ml_change``); ``"doc"``: it edits Relu-14's doc string in
+    docs/Changelog.md, no tag. ``ml_change`` (op, parameter, tag): the PR also tags that
+    ai.onnx.ml op's version-1 parameter in docs/Changelog-ml.md -- the real file the
+    installed onnx's gen_doc.py writes, which the base has unedited -- and onnx/defs holds
+    ONNX's traditionalml/defs.cc (tests/data/onnx-src-domains), where its annotation points."""
     installed = _installed_changelog(tmp)
+    installed_ml = (tmp / "gen" / "docs" / "Changelog-ml.md").read_text(encoding="utf-8")
     seed = tmp / "seed"
     shutil.copytree(ROOT / "tests" / "data" / "onnx-src" / "onnx", seed / "onnx")
     (seed / "docs").mkdir()
+    (seed / "docs" / "Changelog-ml.md").write_text(installed_ml, encoding="utf-8")
+    ml_defs = seed / "onnx" / "defs" / "traditionalml" / "defs.cc"
+    ml_defs.parent.mkdir()
+    ml_defs.write_bytes(gzip.decompress((ROOT / "tests" / "data" / "onnx-src-domains" / "onnx"
+                                         / "defs" / "traditionalml" / "defs.cc.gz").read_bytes()))
     changelog = seed / "docs" / "Changelog.md"
     changelog.write_text(retag(installed, "Relu-14", "X", "non-differentiable"),
                          encoding="utf-8")
@@ -175,9 +187,13 @@ def _onnx_checkout(tmp: Path, tag_change: bool | str = True) -> tuple[Path, str]
                              encoding="utf-8")
     elif tag_change:
         changelog.write_text(installed, encoding="utf-8")        # the PR's tag fix
-    else:
+    elif ml_change is None:
         (seed / "README.md").write_text("ONNX\n", encoding="utf-8")
         _git(seed, "add", "README.md")
+    if ml_change is not None:
+        op, name, tag = ml_change
+        (seed / "docs" / "Changelog-ml.md").write_text(
+            retag(installed_ml, f"ai.onnx.ml.{op}-1", name, tag), encoding="utf-8")
     _git(seed, "commit", "-q", "-am", "the PR")
     _git(seed, "checkout", "-q", "main")
     changelog.write_text(retag(retag(installed, "Relu-14", "X", "non-differentiable"),
@@ -221,9 +237,10 @@ def _throwaway_venv(tmp: Path) -> Path:
 class Runner:
     """Runs the workflow's jobs for one event, step by step (module docstring)."""
 
-    def __init__(self, tmp: Path, workflow: dict, tag_change: bool | str = True):
+    def __init__(self, tmp: Path, workflow: dict, tag_change: bool | str = True,
+                 ml_change: tuple[str, str, str] | None = None):
         self.tmp, self.workflow = tmp, workflow
-        self.workspace, self.base_sha = _onnx_checkout(tmp, tag_change)
+        self.workspace, self.base_sha = _onnx_checkout(tmp, tag_change, ml_change)
         self.project = _project_copy(tmp)
         self.artifacts = tmp / "artifacts"
         self.bin = tmp / "bin"
@@ -448,3 +465,90 @@ def test_a_pr_that_changes_no_tag_gets_no_comment(tmp_path):
     assert "pr-comment.md" not in names and {"pr-gate.json", "pr-number"} <= names, names
     steps = [step for _, step, *_ in runner.results]
     assert steps[-1] == "The gate's verdict"
+
+
+def _gate_step(runner: Runner) -> tuple[int, str]:
+    (found,) = [(code, tail) for job, step, code, tail in runner.results
+                if step.startswith("Prove what this PR changes")]
+    return found
+
+
+def test_a_pr_that_changes_an_ml_tag_is_gated_on_its_changelog_ml(tmp_path):
+    """The PR tags Scaler-1's X differentiable in docs/Changelog-ml.md and changes nothing
+    of ai.onnx: the ai.onnx.ml gate runs alone, against the base's Changelog-ml.md at the
+    merge base, and its one verdict is the math's (Y = (X - offset) * scale: dY/dX =
+    diag(scale), nonzero: test_domain_cases.MATH): the comment, JUnit and check say so."""
+    import json
+
+    from test_domain_cases import MATH
+    supports = MATH["Scaler"]["X"][0]
+    verdict = "confirmed" if supports == "differentiable" else "refuted"
+    runner = Runner(tmp_path, _yaml(WORKFLOW.read_text()), tag_change=False,
+                    ml_change=("Scaler", "X", "differentiable"))
+    runner.run("pull_request")
+    verdict_step = [code for _, step, code, _ in runner.results if step == "The gate's verdict"]
+    assert verdict_step == [0 if verdict == "confirmed" else 1]
+    pr = runner.artifacts / "torch-prover-pr"
+    assert sorted(p.name for p in pr.iterdir() if not p.name.startswith(".")) == \
+        ["junit.xml", "pr-comment.md", "pr-gate-ml.json", "pr-number"]   # ai.onnx: not run
+    doc = json.loads((pr / "pr-gate-ml.json").read_text())
+    assert doc["domain"] == "ai.onnx.ml" and doc["pr"]["path"] == "docs/Changelog-ml.md"
+    (change,) = doc["changes"]
+    assert (change["op"], change["version"], change["kind"]) == ("Scaler", 1, "changed tags")
+    (param,) = change["parameters"]
+    assert (param["name"], param["base"], param["pr"], param["verdict"], param["supports"]) \
+        == ("X", "unknown", "differentiable", verdict, supports)
+    comment = (pr / "pr-comment.md").read_text()
+    assert comment.startswith("## torch-prover") and "`ai.onnx.ml.Scaler-1`" in comment
+    junit = ET.parse(pr / "junit.xml").getroot()
+    assert [c.get("name") for c in junit.iter("testcase")] == ["Scaler-1 input 0 (X)"]
+
+
+def test_a_pr_that_changes_both_domains_gets_one_verdict_and_one_comment(tmp_path):
+    """Relu-14's X fixed in docs/Changelog.md (the installed onnx's tag: confirmed) and
+    Binarizer-1's X tagged differentiable in docs/Changelog-ml.md, a step whose derivative
+    is 0 wherever it exists (test_domain_cases.MATH: refuted): both gates run, and the PR
+    gets one comment holding both, one JUnit file, one step summary and one ::error, at
+    Binarizer's schema in onnx/defs/traditionalml, and the worst exit: the check fails."""
+    import json
+
+    from test_domain_cases import MATH
+    assert MATH["Binarizer"]["X"][0] == "non-differentiable"   # so the PR's tag is refuted
+    runner = Runner(tmp_path, _yaml(WORKFLOW.read_text()),
+                    ml_change=("Binarizer", "X", "differentiable"))
+    runner.run("pull_request")
+    by_step = {step: (code, tail) for _, step, code, tail in runner.results}
+    assert by_step["The gate's verdict"][0] == 1
+    code, tail = _gate_step(runner)
+    assert code == 0   # the step ran; the verdict step fails the check
+    pr = runner.artifacts / "torch-prover-pr"
+    docs = [json.loads((pr / name).read_text()) for name in ("pr-gate.json", "pr-gate-ml.json")]
+    assert [d["exit_code"] for d in docs] == [0, 1]
+    comment = (pr / "pr-comment.md").read_text()
+    assert comment.count("## torch-prover") == 1
+    assert "**Exit 1: the gate fails" in comment
+    rows = [line for line in comment.splitlines() if line.startswith("| `")]
+    assert [r.split(" | ")[0] for r in rows] == ["| `Relu-14`", "| `ai.onnx.ml.Binarizer-1`"]
+    assert "confirmed" in rows[0] and "**refuted: supports non-differentiable**" in rows[1]
+    assert "Abs-13" not in comment   # main's change after the merge base is not the PR's
+    junit = ET.parse(pr / "junit.xml").getroot()
+    assert sorted(c.get("name") for c in junit.iter("testcase")) == \
+        ["Binarizer-1 input 0 (X)", "Relu-14 input 0 (X)"]
+    assert junit.get("failures") == "1"
+    errors = [line for line in tail.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "file=onnx/defs/traditionalml/defs.cc" in errors[0], errors
+    summary = (tmp_path / "summary-pr-gate.md").read_text()
+    assert summary.count("## torch-prover") == 1 and "Binarizer-1" in summary
+
+
+def test_a_pr_that_changes_neither_domain_says_so_in_one_line(tmp_path):
+    """A README edit: neither domain's tag sources changed, so neither gate runs, one line
+    names both domains' files, and no comment is written."""
+    runner = Runner(tmp_path, _yaml(WORKFLOW.read_text()), tag_change=False)
+    runner.run("pull_request")
+    assert [step for _, step, *_ in runner.results] == [
+        "What this change touches, and the base's tags at its merge base"]
+    summary = (tmp_path / "summary-pr-gate.md").read_text()
+    assert summary.count("\n") == 1 and "docs/Changelog-ml.md" in summary
+    assert sorted(p.name for p in (runner.artifacts / "torch-prover-pr").iterdir()) == \
+        ["pr-number"]

@@ -105,3 +105,87 @@ def test_a_domain_case_runs_the_version_its_record_names():
     for c in DOMAIN_CASES:
         record = json.loads((models / c.op / c.name / "proof.json").read_text())
         assert case_version(c) == record["schema_version"], c.name
+
+
+def test_merge_joins_the_two_domains_reports_into_one_verdict(tmp_path, capsys):
+    """The workflow's two runs -- ai.onnx (Relu-14's X fixed to the installed onnx's tag:
+    confirmed) and ai.onnx.ml (Binarizer-1's X tagged differentiable: a step, refuted by
+    MATH) -- joined by ``merge``: one pr-gate document valid against the shipped schema,
+    both changes, the counts summed, the worse exit (1); each domain's verdict under
+    ``parts``. Two reports of one domain, or a format the gate does not write: one line,
+    exit 2."""
+    from gate_fixture import generate_docs, retag
+
+    from torch_prover.output.json_schema import first_problem
+    installed = (generate_docs(tmp_path / "gen") / "Changelog.md").read_text(encoding="utf-8")
+    base = tmp_path / "base-Changelog.md"
+    base.write_text(retag(installed, "Relu-14", "X", "non-differentiable"), encoding="utf-8")
+    pr = tmp_path / "Changelog.md"
+    pr.write_text(installed, encoding="utf-8")
+    ml_pr = _tagged(tmp_path, "Binarizer", 1, "X", "differentiable")
+    reports = []
+    for base_docs, pr_docs, name in ((base, pr, "pr-gate.json"),
+                                     (BASE, ml_pr, "pr-gate-ml.json")):
+        with deadline(300):
+            cli.main(["verify-all", "--changed-from", str(base_docs), "--tags-from",
+                      str(pr_docs), "--no-write", "--format", "json", "-q",
+                      "--cache-dir", str(tmp_path / "cache"),
+                      "--report", str(tmp_path / name)])
+        reports.append(str(tmp_path / name))
+    # one report merged is the comment the gate's own run writes (the workflow's run 2 was
+    # that run, from the cache)
+    with deadline(300):
+        cli.main(["verify-all", "--changed-from", str(base), "--tags-from", str(pr),
+                  "--no-write", "--format", "markdown", "-q", "--cache-dir",
+                  str(tmp_path / "cache"), "--report", str(tmp_path / "run.md")])
+        cli.main(["merge", reports[0], "--format", "markdown", "--report",
+                  str(tmp_path / "merged.md")])
+    assert (tmp_path / "merged.md").read_text() == (tmp_path / "run.md").read_text()
+    capsys.readouterr()
+    # ML's report first: ai.onnx's still leads the merged one
+    assert cli.main(["merge", reports[1], reports[0], "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert first_problem(doc, "pr-gate") is None
+    assert [(c["op"], c.get("domain"), c["parameters"][0]["verdict"]) for c in doc["changes"]] \
+        == [("Relu", None, "confirmed"), ("Binarizer", "ai.onnx.ml", "refuted")]
+    assert MATH["Binarizer"]["X"][0] == "non-differentiable"
+    assert [(p["domain"], p["exit_code"]) for p in doc["parts"]] == \
+        [("ai.onnx", 0), ("ai.onnx.ml", 1)]
+    assert doc["summary"]["verdicts"]["confirmed"] == doc["summary"]["verdicts"]["refuted"] == 1
+    assert doc["summary"]["versions_compared"] == sum(p["versions_compared"]
+                                                      for p in doc["parts"])
+    for argv, says in (([reports[1], reports[1]], "a second PR gate report of ai.onnx.ml"),
+                       ([*reports, "--format", "html"], "--format html")):
+        assert cli.main(["merge", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err and "\n" not in err, err
+
+
+def test_merge_of_reports_with_nothing_to_prove_and_a_forged_domain(tmp_path, capsys):
+    """Two reports with nothing to prove merge into one exit-0 report whose reason gives
+    each domain's; a report whose ``domain`` is not a domain name (Markdown, a mention) is
+    refused by the shipped schema, one line, exit 2, before anything is rendered."""
+    from gate_fixture import generate_docs
+    docs = generate_docs(tmp_path / "gen")
+    reports = []
+    for name, docs_file in (("pr-gate.json", "Changelog.md"),
+                            ("pr-gate-ml.json", "Changelog-ml.md")):
+        with deadline(300):
+            assert cli.main(["verify-all", "--changed-from", str(docs / docs_file),
+                             "--no-write", "--format", "json", "-q", "--no-cache",
+                             "--report", str(tmp_path / name)]) == 0
+        reports.append(str(tmp_path / name))
+    capsys.readouterr()
+    assert cli.main(["merge", *reports, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["changes"] == [] and [p["domain"] for p in doc["parts"]] == \
+        ["ai.onnx", "ai.onnx.ml"]
+    assert doc["reason"].startswith("ai.onnx: nothing to prove") and \
+        "; ai.onnx.ml: nothing to prove" in doc["reason"]
+    forged = json.loads(Path(reports[1]).read_text())
+    forged["domain"] = "ai.onnx.ml @maintainer ![x](https://x.invalid/x.png)"
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    assert cli.main(["merge", reports[0], str(tmp_path / "forged.json"),
+                     "--format", "markdown"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "forged.json" in err, err

@@ -32,6 +32,44 @@ def checked(domain: str) -> str:
     return domain
 
 
+def registered() -> dict[str, tuple[str, ...]]:
+    """Every op name of the domains a run can take (``known``) the installed onnx
+    registers -> the domains that have it (ai.onnx as ``DEFAULT``)."""
+    import onnx.defs
+    wanted = set(known())
+    out: dict[str, set[str]] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        domain = s.domain or DEFAULT
+        if domain in wanted:
+            out.setdefault(s.name, set()).add(domain)
+    return {op: tuple(sorted(ds, key=known().index)) for op, ds in out.items()}
+
+
+def resolve(name: str) -> tuple[str, str]:
+    """(op, domain) of an op name as ``prove`` takes it: any capitalisation, in ai.onnx or
+    another domain a run can take. No op name of the installed onnx is in two of them
+    (tests/test_prove_domains.py), so the name says which; were one ever, it is refused
+    in one line naming the domains. An unknown name: UnknownOpError naming the closest
+    ops of every domain."""
+    import difflib
+
+    from ..tags.schema import UnknownOpError
+    ops = registered()
+    by_lower: dict[str, list[str]] = {}
+    for op in ops:
+        by_lower.setdefault(op.lower(), []).append(op)
+    found = [name] if name in ops else by_lower.get(name.lower(), [])
+    if not found:
+        close = difflib.get_close_matches(name, sorted(ops), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownOpError(f"unknown ONNX op {name!r}" + hint)
+    where = [(op, d) for op in found for d in ops[op]]
+    if len(where) > 1:
+        raise UsageError(f"{name}: an op of {', '.join(f'{d} ({op})' for op, d in where)}; "
+                         "`torch-prover verify-all --domain DOMAIN --ops OP` proves one of them")
+    return where[0]
+
+
 def cases_of(domain: str, ops_arg: str | None, *, versions: str = "latest",
              shard: str | None = None, case_free: bool = False) -> list[Case]:
     """The cases of a run of the other ``domain`` asked for ``--ops``; the options that

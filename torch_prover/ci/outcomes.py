@@ -288,7 +288,8 @@ def _gate_tests(doc: dict[str, Any]) -> Iterable[Test]:
             cmd = next((w["command"] for w in ws if w.get("command")), None)
             tag = f"PR tags it {p['pr']}" + (f" (base: {p['base']})" if p.get("base") else
                                              " (new)")
-            yield Test(Grain.PARAMETER, c["op"], "", c["version"], p["io"], p["index"],
+            yield Test(Grain.PARAMETER, c["op"], c.get("domain", ""), c["version"], p["io"],
+                       p["index"],
                        p["name"], result, why, f"{p['verdict']}: {tag}: {p['why']}",
                        tuple(w["case"] for w in ws), cmd)
     for f in doc.get("failed", ()):

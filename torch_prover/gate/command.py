@@ -240,7 +240,7 @@ def run(prepared: Prepared) -> tuple[dict[str, Any], tuple[str, ...]]:
                 also_found(prepared.provings, by_name), onnx_version=onnx.__version__,
                 wall_time_s=time.perf_counter() - prepared.started,
                 cache_hits=result.cache_hits if result else 0, base_commit=req.base_commit,
-                absent=prepared.absent, points=points)
+                absent=prepared.absent, points=points, domain=prepared.domain)
     warnings = prepared.warnings + tuple(result.warnings if result else ())
     return doc, warnings
 

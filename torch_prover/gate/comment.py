@@ -86,7 +86,9 @@ def _label(c: dict[str, Any], p: dict[str, Any], s: Style = TEXT) -> str:
 
 
 def _version(c: dict[str, Any]) -> str:
-    return f"{c['op']}-{c['version']}"
+    """``Relu-14``; an op of another domain as ONNX's docs anchor it: ``ai.onnx.ml.Scaler-1``."""
+    where = f"{c['domain']}." if c.get("domain") else ""
+    return f"{where}{c['op']}-{c['version']}"
 
 
 def _base_cell(p: dict[str, Any], s: Style, none: str) -> str:
@@ -129,6 +131,15 @@ def _outcome(doc: dict[str, Any]) -> str:
 
 
 def _sources(doc: dict[str, Any], s: Style = TEXT) -> str:
+    """Where the base's and the PR's tags came from; for a merged report (``combine.py``)
+    each domain's, with its own verdict."""
+    if doc.get("parts"):
+        return "; ".join(f"the {s.prose(p['domain'])} tags (exit {p['exit_code']}): "
+                         + _one_source(p, p["versions_compared"], s) for p in doc["parts"])
+    return _one_source(doc, doc["summary"]["versions_compared"], s)
+
+
+def _one_source(doc: dict[str, Any], compared: int, s: Style) -> str:
     b = doc["base"]
     what = "each op's latest version" if b["latest_only"] else "every schema version"
     pr = doc["pr"]
@@ -138,7 +149,7 @@ def _sources(doc: dict[str, Any], s: Style = TEXT) -> str:
     named = (f"the merge base {s.code(b['commit'])}" if b.get("commit")
              else s.code(b["path"]))
     return (f"base: {named} ({b['kind']}, {what}); PR: {theirs}; "
-            f"{doc['summary']['versions_compared']} schema versions compared")
+            f"{compared} schema versions compared")
 
 
 def _also_lines(also: list[dict[str, Any]], s: Style) -> list[str]:

@@ -23,9 +23,10 @@ def _param(j: Judged) -> dict[str, Any]:
             "why": j.why, "waiver": j.waiver, "witnesses": [w.as_dict() for w in j.witnesses]}
 
 
-def _change(proving: Proving, judged: Sequence[Judged]) -> dict[str, Any]:
+def _change(proving: Proving, judged: Sequence[Judged], domain: str = "") -> dict[str, Any]:
     c = proving.change
-    return {"op": c.op, "version": c.version, "kind": c.kind,
+    return {"op": c.op, **({"domain": domain} if domain else {}), "version": c.version,
+            "kind": c.kind,
             "parameters": [_param(j) for j in judged],
             "cases": [k.name for k in proving.cases],
             "gaps": [{"case": name, "why": why} for name, why in proving.gaps],
@@ -53,13 +54,16 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
           records: Sequence[dict[str, Any]], also: Sequence[dict[str, Any]], *,
           onnx_version: str, wall_time_s: float, cache_hits: int,
           base_commit: str | None = None, absent: Sequence[Any] = (),
-          points: Any = None) -> dict[str, Any]:
+          points: Any = None, domain: str = "") -> dict[str, Any]:
+    """``domain``: "" (ai.onnx) or the other domain the base documents (ai.onnx.ml), named
+    on each change so that ``combine.py`` can join the domains' reports into one."""
     flat = [j for js in judged for j in js]
     n = counts(flat)
     code = EXIT_FINDING if any(j.verdict in FAILING for j in flat) else EXIT_OK
     failed = [{"case": r["case"], "op": r["op"], "status": r["status"], "error": r["error"]}
               for r in records if r.get("kind") == DocKind.FAILED_CASE]
     return {**head(DocKind.PR_GATE, code, _reason(diff, n, len(provings))),
+            **({"domain": domain} if domain else {}),
             "base": {"path": diff.base_path, "kind": diff.base_kind,
                      "source": diff.base_source, "latest_only": diff.latest_only,
                      **({"commit": base_commit} if base_commit else {})},
@@ -71,7 +75,7 @@ def build(diff: Diff, provings: Sequence[Proving], judged: Sequence[Sequence[Jud
                                                for j in js) for js in judged),
                         "proofs": len(records), "cache_hits": cache_hits,
                         "failed_proofs": len(failed), "wall_time_s": round(wall_time_s, 2)},
-            "changes": [_change(p, js) for p, js in zip(provings, judged)],
+            "changes": [_change(p, js, domain) for p, js in zip(provings, judged)],
             "removed": list(diff.removed),
             "absent": [{"version": a.label, "why": a.why.value} for a in absent],
             # where every ONNX point of a case-free verdict came from (None: none consulted)
