@@ -215,6 +215,46 @@ def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
             torch_prover.engine.probe.probe) == before
 
 
+def test_run_in_its_own_process_forks_the_script_from_itself_and_stays_unpatched(
+        tmp_path, monkeypatch, capsys):
+    """The console command (one script, nothing proved yet) forks the script's process from
+    its own (pr/process.Start.FORK, issue 43): the script's process is the prover's child,
+    not the prover, and holds every torch_prover module the prover loaded -- patching them
+    still changes no verdict; it prints through its own stdout (not the prover's wrapper),
+    each line once, into the report. A library call (cli.main, here in pytest's process,
+    which has computed with torch) gets the fork server."""
+    patched = write(tmp_path, "patched.py", PATCHES + """\
+    import os, sys
+    open("pids.txt", "w").write(f"{os.getpid()} {os.getppid()}")
+    print("stdout is python's own:", sys.stdout is sys.__stdout__)
+""" + MAX_METHOD1)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    prover = subprocess.Popen([sys.executable, "-m", "torch_prover", "run", str(patched),
+                               "--format", "json"], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout, stderr = prover.communicate(timeout=600)
+    assert prover.returncode == 0, stderr[-3000:]
+    pid, parent = map(int, (tmp_path / "pids.txt").read_text().split())
+    assert pid != prover.pid and parent == prover.pid
+    rec = json.loads(stdout)["cases"][0]
+    assert (tmp_path / "patched.marker").read_text() == "yes"      # the patches did run
+    assert rec["script"]["isolation"]["process"] == (
+        "child (fork of torch-prover's process before it proved anything, own process group)")
+    schema = onnx.defs.get_schema("Max", rec["opset"])
+    differentiable = onnx.defs.OpSchema.DifferentiationCategory.Differentiable
+    assert schema.inputs[0].differentiation_category == differentiable   # variadic
+    assert schema.outputs[0].differentiation_category == differentiable
+    assert [(p["io"], p["index"], p["tag"], p["verdict"]) for p in rec["parameters"]] == [
+        ("input", 0, "differentiable", "agree"), ("input", 1, "differentiable", "agree"),
+        ("output", 0, "differentiable", "agree")]
+    assert rec["script"]["output"].count("stdout is python's own: True") == 1
+    plain = write(tmp_path, "plain.py", MAX_METHOD1)
+    code, rec_here, out = run(tmp_path, monkeypatch, capsys, plain)
+    assert code == 0, out.err
+    assert rec_here["script"]["isolation"]["process"] == (
+        "child (multiprocessing forkserver, own process group)")
+
+
 # --------------------------------------------------------------------------- output cap
 LOUD = """\
     for i in range(200_000):
