@@ -140,6 +140,8 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
         say(f"running {path.name} in its own process (timeout {timeout:g} s)")
+        if start is Start.FORK:   # before the fork: the child then inherits torch._dynamo,
+            ready_loader()        # which it imports anyway (child.torch_disable), not again
         child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader,
                           start=start)
         say(f"{path.name} {child.end.value} after {child.seconds:.1f} s")
