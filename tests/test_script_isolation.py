@@ -120,6 +120,24 @@ def test_script_dies_with_the_prover(tmp_path):
     assert gone(pids), [p for p in pids if alive(p)]
 
 
+def test_a_script_forked_from_the_console_command_is_killed_at_the_timeout(tmp_path):
+    """The console command's own fork (pr/process.Start.FORK) is bounded like the fork
+    server's children: killed at --timeout with what it started, one line, exit 2."""
+    script = write(tmp_path, "loop.py", LOOPS_FOREVER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "torch_prover", "run", str(script),
+                           "--timeout", "5"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    elapsed = time.monotonic() - t0
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "did not finish within 5 s" in one_line(done.stderr)
+    assert "looping" in done.stdout                  # its output, still shown
+    assert elapsed < 5 + 60, elapsed                 # the timeout, plus torch's import
+    pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+    assert gone(pids), [p for p in pids if alive(p)]   # the script and what it started
+
+
 def test_os_exit_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "bye.py", """\
         import os
