@@ -518,3 +518,25 @@ def test_a_script_using_dynamo_is_proved_but_one_forging_jit_trace_after_it_is_n
     assert code == 2
     assert "replaced torch-prover's own code" in one_line(out.err)
     assert "torch.jit.trace" in one_line(out.err)
+
+
+def test_a_process_running_threads_forks_no_script_from_itself(tmp_path, monkeypatch):
+    """pr/process.Start.FORK is refused while another thread runs here (a fork copies a lock
+    that thread may hold, held, into the script's process): the fork server starts it."""
+    import threading
+
+    from torch_prover.pr.process import ChildEnd, Start, run_child
+    script = write(tmp_path, "hello.py", 'print("hello")\n')
+    monkeypatch.chdir(tmp_path)
+    release = threading.Event()
+    busy = threading.Thread(target=release.wait, daemon=True)
+    busy.start()
+    try:
+        out = tmp_path / "capture"
+        out.mkdir()
+        done = run_child(str(script), out, 120, start=Start.FORK)
+    finally:
+        release.set()
+        busy.join()
+    assert done.start is Start.FORK_SERVER
+    assert done.end is ChildEnd.FINISHED and "hello" in done.output.text

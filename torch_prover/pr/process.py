@@ -122,7 +122,8 @@ class Start(enum.Enum):
     """A fork of the calling process: only where it has imported torch and the child's code
     and done nothing else with them (``run``: the arguments checked, nothing proved), so
     the script's process starts as the server's children do, without a second
-    interpreter's imports and the server's warm-up."""
+    interpreter's imports and the server's warm-up. Refused (the fork server starts it)
+    while another Python thread runs here."""
 
     def record(self) -> str:
         """The report's ``script.isolation.process``."""
@@ -221,6 +222,8 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
     :class:`Start` (``FORK`` only from a process that has proved nothing yet)."""
     from .child import ChildJob, child_main
     from .wire import MANIFEST
+    if start is Start.FORK and threading.active_count() > 1:
+        start = Start.FORK_SERVER     # a thread here may hold a lock the fork would copy held
     ctx = _context(start)
     out_r, out_w = ctx.Pipe(duplex=False)
     alive_r, alive_w = ctx.Pipe(duplex=False)
