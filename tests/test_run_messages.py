@@ -116,7 +116,7 @@ def test_run_shows_its_stages_on_a_terminal_and_erases_them(tmp_path, monkeypatc
     monkeypatch.setattr("sys.stderr", terminal)
     assert cli.main(["run", "tanh.py"]) == 0
     err = terminal.getvalue()
-    for stage in ("starting the script's process", "running tanh.py in its own process",
+    for stage in ("running tanh.py in its own process",
                   "tanh.py finished after", "proving Tanh (dynamo exporter, opset 18)"):
         assert f"torch-prover run: {stage}" in err, err
     erased = err.rsplit("\r", 2)    # "\r" + blanks + "\r" before the report: nothing left
@@ -129,7 +129,7 @@ def test_run_prints_no_stage_lines_into_a_pipe(tmp_path, monkeypatch, capsys):
     (tmp_path / "nothing.py").write_text("print('no export')\n")
     assert cli.main(["run", "nothing.py", "--format", "json"]) == 2
     err = capsys.readouterr().err
-    assert "torch-prover run: starting" not in err
+    assert "torch-prover run: running" not in err
     assert err.strip().splitlines()[-1].startswith("torch-prover run: the script never calls")
 
 

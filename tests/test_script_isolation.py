@@ -120,6 +120,24 @@ def test_script_dies_with_the_prover(tmp_path):
     assert gone(pids), [p for p in pids if alive(p)]
 
 
+def test_a_script_forked_from_the_console_command_is_killed_at_the_timeout(tmp_path):
+    """The console command's own fork (pr/process.Start.FORK) is bounded like the fork
+    server's children: killed at --timeout with what it started, one line, exit 2."""
+    script = write(tmp_path, "loop.py", LOOPS_FOREVER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "torch_prover", "run", str(script),
+                           "--timeout", "5"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    elapsed = time.monotonic() - t0
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "did not finish within 5 s" in one_line(done.stderr)
+    assert "looping" in done.stdout                  # its output, still shown
+    assert elapsed < 5 + 60, elapsed                 # the timeout, plus torch's import
+    pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+    assert gone(pids), [p for p in pids if alive(p)]   # the script and what it started
+
+
 def test_os_exit_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     script = write(tmp_path, "bye.py", """\
         import os
@@ -213,6 +231,46 @@ def test_a_script_cannot_patch_the_prover(tmp_path, monkeypatch, capsys):
                         ("output", 0, "differentiable", "agree")]
     assert (torch_prover.tags.schema.schema_tags, torch_prover.engine.rules.verdict.decide,
             torch_prover.engine.probe.probe) == before
+
+
+def test_run_in_its_own_process_forks_the_script_from_itself_and_stays_unpatched(
+        tmp_path, monkeypatch, capsys):
+    """The console command (one script, nothing proved yet) forks the script's process from
+    its own (pr/process.Start.FORK, issue 43): the script's process is the prover's child,
+    not the prover, and holds every torch_prover module the prover loaded -- patching them
+    still changes no verdict; it prints through its own stdout (not the prover's wrapper),
+    each line once, into the report. A library call (cli.main, here in pytest's process,
+    which has computed with torch) gets the fork server."""
+    patched = write(tmp_path, "patched.py", PATCHES + """\
+    import os, sys
+    open("pids.txt", "w").write(f"{os.getpid()} {os.getppid()}")
+    print("stdout is python's own:", sys.stdout is sys.__stdout__)
+""" + MAX_METHOD1)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    prover = subprocess.Popen([sys.executable, "-m", "torch_prover", "run", str(patched),
+                               "--format", "json"], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout, stderr = prover.communicate(timeout=600)
+    assert prover.returncode == 0, stderr[-3000:]
+    pid, parent = map(int, (tmp_path / "pids.txt").read_text().split())
+    assert pid != prover.pid and parent == prover.pid
+    rec = json.loads(stdout)["cases"][0]
+    assert (tmp_path / "patched.marker").read_text() == "yes"      # the patches did run
+    assert rec["script"]["isolation"]["process"] == (
+        "child (fork of torch-prover's process before it proved anything, own process group)")
+    schema = onnx.defs.get_schema("Max", rec["opset"])
+    differentiable = onnx.defs.OpSchema.DifferentiationCategory.Differentiable
+    assert schema.inputs[0].differentiation_category == differentiable   # variadic
+    assert schema.outputs[0].differentiation_category == differentiable
+    assert [(p["io"], p["index"], p["tag"], p["verdict"]) for p in rec["parameters"]] == [
+        ("input", 0, "differentiable", "agree"), ("input", 1, "differentiable", "agree"),
+        ("output", 0, "differentiable", "agree")]
+    assert rec["script"]["output"].count("stdout is python's own: True") == 1
+    plain = write(tmp_path, "plain.py", MAX_METHOD1)
+    code, rec_here, out = run(tmp_path, monkeypatch, capsys, plain)
+    assert code == 0, out.err
+    assert rec_here["script"]["isolation"]["process"] == (
+        "child (multiprocessing forkserver, own process group)")
 
 
 # --------------------------------------------------------------------------- output cap
@@ -460,3 +518,25 @@ def test_a_script_using_dynamo_is_proved_but_one_forging_jit_trace_after_it_is_n
     assert code == 2
     assert "replaced torch-prover's own code" in one_line(out.err)
     assert "torch.jit.trace" in one_line(out.err)
+
+
+def test_a_process_running_threads_forks_no_script_from_itself(tmp_path, monkeypatch):
+    """pr/process.Start.FORK is refused while another thread runs here (a fork copies a lock
+    that thread may hold, held, into the script's process): the fork server starts it."""
+    import threading
+
+    from torch_prover.pr.process import ChildEnd, Start, run_child
+    script = write(tmp_path, "hello.py", 'print("hello")\n')
+    monkeypatch.chdir(tmp_path)
+    release = threading.Event()
+    busy = threading.Thread(target=release.wait, daemon=True)
+    busy.start()
+    try:
+        out = tmp_path / "capture"
+        out.mkdir()
+        done = run_child(str(script), out, 120, start=Start.FORK)
+    finally:
+        release.set()
+        busy.join()
+    assert done.start is Start.FORK_SERVER
+    assert done.end is ChildEnd.FINISHED and "hello" in done.output.text

@@ -55,7 +55,10 @@ def _command_named(argv: Sequence[str]) -> str | None:
     return next((tok for tok in argv if tok in COMMANDS), None)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
+    """``own_process``: the command runs alone in a fresh process (the console script), so
+    ``run`` may fork the script's process from it (``pr/process.Start.FORK``); a caller
+    that imported ``main`` (tests, other tools) gets the fork server."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -73,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     as_json = getattr(args, "format", None) == "json"
     args.argv = argv
+    args.own_process = own_process
     stdout, sys.stdout = sys.stdout, Stdout(sys.stdout)
     try:
         utf8_arguments(argv)
@@ -110,7 +114,7 @@ def run() -> None:
     and torch's heaps at exit takes ~2 s, a third of a one-op proof, and nothing of ours
     needs it (files are written atomically and closed, workers are joined)."""
     try:
-        code = main(sys.argv[1:])
+        code = main(sys.argv[1:], own_process=True)
     except KeyboardInterrupt:     # outside a command: argument parsing, the first imports
         print("interrupted", file=sys.stderr)
         code = 130

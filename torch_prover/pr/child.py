@@ -6,12 +6,13 @@ replace the verdict rule), hang it, or end it with ``os._exit``. Here it runs in
 of its own; what it did comes back as data (:mod:`wire`) and the proof is made by
 the prover from that data (:mod:`runner`).
 
-Why multiprocessing's "forkserver" (see :mod:`process`): a child forked from a
-server that has already imported torch, onnx and the exporter starts in milliseconds, where
-a fresh interpreter (spawn, or ``subprocess``) pays ~4 s of imports per script -- which
-matters to ``scripts/sweep_scripts.py``, running hundreds of scripts. The server never
-runs a script; each script gets a fresh fork of it, so no script can alter the server,
-the prover, or the next script.
+Why a fork (see :mod:`process`): a child forked from a process that has already
+imported torch, onnx and this module starts in milliseconds, where a fresh interpreter
+(spawn, or ``subprocess``) pays ~4 s of imports per script. ``scripts/sweep_scripts.py``,
+running hundreds of scripts, forks each from multiprocessing's "forkserver", which never
+runs a script; the console ``run``, one script per process, forks it from the prover
+before the prover proves anything (``process.Start``). Each script gets a fresh fork, so
+no script can alter the server, the prover, or the next script.
 
 In the child, :func:`child_main`: becomes the leader of a new process group (so a timeout
 kills the script's own children too), starts a thread that kills that group when the
@@ -57,6 +58,7 @@ class ChildJob:
     cwd: str
     env: dict[str, str]
     outdir: str                 # where the capture goes (absolute)
+    inherited: tuple[int, ...] = ()   # the prover's pipe ends a plain fork inherits: closed
 
 
 # ============================================================================ instrumented run
@@ -283,6 +285,10 @@ def _to_pipe(out: Any) -> None:
 def child_main(job: ChildJob, out: Any, parent: Any) -> None:
     """The child's whole life (multiprocessing target): never returns."""
     os.setsid()
+    for fd in job.inherited:   # process.Start.FORK: the prover's ends, never the script's
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__   # not the prover's wrappers
     become_subreaper()     # a daemon the script starts stays below us (reap.py)
     _die_with(parent)
     _to_pipe(out)

@@ -207,8 +207,11 @@ class _Refuse:
 
 
 def ready_loader() -> None:
-    """Import the ExportedProgram reader (~1 s: it pulls in torch._inductor) -- called while
-    the script's process runs, so the prover does not wait for it afterwards."""
+    """Import the ExportedProgram reader (~1 s: it pulls in torch._dynamo and
+    torch._inductor) -- while the script's process runs, so the prover does not wait for it
+    afterwards; or, when the script's process is forked from the prover (``process.Start.
+    FORK``), before: the script's process then inherits torch._dynamo instead of importing
+    it again before the script (``child.torch_disable``). Idempotent."""
     with contextlib.suppress(ImportError):
         from torch.export.pt2_archive import _package  # noqa: F401
 

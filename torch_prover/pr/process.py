@@ -1,6 +1,6 @@
 """The prover's side of a script's process: start it, bound it, read what it printed.
 
-Why this shape (the child's side is :mod:`child`, which says why a forkserver):
+Why this shape (the child's side is :mod:`child`, which says why a fork):
 
 - **killable as a tree**: the child leads a process group and is the subreaper of every
   process the script starts (:mod:`reap`), so a timeout or an interrupt kills the script
@@ -13,7 +13,13 @@ Why this shape (the child's side is :mod:`child`, which says why a forkserver):
   rest, so ten megabytes of prints cost the prover nothing and every report can say what
   it dropped;
 - **nothing unpickled**: the parent sends the job (pickled by multiprocessing, parent to
-  child only); the child answers in files (:mod:`wire`) and by its exit status.
+  child only); the child answers in files (:mod:`wire`) and by its exit status;
+- **started the cheapest safe way** (:class:`Start`): a process that runs many scripts (a
+  sweep, a library caller, the tests) forks each from the warm fork server; ``run``, one
+  script in a process that has imported torch and proved nothing yet, forks the script's
+  process from itself -- a second interpreter importing torch again, and warming an
+  exporter the script may not use, cost more CPU than the whole proof
+  (docs/performance.md, issue 43).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import enum
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -104,6 +111,25 @@ class OutputTail:
                       self.total_bytes - len(kept))
 
 
+class Start(enum.Enum):
+    """How the script's process is started; either way it is a fresh fork in which nothing
+    of the prover has run a proof, and the script can change no process but its own."""
+
+    FORK_SERVER = "multiprocessing forkserver"
+    """A fork of the warm fork server (:mod:`server`): for a process that runs scripts more
+    than once or has computed with torch (threads, runtime sessions) before."""
+    FORK = "fork of torch-prover's process before it proved anything"
+    """A fork of the calling process: only where it has imported torch and the child's code
+    and done nothing else with them (``run``: the arguments checked, nothing proved), so
+    the script's process starts as the server's children do, without a second
+    interpreter's imports and the server's warm-up. Refused (the fork server starts it)
+    while another Python thread runs here."""
+
+    def record(self) -> str:
+        """The report's ``script.isolation.process``."""
+        return f"child ({self.value}, own process group)"
+
+
 class ChildEnd(enum.Enum):
     FINISHED = "finished"       # exit status 0 and a capture written
     EXITED = "exited"           # ended without a capture: os._exit, or a status != 0
@@ -117,6 +143,7 @@ class ChildResult:
     status: int | None          # exit status, or signal number for SIGNALED
     output: Output
     seconds: float
+    start: Start = Start.FORK_SERVER
 
     def reason(self, timeout: float) -> str:
         """One line for a child that produced no capture."""
@@ -133,18 +160,12 @@ class ChildResult:
                 "(os._exit, or a crash), so there is nothing to prove")
 
 
-def _context():
+def _context(start: Start = Start.FORK_SERVER):
+    if start is Start.FORK:
+        return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([SERVER_MODULE])   # only effective before the server starts
     return ctx
-
-
-def prestart() -> None:
-    """Start the fork server now, so its imports and warm-up overlap the prover's own
-    (a single ``run`` otherwise waits for them in turn). Idempotent."""
-    from multiprocessing import forkserver
-    _context()
-    forkserver.ensure_running()
 
 
 @contextlib.contextmanager
@@ -193,16 +214,27 @@ def _reader(fd: int, tail: OutputTail) -> threading.Thread:
 
 
 def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
-              meanwhile: Callable[[], None] | None = None) -> ChildResult:
+              meanwhile: Callable[[], None] | None = None,
+              start: Start = Start.FORK_SERVER) -> ChildResult:
     """Run ``script`` in a child (cwd, environment and argv as ``python SCRIPT``), the
     capture going into ``outdir``; never longer than ``timeout`` seconds. ``meanwhile``
-    runs in this process while the child does (the prover's own preparations)."""
+    runs in this process while the child does (the prover's own preparations). ``start``:
+    :class:`Start` (``FORK`` only from a process that has proved nothing yet)."""
     from .child import ChildJob, child_main
     from .wire import MANIFEST
-    ctx = _context()
+    if start is Start.FORK and threading.active_count() > 1:
+        start = Start.FORK_SERVER     # a thread here may hold a lock the fork would copy held
+    ctx = _context(start)
     out_r, out_w = ctx.Pipe(duplex=False)
     alive_r, alive_w = ctx.Pipe(duplex=False)
-    job = ChildJob(script, os.getcwd(), dict(os.environ), str(outdir.resolve()))
+    # a fork inherits the prover's ends too: the child closes them first, or the script's
+    # process would hold the pipe that tells it the prover has gone (and its own output)
+    ours = (out_r.fileno(), alive_w.fileno()) if start is Start.FORK else ()
+    job = ChildJob(script, os.getcwd(), dict(os.environ), str(outdir.resolve()), ours)
+    if start is Start.FORK:       # nothing buffered here is written twice by the fork
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
     proc = ctx.Process(target=child_main, args=(job, out_w, alive_r),
                        name="torch-prover-script")
     tail = OutputTail()
@@ -243,4 +275,4 @@ def run_child(script: str, outdir: Path, timeout: float = DEFAULT_TIMEOUT,
         end, status = ChildEnd.FINISHED, 0
     else:
         end, status = ChildEnd.EXITED, code
-    return ChildResult(end, status, tail.output(), seconds)
+    return ChildResult(end, status, tail.output(), seconds, start)

@@ -17,6 +17,7 @@ from ..engine.pytorch_source import from_torch_onnx_ops
 from .case import MODULE_OPS
 from .export import shown_path
 from .nodes import node_lines
+from .process import Start
 from .wire import Capture, Grad, GradSeen, Sink
 
 
@@ -72,9 +73,11 @@ def _missing(module: Any, cap: Capture, prep: Any) -> list[str] | None:
 
 def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: Any,
                   declared: dict[str, Any], output: Any, timeout: float, module: Any = None,
-                  all_ops: bool = False, proved: Collection[int | None] = ()
+                  all_ops: bool = False, proved: Collection[int | None] = (),
+                  process: str = Start.FORK_SERVER.record()
                   ) -> dict[str, Any]:
-    """The ``script`` section (``proved``: the target op's nodes proved, when several)."""
+    """The ``script`` section (``proved``: the target op's nodes proved, when several;
+    ``process``: how the script's process was started, ``process.Start.record``)."""
     info = cap.export
     grads = gradients(prep.names, cap)
     return {
@@ -82,7 +85,7 @@ def script_record(*, path: Path, source: str, cap: Capture, prep: Any, proof: An
         "sha256": hashlib.sha256(source.encode()).hexdigest(),
         "output": output.text,
         "output_truncated": output.record() if output.truncated else None,
-        "isolation": {"process": "child (multiprocessing forkserver, own process group)",
+        "isolation": {"process": process,
                       "timeout_s": timeout, "module": cap.module.format.value,
                       "module_how": cap.module.how, "module_why": cap.module.why or None},
         "directives": _directives(declared, str(prep.case.float_dtype).removeprefix("torch.")),

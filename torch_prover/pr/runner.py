@@ -39,7 +39,7 @@ from typing import Any, TextIO
 from ..errors import CaseError
 from ..preflight import positive_seconds
 from .child import run_script  # noqa: F401 - the in-process capture, for its tests
-from .process import DEFAULT_TIMEOUT, ChildEnd, Output, prestart, run_child
+from .process import DEFAULT_TIMEOUT, ChildEnd, Output, Start, run_child
 from .script_file import ScriptFileError, script_text
 from .nodes import over_nodes
 from .report import script_lines, script_markdown, script_record, shown_output
@@ -116,8 +116,8 @@ SILENT = Stages()
 def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: bool = True,
                  tags=None, tag_source: str = "onnx.defs", timeout: float = DEFAULT_TIMEOUT,
                  echo: TextIO | None = None, debug: bool = False,
-                 all_ops: bool = False, say: Stages = SILENT, node: int | None = None
-                 ) -> ScriptProof:
+                 all_ops: bool = False, say: Stages = SILENT, node: int | None = None,
+                 start: Start = Start.FORK_SERVER) -> ScriptProof:
     """Run the script at ``path`` in a child process (cwd unchanged) and prove what it
     exported, here. The record is the proof record with a ``script`` section (what ran,
     how it was isolated, what the runner changed). UsageError when there is nothing to
@@ -125,7 +125,8 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     every other computing node of the graph too, in context (``ScriptProof.more``). The
     target op used by several nodes: each is proved (the first is ``proof``, the others lead
     ``more``; ``record["script"]["nodes"]`` holds the verdicts over them, :mod:`nodes`);
-    ``node``: prove that node of the op only. ``say``
+    ``node``: prove that node of the op only; ``start``: how the script's process starts
+    (``process.Start``: ``FORK`` only from a process that has proved nothing yet). ``say``
     gets one line per stage (``run`` prints them on stderr: a first run waits seconds for the
     script's process to import torch, and a silent wait looks like a hang)."""
     from ..engine.prove import prove_case
@@ -139,7 +140,10 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     with tempfile.TemporaryDirectory(prefix="torch-prover-run-") as tmp:
         where = Path(tmp)
         say(f"running {path.name} in its own process (timeout {timeout:g} s)")
-        child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader)
+        if start is Start.FORK:   # before the fork: the child then inherits torch._dynamo,
+            ready_loader()        # which it imports anyway (child.torch_disable), not again
+        child = run_child(os.fspath(path), where, timeout, meanwhile=ready_loader,
+                          start=start)
         say(f"{path.name} {child.end.value} after {child.seconds:.1f} s")
         if echo is not None and (child.output.text or child.output.truncated):
             say.done()      # the script's own output starts on a line of its own
@@ -178,7 +182,8 @@ def prove_script(path: str | os.PathLike, *, op: str | None = None, numeric: boo
     rec["script"] = script_record(path=path, source=source, cap=cap, prep=prep, proof=proof,
                                   declared=declared.set(), output=child.output,
                                   timeout=timeout, module=module, all_ops=all_ops,
-                                  proved={p.node for p in same})
+                                  proved={p.node for p in same},
+                                  process=child.start.record())
     rec["script"]["nodes"] = over_nodes(prep.case.op, [(p.node, p.record()) for p in same]) \
         if len(same) > 1 else None
     rec["script"]["export"]["file_changed"] = file_changed(cap.export)
@@ -287,8 +292,6 @@ def cmd_run(args) -> int:
     from ..errors import EXIT_FINDING, EXIT_OK, EXIT_USAGE
     check_arguments(args.script, args.op, args.timeout)
     say = StageLine(sys.stderr, quiet=getattr(args, "quiet", False))
-    say("starting the script's process (it imports torch and warms the exporter once)")
-    prestart()                      # the fork server warms up while the prover loads
     tags, label = _tags(args.tags_from)
     fmt = args.format
     echo = sys.stdout if fmt == "text" else sys.stderr   # stdout stays pure JSON / Markdown
@@ -296,7 +299,10 @@ def cmd_run(args) -> int:
     done = prove_script(args.script, op=args.op, numeric=not args.no_numeric, tags=tags,
                         tag_source=label, timeout=args.timeout, echo=echo,
                         debug=getattr(args, "debug", False), all_ops=all_ops, say=say,
-                        node=getattr(args, "node", None))
+                        node=getattr(args, "node", None),
+                        # alone in its own process, nothing proved yet: fork it from here
+                        start=Start.FORK if getattr(args, "own_process", False)
+                        else Start.FORK_SERVER)
     say.done()
     rec = done.record
     more = [p.record() for p in done.more]

@@ -2,8 +2,9 @@
 
 Why a module that acts on import: multiprocessing's forkserver takes only a list of module
 names to prepare itself with (``set_forkserver_preload``), and nothing else imports this
-one. Every proof script's process is a fork of that server, so whatever is done here once
-is done for all of them: the imports (torch, onnx, onnxscript, the exporter, the child's
+one. Every proof script's process a library call or a sweep starts is a fork of that server
+(the console ``run`` forks its one script from itself: ``process.Start``), so whatever is
+done here once is done for all of them: the imports (torch, onnx, onnxscript, the exporter, the child's
 code), and one tiny export of each kind the scripts use -- the torch.export-based exporter,
 the TorchScript exporter, ``torch.export.export`` and ``torch.jit.trace`` -- which builds
 the exporter's lazily built state. Without it each script's first export pays that again
