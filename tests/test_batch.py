@@ -405,3 +405,26 @@ def test_every_failure_kind_of_a_failed_case_is_its_variants_kind():
                              "print('torch_prover.engine.prove' in sys.modules)"],
                             capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def _answers():
+    return {"answer": [1, 2]}
+
+
+def _fails():
+    raise RuntimeError("the work beside the batch failed")
+
+
+def _killed():
+    os.kill(os.getpid(), 9)
+
+
+@pytest.mark.parametrize("beside, expected", [(_answers, {"answer": [1, 2]}), (_fails, None),
+                                              (_killed, None)])
+def test_what_the_work_beside_the_batch_returns_reaches_the_parent(beside, expected):
+    """ONNX's points are measured beside the batch (issue 43): what that process returns is
+    the batch's ``beside``; when it raises or is killed it is None (the parent then does
+    the work itself) and the batch's records are proved all the same."""
+    res = run_batch([_bad("bad_raises", raises)], BatchOptions(jobs=2, timeout=30), beside)
+    assert res.beside == expected
+    assert res.records[0]["status"] == "error" and "boom" in res.records[0]["error"]

@@ -23,6 +23,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Sequence
 
 from ..case import Case
+from . import timeline
 from .cache import cache_get, cache_put
 from .one_case import SETTLED, BatchOptions, Failure, error_record, prove_one
 
@@ -36,6 +37,7 @@ class BatchResult:
     seconds: dict[str, float] = field(default_factory=dict)   # case -> wall time in its worker
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
     warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
+    beside: Any = None   # what the work beside the batch returned (None: not done)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -90,12 +92,13 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
             index = conn.recv()
             if index is None:
                 break
-            t0 = time.perf_counter()
+            t0, at = time.perf_counter(), time.time()
             rec, files = prove_one(todo[index], opts)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             conn.send_bytes(json.dumps({"record": rec, "files": files,
                                         "seconds": time.perf_counter() - t0,
-                                        "rss_mib": rss}).encode())
+                                        "rss_mib": rss, "began": at,
+                                        "ended": timeline.stamp()}).encode())
     except (EOFError, OSError):
         pass
     finally:
@@ -170,6 +173,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
     dynamo = [c.export_opset for c in cases if c.exporter == "dynamo"]
     if len(dynamo) >= FAST_EXPORT_FROM:
         fast_export.enable()
+        timeline.mark("warm-up: fast path probed")
         fast_export.prewarm(dynamo)
     elif not fast_export.STATE.enabled:
         fast_export.STATE.why = (f"not switched on: {len(dynamo)} dynamo export(s), fewer "
@@ -178,46 +182,67 @@ def _warm_up(cases: Sequence[Case]) -> str:
     return fast_export.STATE.why
 
 
-def _beside(target: Callable[[], None], parent_pid: int) -> None:
-    """A forked process running ``target`` beside the batch, dying with the parent."""
+def _beside(target: Callable[[], Any], parent_pid: int, conn, inherited) -> None:
+    """A forked process running ``target`` beside the batch, dying with the parent; what
+    it returns (JSON) goes back on ``conn`` with its end for the timeline."""
+    inherited.close()   # the parent's end: the parent's own death then ends a blocked send
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.dup2(devnull, 1)
     try:
-        target()
-    finally:
+        value = target()
+        conn.send_bytes(json.dumps({"value": value, "ended": timeline.stamp()}).encode())
+    finally:   # an exception: nothing sent, the parent reads EOF and does the work itself
         os._exit(0)
 
 
-def _start_beside(target: Callable[[], None] | None):
+def _start_beside(target: Callable[[], Any] | None):
     if target is None:
         return None
-    proc = multiprocessing.get_context("fork").Process(
-        target=_beside, args=(target, os.getpid()), daemon=True)
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_beside, args=(target, os.getpid(), theirs, ours), daemon=True)
     proc.start()
+    theirs.close()   # so its death reads as EOF here, and no worker inherits it
+    proc.answer = ours   # type: ignore[attr-defined]
+    timeline.mark(f"beside the batch: process {proc.pid} forked")
     return proc
 
 
-def _end_beside(proc, timeout: float) -> None:
+def _end_beside(proc, timeout: float) -> Any:
     """Wait for the process beside the batch (at most ``timeout``), then make sure it is
-    gone: what it leaves unfinished its caller does itself."""
+    gone; what it returned, or None: what it leaves unfinished its caller does itself."""
     if proc is None:
-        return
-    proc.join(timeout)
+        return None
+    value = None
+    try:
+        if proc.answer.poll(timeout):
+            msg = json.loads(proc.answer.recv_bytes())
+            value, end = msg["value"], msg["ended"]
+            timeline.mark("beside the batch: done", end["at"], end["cpu"], end["pid"])
+    except (EOFError, OSError, ValueError):
+        value = None
+    finally:
+        proc.answer.close()
+    proc.join(5 if value is not None else 0)
     if proc.exitcode is None:
         proc.kill()
         proc.join()
+    timeline.mark("beside the batch: reaped (children's CPU %.2f s)" % timeline.children_cpu())
+    return value
 
 
 def run_batch(cases: Sequence[Case], opts: BatchOptions,
-              beside: Callable[[], None] | None = None) -> BatchResult:
+              beside: Callable[[], Any] | None = None) -> BatchResult:
     """Prove ``cases`` (the cached ones read back). ``beside``: work the run needs after the
-    batch that does not depend on it (ONNX's points' collection, batch/verify.py), run in a
-    forked process from before the exporter's warm-up until the workers are done, so it
-    fills the cores the warm-up and the last cases leave idle; only when a case is proved."""
+    batch that does not depend on it (ONNX's points, batch/verify.py), run in a forked
+    process from before the exporter's warm-up until the workers are done, so it fills the
+    cores the warm-up and the last cases leave idle; only when a case is proved. What it
+    returns (JSON) is ``BatchResult.beside``."""
     start = time.perf_counter()
+    timeline.mark("batch: start (cache lookups)")
     records: dict[str, dict[str, Any]] = {}
     todo: list[Case] = []
     for case in cases:
@@ -233,8 +258,10 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions,
         from ..output.evidence import sweep_temporaries
         helper = _start_beside(beside)
         try:
+            timeline.mark("warm-up: start")
             with _sigint_after():
                 result.fast_export = _warm_up(todo)
+            timeline.mark("warm-up: end")
             ops = {c.op for c in todo}
             if opts.out is not None:
                 sweep_temporaries(opts.out, ops)
@@ -246,9 +273,10 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions,
         except BaseException:
             _end_beside(helper, 0)   # the run is stopping (an error, Ctrl-C): at once
             raise
-        _end_beside(helper, opts.timeout)
+        result.beside = _end_beside(helper, opts.timeout)
     result.records = [records[c.name] for c in cases]
     result.wall_time_s = time.perf_counter() - start
+    timeline.mark("batch: end")
     return result
 
 
@@ -306,6 +334,8 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                         rec, files = msg["record"], msg["files"]
                         result.seconds[case.name] = msg["seconds"]
                         result.peak_rss_mib[case.name] = msg["rss_mib"]
+                        if timeline.ON:
+                            timeline.worker_case(msg, case.name)
                     except (EOFError, OSError, ValueError):
                         sl.proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
@@ -340,12 +370,15 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 done += 1
                 if opts.progress:
                     opts.progress(done, total, case.name)
+        timeline.mark("workers: last case received")
         for sl in slots:
             try:
                 sl.conn.send(None)
             except OSError:
                 pass
             retire(sl, kill=False)
+        timeline.workers_done()
+        timeline.mark("workers: reaped (children's CPU %.2f s)" % timeline.children_cpu())
     finally:
         for sl in slots:   # the parent is leaving early (an exception, Ctrl-C): reap all
             if sl.proc.exitcode is None:
