@@ -27,9 +27,8 @@ def started() -> float:
         from pathlib import Path
         fields = Path("/proc/self/stat").read_text().rpartition(")")[2].split()
         ticks = int(fields[19])   # field 22, starttime: clock ticks since boot
-        boot = next(float(line.split()[1]) for line in
-                    Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
+        up = float(Path("/proc/uptime").read_text().split()[0])   # /proc/stat's btime: whole s
+        return time.time() - (up - ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError, StopIteration):
         return time.time()
 
