@@ -285,11 +285,12 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
     """Prove ``todo`` in forked workers; whatever happens here, no worker outlives it."""
     ctx = multiprocessing.get_context("fork")
     slots: list[_Slot] = []
+    ahead: dict[int, _Slot] = {}   # slot -> its successor, forked while it proves its last case
     parent_pid = os.getpid()
 
     def spawn() -> _Slot:
         parent, child = ctx.Pipe(duplex=True)
-        inherited = [sl.conn for sl in slots] + [parent]
+        inherited = [sl.conn for sl in slots] + [sl.conn for sl in ahead.values()] + [parent]
         proc = ctx.Process(target=_worker, args=(todo, opts, child, inherited, parent_pid),
                            daemon=True)
         proc.start()
@@ -314,12 +315,14 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
         queue = list(range(len(todo)))
         tried = [0] * len(todo)   # retries spent per case (a crash or a timeout)
         while queue or any(sl.index is not None for sl in slots):
-            for sl in slots:
+            for k, sl in enumerate(slots):
                 if sl.index is None and queue:
                     sl.index, sl.started = queue.pop(_next_of(queue, todo, sl.family)), \
                         time.perf_counter()
                     sl.family = todo[sl.index].variant_of or todo[sl.index].name
                     sl.conn.send(sl.index)
+                    if sl.proved == CASES_PER_WORKER - 1 and queue and k not in ahead:
+                        ahead[k] = spawn()   # its last case: no core idles through the fork
             busy = [sl for sl in slots if sl.index is not None]
             ready = wait([sl.conn for sl in busy], timeout=0.5)
             now = time.perf_counter()
@@ -354,7 +357,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 sl.index, sl.proved = None, sl.proved + 1
                 if replace:
                     retire(sl, kill=True)
-                    slots[k] = spawn()
+                    slots[k] = ahead.pop(k, None) or spawn()
                     if tried[index] < RETRIES:   # a dead or hung worker: once more, fresh
                         tried[index] += 1
                         queue.insert(0, index)
@@ -362,7 +365,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 elif sl.proved >= CASES_PER_WORKER and queue:   # a fresh heap (see above)
                     sl.conn.send(None)
                     retire(sl, kill=False)
-                    slots[k] = spawn()
+                    slots[k] = ahead.pop(k, None) or spawn()
                 records[case.name] = rec
                 warning = cache_put(case, opts, rec, files, bool(rec.pop(SETTLED, False)))
                 if warning and warning not in result.warnings:
@@ -371,7 +374,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 if opts.progress:
                     opts.progress(done, total, case.name)
         timeline.mark("workers: last case received")
-        for sl in slots:
+        for sl in slots + list(ahead.values()):
             try:
                 sl.conn.send(None)
             except OSError:
@@ -380,6 +383,6 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
         timeline.workers_done()
         timeline.mark("workers: reaped (children's CPU %.2f s)" % timeline.children_cpu())
     finally:
-        for sl in slots:   # the parent is leaving early (an exception, Ctrl-C): reap all
+        for sl in slots + list(ahead.values()):   # leaving early (an exception, Ctrl-C): reap all
             if sl.proc.exitcode is None:
                 retire(sl, kill=True)
