@@ -128,9 +128,13 @@ def _tries(retried: int) -> str:
     return f" (tried {retried + 1} times)" if retried else ""
 
 
-CASES_PER_WORKER = 40
+CASES_PER_WORKER = 80
 """A worker is replaced after this many cases: its heap grows with each export (the
-exporter's and onnxruntime's caches), and an all-versions run gives it ~330 cases."""
+exporter's and onnxruntime's caches), and an all-versions run gives it ~330 cases. Each
+replacement costs CPU (the new worker re-faults the parent's pages and rebuilds what the
+old one had memoised): at 40, a cold default run's workers took 28.5 s of CPU, at 80
+26.5-26.8 s; the peak RSS per worker, default 519 and 511-518 MiB, all versions 549 and
+555 MiB (docs/performance.md: <= 600 MiB), the evidence identical (issue 43)."""
 
 
 @contextlib.contextmanager
