@@ -48,3 +48,35 @@ def test_what_it_did_not_measure_the_parent_measures(ahead):
     assert points_ahead.take(None, keys, 4, False) is None       # the process gave nothing
     some = {**payload, "by_version": payload["by_version"][1:]}  # a version it did not measure
     assert points_ahead.take(some, keys, 4, False) is None
+
+
+DIGEST = """
+import hashlib, sys
+from torch_prover.engine.onnx_points import source
+from onnx.backend.test.case import base
+if sys.argv[1] == "bare":
+    with source.without_snippets():
+        tests = source.installed(["Clip", "LpPool"])
+    assert base.process_snippet.__module__ == base.__name__   # put back
+else:
+    tests = source.installed(["Clip", "LpPool"])
+h = hashlib.sha256()
+for t in tests:
+    h.update(repr((t.name, t.op, getattr(t, "version", None))).encode())
+    h.update(getattr(t, "model", b""))
+    for ins, outs in getattr(t, "data_sets", ()):
+        for x in (*ins, *outs):
+            h.update(str((x.dtype, x.shape)).encode() + x.tobytes())
+print(len(tests), h.hexdigest())
+"""
+
+
+def test_tests_collected_without_snippets_are_the_same_tests():
+    """The process beside the batch collects without onnx's docs snippets
+    (``source.without_snippets``): each in a fresh process (a generator module is built
+    once per process), the same tests, models and values, byte for byte."""
+    import subprocess
+    import sys
+    got = [subprocess.run([sys.executable, "-c", DIGEST, how], capture_output=True, text=True,
+                          check=True).stdout.split() for how in ("bare", "stock")]
+    assert got[0] == got[1] and int(got[0][0]) > 10

@@ -204,7 +204,8 @@ def collecting(cache_dir: Path, cases: Iterable[Any], per_version: int = PER_VER
 
 def _ahead(cache_dir: Path, ops: list[str], keys: list[tuple[str, int]], per_version: int
            ) -> dict[str, Any]:
-    tests, warning = installed_tests(cache_dir, ops)
+    with points_source.without_snippets():   # this process collects and exits
+        tests, warning = installed_tests(cache_dir, ops)
     by, _ = _measure(_usable(tests, keys)[0], per_version, False)
     return points_ahead.payload(ops, tests, by, per_version, warning)
 
