@@ -405,3 +405,48 @@ def test_every_failure_kind_of_a_failed_case_is_its_variants_kind():
                              "print('torch_prover.engine.prove' in sys.modules)"],
                             capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def _answers():
+    return {"answer": [1, 2]}
+
+
+def _fails():
+    raise RuntimeError("the work beside the batch failed")
+
+
+def _killed():
+    os.kill(os.getpid(), 9)
+
+
+@pytest.mark.parametrize("beside, expected", [(_answers, {"answer": [1, 2]}), (_fails, None),
+                                              (_killed, None)])
+def test_what_the_work_beside_the_batch_returns_reaches_the_parent(beside, expected):
+    """ONNX's points are measured beside the batch (issue 43): what that process returns is
+    the batch's ``beside``; when it raises or is killed it is None (the parent then does
+    the work itself) and the batch's records are proved all the same."""
+    res = run_batch([_bad("bad_raises", raises)], BatchOptions(jobs=2, timeout=30), beside)
+    assert res.beside == expected
+    assert res.records[0]["status"] == "error" and "boom" in res.records[0]["error"]
+
+
+def tells_pid(x):
+    raise ValueError(f"pid {os.getpid()}")
+
+
+def test_a_worker_is_replaced_by_one_forked_while_it_proves_its_last_case(monkeypatch):
+    """A worker is replaced after CASES_PER_WORKER cases by one forked while it proves the
+    last of them (issue 43: no core idles through the fork); one that dies in that case is
+    replaced the same way and the case is tried again; no process is left behind."""
+    import multiprocessing
+    from torch_prover.batch import pool
+    monkeypatch.setattr(pool, "CASES_PER_WORKER", 2)
+    cases = [_bad(f"bad_pid_{i}", tells_pid) for i in range(5)]
+    res = run_batch(cases, BatchOptions(jobs=1, timeout=30))
+    pids = [r["error"].rpartition("pid ")[2].split()[0] for r in res.records]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4] and len(set(pids)) == 3
+    dying = [cases[0], _bad("bad_dies", dies), cases[2]]
+    res = run_batch(dying, BatchOptions(jobs=1, timeout=30))
+    assert [r["failure"] for r in res.records] == ["case error", "worker died", "case error"]
+    assert "tried 2 times" in res.records[1]["error"]
+    assert multiprocessing.active_children() == []

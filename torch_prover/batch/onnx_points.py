@@ -34,12 +34,13 @@ import onnx
 
 from ..engine.onnx_points import source as points_source
 from ..engine.onnx_points.judge import cell_state
-from ..engine.onnx_points.store import generators_digest, installed_tests, prefetch
+from ..engine.onnx_points.store import generators_digest, installed_tests
 from ..engine.onnx_points.witness import TestWitness, choose, measure_test
 from ..engine.record import versions as installed_versions
 from ..engine.rules.verdict import Rule
 from ..compat import StrEnum
 from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
+from . import points_ahead, timeline
 
 PER_VERSION = 4
 FORMAT = 1
@@ -150,11 +151,13 @@ def _from_cache(path: Path) -> tuple[dict, dict, frozenset] | None:
 
 def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
                       body: bool = False, keys: Collection[tuple[str, int]] | None = None,
-                      ops: Collection[str] | None = None) -> PointsRun:
+                      ops: Collection[str] | None = None,
+                      ahead: Mapping[str, Any] | None = None) -> PointsRun:
     """The installed onnx's node tests, measured (from the cache when it holds them);
     ``body``: the function-body witness too (case-free verdicts). ``keys``: only those
     (op, schema version)s' tests are measured, and only their ops' tests collected; else
-    ``ops``: only those ops' (None: every test)."""
+    ``ops``: only those ops' (None: every test). ``ahead``: what ``collecting`` measured
+    beside the batch, used when it holds every one of ``keys`` (``points_ahead.take``)."""
     label = f"onnx {onnx.__version__} (installed): onnx.backend.test.case.node"
     keys = sorted(set(keys)) if keys is not None else None
     ops = sorted({op for op, _ in keys} if keys is not None else set(ops)) \
@@ -164,10 +167,14 @@ def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
     if cached is not None:
         by, skips, tested = cached
         return PointsRun(label, per_version, by, skips, (), tested=tested)
-    tests, warning = installed_tests(cache_dir, ops)
-    chosen, tested = _usable(tests, keys, ops)
-    by, skips = _measure(chosen, per_version, body)
-    notes = [warning] if warning else []
+    got = points_ahead.take(ahead, keys, per_version, body)   # measured beside the batch
+    if got is not None:
+        by, skips, tested, notes = got
+    else:
+        tests, warning = installed_tests(cache_dir, ops)
+        chosen, tested = _usable(tests, keys, ops)
+        by, skips = _measure(chosen, per_version, body)
+        notes = [warning] if warning else []
     if path is not None:
         from ..output.evidence import write_text
         saved = {"by_version": [{"op": op, "version": v, "tests": [w.as_dict() for w in ws]}
@@ -178,17 +185,29 @@ def measure_installed(cache_dir: Path | None, per_version: int = PER_VERSION,
         except OSError as exc:
             notes.append(f"cache {cache_dir} not written ({exc.strerror or exc}); "
                          "ONNX's points are kept")
+    timeline.mark("ONNX's points: measured")
     return PointsRun(label, per_version, by, skips, tuple(notes), tested=tested)
 
 
-def collecting(cache_dir: Path, cases: Iterable[Any]) -> Callable[[], None]:
-    """The collection of the installed onnx's tests for ``cases``' ops, to run beside
-    verify-all's batch (``pool.run_batch``'s ``beside``): it writes them to the cache
-    (``store.prefetch``), which ``measure_installed`` then reads instead of collecting them
-    after the batch (~8 s of CPU in a cold default run, while a core idled through the
-    exporter's warm-up). Not with ``--jobs 1``: one process at work was asked for."""
-    return functools.partial(prefetch, cache_dir, sorted({c.op for c in cases
-                                                          if c.domain == ""}))
+def collecting(cache_dir: Path, cases: Iterable[Any], per_version: int = PER_VERSION
+               ) -> Callable[[], dict[str, Any]]:
+    """ONNX's points of ``cases``, collected and measured beside verify-all's batch
+    (``pool.run_batch``'s ``beside``): the installed onnx's tests of their ops, written to
+    the cache (``store``) -- ~8 s of CPU in a cold default run, while a core idled through
+    the exporter's warm-up -- and the tests of the schema versions the cases are of,
+    measured (``points_ahead``: ~1.5 s the parent would spend after the batch). Not with
+    ``--jobs 1``: one process at work was asked for."""
+    cases = list(cases)
+    return functools.partial(_ahead, cache_dir, sorted({c.op for c in cases if c.domain == ""}),
+                             points_ahead.predicted(cases), per_version)
+
+
+def _ahead(cache_dir: Path, ops: list[str], keys: list[tuple[str, int]], per_version: int
+           ) -> dict[str, Any]:
+    with points_source.without_snippets():   # this process collects and exits
+        tests, warning = installed_tests(cache_dir, ops)
+    by, _ = _measure(_usable(tests, keys)[0], per_version, False)
+    return points_ahead.payload(ops, tests, by, per_version, warning)
 
 
 def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skipped],
@@ -255,15 +274,17 @@ def measure_generated(checkout: Path, ops: Iterable[str], per_version: int = PER
 def measured(onnx_src: str | None, cache_dir: str | None, per_version: int, body: bool,
              keys: Collection[tuple[str, int]] | None = None,
              ops: Collection[str] | None = None,
-             new: Mapping[str, Any] | None = None) -> PointsRun:
+             new: Mapping[str, Any] | None = None,
+             ahead: Mapping[str, Any] | None = None) -> PointsRun:
     """A run's points: with ``--onnx-src`` the checkout's committed tests, else (a checkout
     after onnx #7959) the tests its generators write for the ops asked; without it the
     installed onnx's. Never one in place of another: a checkout with neither is refused
     before any work (``origin_of``). ``keys``/``ops``: only what the run needs
-    (``measure_installed``); ``new``: ops the installed onnx lacks (``measure_generated``)."""
+    (``measure_installed``); ``new``: ops the installed onnx lacks (``measure_generated``);
+    ``ahead``: what was measured beside the batch (``collecting``)."""
     if onnx_src is None:
         return measure_installed(Path(cache_dir) if cache_dir is not None else None,
-                                 per_version, body, keys, ops)
+                                 per_version, body, keys, ops, ahead)
     if (Path(onnx_src) / points_source.NODE_DATA).is_dir():
         run = measure_checkout(Path(onnx_src), per_version, body, keys, ops)
         return replace(run, origin=PointsOrigin.COMMITTED)

@@ -23,6 +23,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Sequence
 
 from ..case import Case
+from . import timeline
 from .cache import cache_get, cache_put
 from .one_case import SETTLED, BatchOptions, Failure, error_record, prove_one
 
@@ -36,6 +37,7 @@ class BatchResult:
     seconds: dict[str, float] = field(default_factory=dict)   # case -> wall time in its worker
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
     warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
+    beside: Any = None   # what the work beside the batch returned (None: not done)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -90,12 +92,13 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
             index = conn.recv()
             if index is None:
                 break
-            t0 = time.perf_counter()
+            t0, at = time.perf_counter(), time.time()
             rec, files = prove_one(todo[index], opts)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             conn.send_bytes(json.dumps({"record": rec, "files": files,
                                         "seconds": time.perf_counter() - t0,
-                                        "rss_mib": rss}).encode())
+                                        "rss_mib": rss, "began": at,
+                                        "ended": timeline.stamp()}).encode())
     except (EOFError, OSError):
         pass
     finally:
@@ -125,9 +128,13 @@ def _tries(retried: int) -> str:
     return f" (tried {retried + 1} times)" if retried else ""
 
 
-CASES_PER_WORKER = 40
+CASES_PER_WORKER = 80
 """A worker is replaced after this many cases: its heap grows with each export (the
-exporter's and onnxruntime's caches), and an all-versions run gives it ~330 cases."""
+exporter's and onnxruntime's caches), and an all-versions run gives it ~330 cases. Each
+replacement costs CPU (the new worker re-faults the parent's pages and rebuilds what the
+old one had memoised): at 40, a cold default run's workers took 28.5 s of CPU, at 80
+26.5-26.8 s; the peak RSS per worker, default 519 and 511-518 MiB, all versions 549 and
+555 MiB (docs/performance.md: <= 600 MiB), the evidence identical (issue 43)."""
 
 
 @contextlib.contextmanager
@@ -170,6 +177,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
     dynamo = [c.export_opset for c in cases if c.exporter == "dynamo"]
     if len(dynamo) >= FAST_EXPORT_FROM:
         fast_export.enable()
+        timeline.mark("warm-up: fast path probed")
         fast_export.prewarm(dynamo)
     elif not fast_export.STATE.enabled:
         fast_export.STATE.why = (f"not switched on: {len(dynamo)} dynamo export(s), fewer "
@@ -178,46 +186,67 @@ def _warm_up(cases: Sequence[Case]) -> str:
     return fast_export.STATE.why
 
 
-def _beside(target: Callable[[], None], parent_pid: int) -> None:
-    """A forked process running ``target`` beside the batch, dying with the parent."""
+def _beside(target: Callable[[], Any], parent_pid: int, conn, inherited) -> None:
+    """A forked process running ``target`` beside the batch, dying with the parent; what
+    it returns (JSON) goes back on ``conn`` with its end for the timeline."""
+    inherited.close()   # the parent's end: the parent's own death then ends a blocked send
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.dup2(devnull, 1)
     try:
-        target()
-    finally:
+        value = target()
+        conn.send_bytes(json.dumps({"value": value, "ended": timeline.stamp()}).encode())
+    finally:   # an exception: nothing sent, the parent reads EOF and does the work itself
         os._exit(0)
 
 
-def _start_beside(target: Callable[[], None] | None):
+def _start_beside(target: Callable[[], Any] | None):
     if target is None:
         return None
-    proc = multiprocessing.get_context("fork").Process(
-        target=_beside, args=(target, os.getpid()), daemon=True)
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_beside, args=(target, os.getpid(), theirs, ours), daemon=True)
     proc.start()
+    theirs.close()   # so its death reads as EOF here, and no worker inherits it
+    proc.answer = ours   # type: ignore[attr-defined]
+    timeline.mark(f"beside the batch: process {proc.pid} forked")
     return proc
 
 
-def _end_beside(proc, timeout: float) -> None:
+def _end_beside(proc, timeout: float) -> Any:
     """Wait for the process beside the batch (at most ``timeout``), then make sure it is
-    gone: what it leaves unfinished its caller does itself."""
+    gone; what it returned, or None: what it leaves unfinished its caller does itself."""
     if proc is None:
-        return
-    proc.join(timeout)
+        return None
+    value = None
+    try:
+        if proc.answer.poll(timeout):
+            msg = json.loads(proc.answer.recv_bytes())
+            value, end = msg["value"], msg["ended"]
+            timeline.mark("beside the batch: done", end["at"], end["cpu"], end["pid"])
+    except (EOFError, OSError, ValueError):
+        value = None
+    finally:
+        proc.answer.close()
+    proc.join(5 if value is not None else 0)
     if proc.exitcode is None:
         proc.kill()
         proc.join()
+    timeline.mark("beside the batch: reaped (children's CPU %.2f s)" % timeline.children_cpu())
+    return value
 
 
 def run_batch(cases: Sequence[Case], opts: BatchOptions,
-              beside: Callable[[], None] | None = None) -> BatchResult:
+              beside: Callable[[], Any] | None = None) -> BatchResult:
     """Prove ``cases`` (the cached ones read back). ``beside``: work the run needs after the
-    batch that does not depend on it (ONNX's points' collection, batch/verify.py), run in a
-    forked process from before the exporter's warm-up until the workers are done, so it
-    fills the cores the warm-up and the last cases leave idle; only when a case is proved."""
+    batch that does not depend on it (ONNX's points, batch/verify.py), run in a forked
+    process from before the exporter's warm-up until the workers are done, so it fills the
+    cores the warm-up and the last cases leave idle; only when a case is proved. What it
+    returns (JSON) is ``BatchResult.beside``."""
     start = time.perf_counter()
+    timeline.mark("batch: start (cache lookups)")
     records: dict[str, dict[str, Any]] = {}
     todo: list[Case] = []
     for case in cases:
@@ -233,8 +262,10 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions,
         from ..output.evidence import sweep_temporaries
         helper = _start_beside(beside)
         try:
+            timeline.mark("warm-up: start")
             with _sigint_after():
                 result.fast_export = _warm_up(todo)
+            timeline.mark("warm-up: end")
             ops = {c.op for c in todo}
             if opts.out is not None:
                 sweep_temporaries(opts.out, ops)
@@ -246,9 +277,10 @@ def run_batch(cases: Sequence[Case], opts: BatchOptions,
         except BaseException:
             _end_beside(helper, 0)   # the run is stopping (an error, Ctrl-C): at once
             raise
-        _end_beside(helper, opts.timeout)
+        result.beside = _end_beside(helper, opts.timeout)
     result.records = [records[c.name] for c in cases]
     result.wall_time_s = time.perf_counter() - start
+    timeline.mark("batch: end")
     return result
 
 
@@ -257,11 +289,12 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
     """Prove ``todo`` in forked workers; whatever happens here, no worker outlives it."""
     ctx = multiprocessing.get_context("fork")
     slots: list[_Slot] = []
+    ahead: dict[int, _Slot] = {}   # slot -> its successor, forked while it proves its last case
     parent_pid = os.getpid()
 
     def spawn() -> _Slot:
         parent, child = ctx.Pipe(duplex=True)
-        inherited = [sl.conn for sl in slots] + [parent]
+        inherited = [sl.conn for sl in slots] + [sl.conn for sl in ahead.values()] + [parent]
         proc = ctx.Process(target=_worker, args=(todo, opts, child, inherited, parent_pid),
                            daemon=True)
         proc.start()
@@ -286,12 +319,14 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
         queue = list(range(len(todo)))
         tried = [0] * len(todo)   # retries spent per case (a crash or a timeout)
         while queue or any(sl.index is not None for sl in slots):
-            for sl in slots:
+            for k, sl in enumerate(slots):
                 if sl.index is None and queue:
                     sl.index, sl.started = queue.pop(_next_of(queue, todo, sl.family)), \
                         time.perf_counter()
                     sl.family = todo[sl.index].variant_of or todo[sl.index].name
                     sl.conn.send(sl.index)
+                    if sl.proved == CASES_PER_WORKER - 1 and queue and k not in ahead:
+                        ahead[k] = spawn()   # its last case: no core idles through the fork
             busy = [sl for sl in slots if sl.index is not None]
             ready = wait([sl.conn for sl in busy], timeout=0.5)
             now = time.perf_counter()
@@ -306,6 +341,8 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                         rec, files = msg["record"], msg["files"]
                         result.seconds[case.name] = msg["seconds"]
                         result.peak_rss_mib[case.name] = msg["rss_mib"]
+                        if timeline.ON:
+                            timeline.worker_case(msg, case.name)
                     except (EOFError, OSError, ValueError):
                         sl.proc.join(5)
                         rec = error_record(case, f"{case.op}/{case.name}: worker died "
@@ -324,7 +361,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 sl.index, sl.proved = None, sl.proved + 1
                 if replace:
                     retire(sl, kill=True)
-                    slots[k] = spawn()
+                    slots[k] = ahead.pop(k, None) or spawn()
                     if tried[index] < RETRIES:   # a dead or hung worker: once more, fresh
                         tried[index] += 1
                         queue.insert(0, index)
@@ -332,7 +369,7 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 elif sl.proved >= CASES_PER_WORKER and queue:   # a fresh heap (see above)
                     sl.conn.send(None)
                     retire(sl, kill=False)
-                    slots[k] = spawn()
+                    slots[k] = ahead.pop(k, None) or spawn()
                 records[case.name] = rec
                 warning = cache_put(case, opts, rec, files, bool(rec.pop(SETTLED, False)))
                 if warning and warning not in result.warnings:
@@ -340,13 +377,16 @@ def _run_workers(todo: Sequence[Case], opts: BatchOptions, records: dict[str, An
                 done += 1
                 if opts.progress:
                     opts.progress(done, total, case.name)
-        for sl in slots:
+        timeline.mark("workers: last case received")
+        for sl in slots + list(ahead.values()):
             try:
                 sl.conn.send(None)
             except OSError:
                 pass
             retire(sl, kill=False)
+        timeline.workers_done()
+        timeline.mark("workers: reaped (children's CPU %.2f s)" % timeline.children_cpu())
     finally:
-        for sl in slots:   # the parent is leaving early (an exception, Ctrl-C): reap all
+        for sl in slots + list(ahead.values()):   # leaving early (an exception, Ctrl-C): reap all
             if sl.proc.exitcode is None:
                 retire(sl, kill=True)

@@ -265,8 +265,8 @@ def run(prepared: Prepared) -> Outcome:
     beside = None
     if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and req.jobs > 1 \
             and not req.case_free and req.onnx_src is None and req.cache_dir is not None:
-        from .onnx_points import collecting   # ONNX's points' tests, beside the batch
-        beside = collecting(Path(req.cache_dir), todo)
+        from .onnx_points import collecting   # ONNX's points, beside the batch
+        beside = collecting(Path(req.cache_dir), todo, req.onnx_points)
     result = run_batch(todo, opts, beside) if todo else None
     case_less_ops = case_less(list(prepared.entries), prepared.case_less_selected, tags)
     records = result.records if result else []
@@ -289,12 +289,13 @@ def run(prepared: Prepared) -> Outcome:
         if prepared.selection.kind == "all":
             warnings += write_versions(prepared.out, rep["versions"])
     if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT:
-        warnings += _onnx_points(rep, req, prepared.selection, tags)
+        warnings += _onnx_points(rep, req, prepared.selection, tags,
+                                 result.beside if result else None)
     from .summary import exit_code
     return Outcome(rep, tuple(warnings), tuple(removed), exit_code(rep))
 
 
-def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -> list[str]:
+def _onnx_points(rep: dict, req: Request, selection: Any, tags: Any, ahead=None) -> list[str]:
     """The third numeric witness (``batch/onnx_points.py``) after the evidence is written, or
     with ``--case-free`` the verdicts it and the function bodies give alone."""
     from ..preflight import op_names
@@ -306,7 +307,8 @@ def _onnx_points(rep: dict[str, Any], req: Request, selection: Any, tags: Any) -
         rep["case_free"] = case_free.section(run, selection, req.ops, tags)
     else:   # only the versions the run's cells are of: their ops' tests alone are collected
         keys = {(c.op, c.version) for c in onnx_points.cells_of(rep)}
-        run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, False, keys)
+        run = onnx_points.measured(req.onnx_src, req.cache_dir, req.onnx_points, False, keys,
+                                   ahead=ahead)
         onnx_points.annotate(rep, run)
     return list(run.warnings)
 

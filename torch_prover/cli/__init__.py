@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int
     args.own_process = own_process
     stdout, sys.stdout = sys.stdout, Stdout(sys.stdout)
     try:
+        from ..batch import timeline
+        timeline.mark("command line parsed (imports done)")
         utf8_arguments(argv)
         configure(args)
         code = COMMANDS[args.command](args)
@@ -118,6 +120,8 @@ def run() -> None:
     except KeyboardInterrupt:     # outside a command: argument parsing, the first imports
         print("interrupted", file=sys.stderr)
         code = 130
+    from ..batch import timeline   # TORCH_PROVER_TIMINGS=1: the run's timeline, on stderr
+    timeline.emit()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -58,7 +58,7 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ...batch import verify
+    from ...batch import timeline, verify
     from ...batch.progress import Progress
     if args.changed_from is not None:
         if args.domain != "ai.onnx":
@@ -76,7 +76,9 @@ def handle(args: argparse.Namespace) -> int:
         torchscript=False if args.no_torchscript else None,
         onnx_points=args.onnx_points, case_free=args.case_free, onnx_src=node_tests_src(args),
         domain=args.domain)
+    timeline.mark("verify-all: prepare")
     prepared = verify.prepare(request)
+    timeline.mark("verify-all: prepared")
     if note:
         print(note, file=sys.stderr)
     outcome = verify.run(prepared)
@@ -86,6 +88,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"warning: {one_line(warning)}", file=sys.stderr)   # output/inert.py
     emit_batch(outcome.report, args.format, args.report)
     ci_options.emit(ci, outcome.report, args.format)
+    timeline.mark("verify-all: report written")
     return outcome.exit_code
 
 

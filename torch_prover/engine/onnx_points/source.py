@@ -158,6 +158,22 @@ def _op_of(case) -> str:
     return nodes[0].op_type if len(nodes) == 1 else ""
 
 
+@contextlib.contextmanager
+def without_snippets():
+    """Importing onnx's generator modules also reads each generator's own source
+    (``base.process_snippet``: ``inspect.getsource``, ~10% of collecting) into ``Snippets``,
+    which only onnx's docs read; each test is built after it, by the generator alone
+    (``np.random.seed(0)`` first). For a process that collects the tests and nothing else
+    (verify-all's beside the batch): the same tests, no snippets."""
+    from onnx.backend.test.case import base
+    stock = base.process_snippet
+    base.process_snippet = lambda op_name, name, export: (name, "")
+    try:
+        yield
+    finally:
+        base.process_snippet = stock
+
+
 def installed(ops: Collection[str] | None = None) -> list[NodeTest | Skipped]:
     """The installed onnx's node tests, built by its own generators (they print and warn
     about the values they compute: kept out of the run's output). ``ops``: only those ops'
