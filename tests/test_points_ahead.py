@@ -50,8 +50,21 @@ def test_what_it_did_not_measure_the_parent_measures(ahead):
     assert points_ahead.take(some, keys, 4, False) is None
 
 
-DIGEST = """
-import hashlib, sys
+HASH = """
+import hashlib
+def digest(tests):
+    h = hashlib.sha256()
+    for t in tests:
+        h.update(repr((t.name, t.op, getattr(t, "version", None))).encode())
+        h.update(getattr(t, "model", b""))
+        for ins, outs in getattr(t, "data_sets", ()):
+            for x in (*ins, *outs):
+                h.update(str((x.dtype, x.shape)).encode() + x.tobytes())
+    return len(tests), h.hexdigest()
+"""
+
+DIGEST = HASH + """
+import sys
 from torch_prover.engine.onnx_points import source
 from onnx.backend.test.case import base
 if sys.argv[1] == "bare":
@@ -60,14 +73,7 @@ if sys.argv[1] == "bare":
     assert base.process_snippet.__module__ == base.__name__   # put back
 else:
     tests = source.installed(["Clip", "LpPool"])
-h = hashlib.sha256()
-for t in tests:
-    h.update(repr((t.name, t.op, getattr(t, "version", None))).encode())
-    h.update(getattr(t, "model", b""))
-    for ins, outs in getattr(t, "data_sets", ()):
-        for x in (*ins, *outs):
-            h.update(str((x.dtype, x.shape)).encode() + x.tobytes())
-print(len(tests), h.hexdigest())
+print(*digest(tests))
 """
 
 
@@ -86,8 +92,6 @@ def test_tests_collected_without_snippets_are_the_same_tests():
 
 def _digest(cache_dir, ops):
     """The tests the cache holds for ``ops``, read back (nothing built), as one digest."""
-    import hashlib
-
     from torch_prover.engine.onnx_points import store
     stock = store.installed
     store.installed = lambda ops=None: pytest.fail("not in the cache: collected again")
@@ -95,14 +99,9 @@ def _digest(cache_dir, ops):
         tests, warning = store.installed_tests(cache_dir, ops)
     finally:
         store.installed = stock
-    h = hashlib.sha256()
-    for t in tests:
-        h.update(repr((t.name, t.op, getattr(t, "version", None))).encode())
-        h.update(getattr(t, "model", b""))
-        for ins, outs in getattr(t, "data_sets", ()):
-            for x in (*ins, *outs):
-                h.update(str((x.dtype, x.shape)).encode() + x.tobytes())
-    return warning, len(tests), h.hexdigest()
+    space: dict = {}
+    exec(HASH, space)
+    return (warning, *space["digest"](tests))
 
 
 PREFETCH = """

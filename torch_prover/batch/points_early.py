@@ -47,6 +47,18 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
+def detach(parent_pid: int, inherited) -> None:
+    """What a process forked to work beside the parent does first: close the parent's pipe
+    end it inherited (the parent's death then ends a blocked send), leave Ctrl-C to the
+    parent, die with it, and keep its output (onnx's generators print) out of the run's."""
+    inherited.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.dup2(devnull, 1)
+
+
 def start(cache_dir: str, ops: str | None) -> None:
     """Fork the process that builds the tests ahead (``ops``: ``--ops`` as given)."""
     stop()
@@ -133,12 +145,7 @@ def _in_order(imported: Sequence[str], needed: Sequence[str]) -> bool:
 
 
 def _early(cache_dir: Path, ops: str | None, parent_pid: int, conn, inherited) -> None:
-    inherited.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent_pid)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.dup2(devnull, 1)
+    detach(parent_pid, inherited)
     try:
         from ..engine.onnx_points import source, store
         with source.without_snippets():   # this process collects and exits

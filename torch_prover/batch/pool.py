@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from ..case import Case
 from . import timeline
-from .points_early import die_with_parent
+from .points_early import detach, die_with_parent
 from .cache import cache_get, cache_put
 from .one_case import SETTLED, BatchOptions, Failure, error_record, prove_one
 
@@ -178,12 +178,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
 def _beside(target: Callable[[], Any], parent_pid: int, conn, inherited) -> None:
     """A forked process running ``target`` beside the batch, dying with the parent; what
     it returns (JSON) goes back on ``conn`` with its end for the timeline."""
-    inherited.close()   # the parent's end: the parent's own death then ends a blocked send
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent_pid)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.dup2(devnull, 1)
+    detach(parent_pid, inherited)
     try:
         value = target()
         conn.send_bytes(json.dumps({"value": value, "ended": timeline.stamp()}).encode())
