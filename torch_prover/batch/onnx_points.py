@@ -40,7 +40,7 @@ from ..engine.record import versions as installed_versions
 from ..engine.rules.verdict import Rule
 from ..compat import StrEnum
 from ..vocab import NumericOutcome, PointsSkip, PointsState, Tag
-from . import points_ahead, timeline
+from . import points_ahead, points_early, timeline
 
 PER_VERSION = 4
 FORMAT = 1
@@ -198,16 +198,18 @@ def collecting(cache_dir: Path, cases: Iterable[Any], per_version: int = PER_VER
     measured (``points_ahead``: ~1.5 s the parent would spend after the batch). Not with
     ``--jobs 1``: one process at work was asked for."""
     cases = list(cases)
-    return functools.partial(_ahead, cache_dir, sorted({c.op for c in cases if c.domain == ""}),
-                             points_ahead.predicted(cases), per_version)
+    ops = sorted({c.op for c in cases if c.domain == ""})
+    points_early.go(ops)   # the tests built since the start: write them (batch/points_early)
+    return functools.partial(_ahead, cache_dir, ops, points_ahead.predicted(cases), per_version)
 
 
 def _ahead(cache_dir: Path, ops: list[str], keys: list[tuple[str, int]], per_version: int
            ) -> dict[str, Any]:
+    early = points_early.wait()   # the tests built ahead, in the cache (or None: not all)
     with points_source.without_snippets():   # this process collects and exits
         tests, warning = installed_tests(cache_dir, ops)
     by, _ = _measure(_usable(tests, keys)[0], per_version, False)
-    return points_ahead.payload(ops, tests, by, per_version, warning)
+    return {**points_ahead.payload(ops, tests, by, per_version, warning), "early": early}
 
 
 def measure_versions(tests: Sequence[points_source.NodeTest | points_source.Skipped],

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 from ..case import Case
 from . import timeline
+from .points_early import detach, die_with_parent
 from .cache import cache_get, cache_put
 from .one_case import SETTLED, BatchOptions, Failure, error_record, prove_one
 
@@ -38,18 +39,6 @@ class BatchResult:
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # case -> worker's peak RSS
     warnings: list[str] = field(default_factory=list)   # e.g. a cache that could not be written
     beside: Any = None   # what the work beside the batch returned (None: not done)
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Ask the kernel to SIGKILL this worker when its parent dies (Linux prctl
-    PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
-    import ctypes
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass   # not Linux: the closed pipe ends below still end the worker on EOF
-    if os.getppid() != parent_pid:
-        os._exit(0)
 
 
 def _next_of(queue: list[int], todo: Sequence[Case], family: str | None) -> int:
@@ -76,7 +65,7 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     # Ctrl-C reaches the whole process group: the parent alone answers it (it kills the
     # workers), so a worker never reports an interrupted export as the case's error
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
     # progress line; whatever matters reaches the parent in the record
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -189,12 +178,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
 def _beside(target: Callable[[], Any], parent_pid: int, conn, inherited) -> None:
     """A forked process running ``target`` beside the batch, dying with the parent; what
     it returns (JSON) goes back on ``conn`` with its end for the timeline."""
-    inherited.close()   # the parent's end: the parent's own death then ends a blocked send
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent_pid)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.dup2(devnull, 1)
+    detach(parent_pid, inherited)
     try:
         value = target()
         conn.send_bytes(json.dumps({"value": value, "ended": timeline.stamp()}).encode())

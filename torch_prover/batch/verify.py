@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from .. import preflight
 from ..case import Case
 from ..errors import UsageError
-from . import domains
+from . import domains, points_early
 from .shards import parse_shard, shard_ops
 
 
@@ -256,18 +256,18 @@ def run(prepared: Prepared) -> Outcome:
         if req.domain == domains.DEFAULT else [c.op for c in prepared.cases], req.versions,
         req.numeric, req.timeout, prepared.waivers, label, req.tags_from,
         prepared.torchscript, None if req.domain == domains.DEFAULT else req.domain)
-    opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric,
-                        out=prepared.out,
+    opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric, out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
                         tags=tags, tag_source=label, tag_fingerprint=fingerprint,
                         progress=req.progress)
     todo = prepared.cases + prepared.variants
     beside = None
     if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and req.jobs > 1 \
-            and not req.case_free and req.onnx_src is None and req.cache_dir is not None:
+            and not req.case_free and req.onnx_src is None and req.cache_dir is not None and todo:
         from .onnx_points import collecting   # ONNX's points, beside the batch
         beside = collecting(Path(req.cache_dir), todo, req.onnx_points)
     result = run_batch(todo, opts, beside) if todo else None
+    points_early.stop(result.beside if result else None)   # tests built ahead: done, or unused
     case_less_ops = case_less(list(prepared.entries), prepared.case_less_selected, tags)
     records = result.records if result else []
     parts = Parts(

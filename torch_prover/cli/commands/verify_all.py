@@ -58,6 +58,29 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.changed_from is None:
+        _tests_ahead(args)   # before torch's imports: the other core is idle through them
+    try:
+        return _handle(args)
+    finally:
+        from ...batch import points_early
+        points_early.stop()
+
+
+def _tests_ahead(args: argparse.Namespace) -> None:
+    """Start building ONNX's tests of the run's likely ops (batch/points_early.py) when the
+    run will measure ONNX's points beside its batch (batch/verify.py's conditions, as far as
+    the command line tells them): it writes nothing until the selection is checked."""
+    jobs = args.jobs if isinstance(args.jobs, int) else 0
+    if args.no_numeric or args.onnx_points <= 0 or args.domain != "ai.onnx" or args.case_free \
+            or args.no_cache or args.cache_dir is None or jobs < 2 \
+            or node_tests_src(args) is not None:
+        return
+    from ...batch import points_early
+    points_early.start(args.cache_dir, args.ops)
+
+
+def _handle(args: argparse.Namespace) -> int:
     from ...batch import timeline, verify
     from ...batch.progress import Progress
     if args.changed_from is not None:

@@ -174,6 +174,24 @@ def without_snippets():
         base.process_snippet = stock
 
 
+@contextlib.contextmanager
+def _building():
+    """How onnx's generators run here: their prints and warnings kept out of the output."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            yield
+
+
+def import_generators(modules: Sequence[str]) -> None:
+    """Import ``modules`` (generator modules, in this order), which builds their tests into
+    ``node._NodeTestCases``: what ``installed`` does, also done ahead of it
+    (batch/points_early.py), after which ``installed`` imports nothing again."""
+    with _building():
+        for module in modules:
+            importlib.import_module(module)
+
+
 def installed(ops: Collection[str] | None = None) -> list[NodeTest | Skipped]:
     """The installed onnx's node tests, built by its own generators (they print and warn
     about the values they compute: kept out of the run's output). ``ops``: only those ops'
@@ -183,17 +201,14 @@ def installed(ops: Collection[str] | None = None) -> list[NodeTest | Skipped]:
     it is imported (``onnx.backend.test.case.base._Exporter``, each generator after
     ``np.random.seed(0)``), so they are the same tests the whole collection builds."""
     from onnx.backend.test.case import node
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            if ops is None:
-                cases = node.collect_testcases()
-            else:
-                for module in modules_naming(ops):
-                    importlib.import_module(module)
-                # every module imported so far in this process has added its tests here
-                cases = [c for c in node._NodeTestCases if c.model is not None
-                         and "_expanded" not in c.name and _op_of(c) in ops]
+    with _building():
+        if ops is None:
+            cases = node.collect_testcases()
+        else:
+            import_generators(modules_naming(ops))
+            # every module imported so far in this process has added its tests here
+            cases = [c for c in node._NodeTestCases if c.model is not None
+                     and "_expanded" not in c.name and _op_of(c) in ops]
     return [_test(c.name, c.model, c.data_sets, c.rtol, c.atol)
             for c in cases if c.model is not None]
 

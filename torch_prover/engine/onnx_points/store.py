@@ -212,11 +212,19 @@ def prefetch(cache_dir: Path, ops: Collection[str]) -> None:
     """Collect and cache, each in its own file, the tests of ``ops`` the cache lacks: what
     ``installed_tests(cache_dir, ops)`` would build and write, done ahead (verify-all runs
     it beside its workers, batch/verify.py), so that call then reads them back."""
+    todo = uncached(cache_dir, ops)
+    if todo:
+        _some(cache_dir, todo)
+
+
+def uncached(cache_dir: Path, ops: Collection[str]) -> list[str]:
+    """The ops among ``ops`` whose tests the cache holds neither in their own file nor in
+    the whole collection's: what ``prefetch`` builds."""
     digest = generators_digest()
-    missing = [op for op in sorted(set(ops)) if _OP.match(op)
-               and not _path(cache_dir, op, digest).is_file()]
-    if missing and not _path(cache_dir, None, digest).is_file():
-        _some(cache_dir, missing)
+    if _path(cache_dir, None, digest).is_file():
+        return []
+    return [op for op in sorted(set(ops)) if _OP.match(op)
+            and not _path(cache_dir, op, digest).is_file()]
 
 
 def _some(cache_dir: Path | None, ops: list[str]) -> tuple[list[NodeTest | Skipped], str | None]:
