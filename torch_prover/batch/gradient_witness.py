@@ -302,13 +302,15 @@ def record(m: Measured) -> dict[str, Any]:
     elif m.first_error > 1e-5:
         forward = (f"the node's outputs by its definition differ from ONNX's expected ones by "
                    f"{m.first_error:.3g}")
+    # Inputs and Outputs are each one variadic parameter: each is judged over every
+    # (output k, input j) pair, so both rest on the same witnesses, measured once
+    cells = [(k, j) for k in range(n_out) for j in range(n_in)]
+    a, a_detail, evidence = _autograd(m, cells)
+    n, n_detail = _numeric(m, cells)
+    compared = [(k, j) for k, j in cells if m.autograd[k, j] > tol]
+    vjp = Vjp.FAILED if not all(agrees[k, j] for k, j in cells) else Vjp.PASSED
     params = []
     for f in tags.inputs + tags.outputs:
-        cells = ([(k, j) for k in range(n_out) for j in range(n_in)])
-        a, a_detail, evidence = _autograd(m, cells)
-        n, n_detail = _numeric(m, cells)
-        compared = [(k, j) for k, j in cells if m.autograd[k, j] > tol]
-        vjp = Vjp.FAILED if not all(agrees[k, j] for k, j in cells) else Vjp.PASSED
         d = decide(autograd=Witness(a, a_detail, source="PyTorch formula of the forward graph"),
                    numeric=Witness(n, n_detail), tag=f.tag, forward=forward, vjp=vjp,
                    vjp_detail=(f"autograd's second derivatives match the central differences "

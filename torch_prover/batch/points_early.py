@@ -23,40 +23,16 @@ import json
 import multiprocessing
 import os
 import re
-import signal
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import timeline
+from .forked import detach
 
 WAIT_S = 120.0
 """How long the process beside the batch waits for this one before it collects itself."""
 
 _EARLY: list[Any] = []   # [process, our end of its pipe, go sent], in the parent (and its forks)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies (Linux prctl
-    PR_SET_PDEATHSIG), and leave at once if the parent is already gone."""
-    import ctypes
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass   # not Linux: the closed pipe ends still end the process on EOF
-    if os.getppid() != parent_pid:
-        os._exit(0)
-
-
-def detach(parent_pid: int, inherited) -> None:
-    """What a process forked to work beside the parent does first: close the parent's pipe
-    end it inherited (the parent's death then ends a blocked send), leave Ctrl-C to the
-    parent, die with it, and keep its output (onnx's generators print) out of the run's."""
-    inherited.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent_pid)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.dup2(devnull, 1)
 
 
 def start(cache_dir: str, ops: str | None) -> None:
@@ -145,7 +121,7 @@ def _in_order(imported: Sequence[str], needed: Sequence[str]) -> bool:
 
 
 def _early(cache_dir: Path, ops: str | None, parent_pid: int, conn, inherited) -> None:
-    detach(parent_pid, inherited)
+    detach(parent_pid, [inherited])
     try:
         from ..engine.onnx_points import source, store
         with source.without_snippets():   # this process collects and exits

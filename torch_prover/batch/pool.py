@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from ..case import Case
 from . import timeline
-from .points_early import detach, die_with_parent
+from .forked import detach
 from .cache import cache_get, cache_put
 from .one_case import SETTLED, BatchOptions, Failure, error_record, prove_one
 
@@ -60,17 +60,7 @@ def _worker(todo: Sequence[Case], opts: BatchOptions, conn, inherited: Sequence[
     closed first, so the parent's death reaches ``recv()`` as EOF and the worker exits
     (and the parent-death signal covers a worker busy in a case)."""
     import resource
-    for c in inherited:
-        c.close()
-    # Ctrl-C reaches the whole process group: the parent alone answers it (it kills the
-    # workers), so a worker never reports an interrupted export as the case's error
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent_pid)
-    # C++ warnings (TorchScript shape inference, onnxruntime kernels) would garble the
-    # progress line; whatever matters reaches the parent in the record
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.dup2(devnull, 1)   # the TorchScript exporter prints its IR graph on a failed export
+    detach(parent_pid, inherited)
     import logging
 
     from ..engine.export import QUIET_LOGGERS
@@ -178,7 +168,7 @@ def _warm_up(cases: Sequence[Case]) -> str:
 def _beside(target: Callable[[], Any], parent_pid: int, conn, inherited) -> None:
     """A forked process running ``target`` beside the batch, dying with the parent; what
     it returns (JSON) goes back on ``conn`` with its end for the timeline."""
-    detach(parent_pid, inherited)
+    detach(parent_pid, [inherited])
     try:
         value = target()
         conn.send_bytes(json.dumps({"value": value, "ended": timeline.stamp()}).encode())
