@@ -35,6 +35,18 @@ WAIT_S = 120.0
 _EARLY: list[Any] = []   # [process, our end of its pipe, go sent], in the parent (and its forks)
 
 
+def beside_batch(*, numeric: bool, onnx_points: int, default_domain: bool, jobs: Any,
+                 case_free: bool, onnx_src: str | None, cache_dir: str | None) -> bool:
+    """Whether a run measures ONNX's points beside its batch: numeric checks on, points
+    asked for, ai.onnx, more than one job (``--jobs 1``: one process at work was asked
+    for), not case-free, the installed onnx's tests (no ``--onnx-src``), a cache to hand
+    the tests through. The one predicate ``verify.run`` (the process beside the batch) and
+    ``verify-all``'s command line (this module's process, forked before ``verify.Request``
+    exists) both ask."""
+    return (numeric and onnx_points > 0 and default_domain and isinstance(jobs, int)
+            and jobs > 1 and not case_free and onnx_src is None and cache_dir is not None)
+
+
 def start(cache_dir: str, ops: str | None) -> None:
     """Fork the process that builds the tests ahead (``ops``: ``--ops`` as given)."""
     stop()

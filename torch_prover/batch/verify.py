@@ -258,12 +258,12 @@ def run(prepared: Prepared) -> Outcome:
         prepared.torchscript, None if req.domain == domains.DEFAULT else req.domain)
     opts = BatchOptions(jobs=req.jobs, timeout=req.timeout, numeric=req.numeric, out=prepared.out,
                         cache_dir=Path(req.cache_dir) if req.cache_dir is not None else None,
-                        tags=tags, tag_source=label, tag_fingerprint=fingerprint,
-                        progress=req.progress)
+                        tags=tags, tag_source=label, tag_fingerprint=fingerprint, progress=req.progress)
     todo = prepared.cases + prepared.variants
     beside = None
-    if req.numeric and req.onnx_points > 0 and req.domain == domains.DEFAULT and req.jobs > 1 \
-            and not req.case_free and req.onnx_src is None and req.cache_dir is not None and todo:
+    if todo and points_early.beside_batch(numeric=req.numeric, onnx_points=req.onnx_points,
+            default_domain=req.domain == domains.DEFAULT, jobs=req.jobs,
+            case_free=req.case_free, onnx_src=req.onnx_src, cache_dir=req.cache_dir):
         from .onnx_points import collecting   # ONNX's points, beside the batch
         beside = collecting(Path(req.cache_dir), todo, req.onnx_points)
     result = run_batch(todo, opts, beside) if todo else None

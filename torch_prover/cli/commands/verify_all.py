@@ -69,14 +69,15 @@ def handle(args: argparse.Namespace) -> int:
 
 def _tests_ahead(args: argparse.Namespace) -> None:
     """Start building ONNX's tests of the run's likely ops (batch/points_early.py) when the
-    run will measure ONNX's points beside its batch (batch/verify.py's conditions, as far as
-    the command line tells them): it writes nothing until the selection is checked."""
-    jobs = args.jobs if isinstance(args.jobs, int) else 0
-    if args.no_numeric or args.onnx_points <= 0 or args.domain != "ai.onnx" or args.case_free \
-            or args.no_cache or args.cache_dir is None or jobs < 2 \
-            or node_tests_src(args) is not None:
-        return
+    run will measure ONNX's points beside its batch (``points_early.beside_batch``, the
+    predicate batch/verify.py asks of the request this command line becomes): it writes
+    nothing until the selection is checked."""
     from ...batch import points_early
+    if not points_early.beside_batch(
+            numeric=not args.no_numeric, onnx_points=args.onnx_points,
+            default_domain=args.domain == "ai.onnx", jobs=args.jobs, case_free=args.case_free,
+            onnx_src=node_tests_src(args), cache_dir=None if args.no_cache else args.cache_dir):
+        return
     points_early.start(args.cache_dir, args.ops)
 
 
